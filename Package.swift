@@ -1,0 +1,36 @@
+// swift-tools-version:6.2
+// Parley: the server side of a chat-room service, as a cluster of identical Swift nodes.
+// Targets follow ../shared/DESIGN.md; each gets a folder under Sources/ once it has real content.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "Parley",
+    products: [
+        .executable(name: "parley", targets: ["parley"]),
+        .library(name: "ParleyRooms", targets: ["ParleyRooms"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        .target(
+            name: "ParleyRooms",
+            dependencies: [.product(name: "Collections", package: "swift-collections")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "parley",
+            dependencies: [
+                "ParleyRooms",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyRooms"], swiftSettings: strict),
+    ]
+)
