@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "parley", targets: ["parley"]),
         .library(name: "ParleyRooms", targets: ["ParleyRooms"]),
+        .library(name: "ParleyRaft", targets: ["ParleyRaft"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -27,10 +28,13 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyRooms",
+                "ParleyRaft",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyRooms"], swiftSettings: strict),
+        .target(name: "ParleyRaft", swiftSettings: strict),
+        .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
     ]
 )
