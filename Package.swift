@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(
@@ -29,6 +30,7 @@ let package = Package(
             dependencies: [
                 "ParleyRooms",
                 "ParleyRaft",
+                "ParleyStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -36,5 +38,11 @@ let package = Package(
         .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyRooms"], swiftSettings: strict),
         .target(name: "ParleyRaft", swiftSettings: strict),
         .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
+        .target(
+            name: "ParleyStorage",
+            dependencies: ["ParleyRaft", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage"], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,55 @@
+import ParleyRaft
+
+/// Identifies a Raft group on a node: 0 is the meta group, shard `s` is group `s + 1`.
+public typealias GroupID = UInt64
+
+/// What one group asks to make durable in one Ready cycle. Applied in field order: snapshot, log
+/// replacement, compaction, hard state.
+public struct GroupWrite: Sendable, Equatable {
+    /// A snapshot to keep (made locally, or received from the leader).
+    public var snapshot: Snapshot?
+    /// A received snapshot replaces the whole log; a local one does not.
+    public var snapshotReplacesLog = false
+    /// Entries to append; any held entries from `entries.first.index` on are replaced first.
+    public var entries: [Entry] = []
+    /// Drop entries with an index below this (they are covered by the snapshot).
+    public var compactBelow: LogIndex?
+    public var hardState: HardState?
+
+    public init() {}
+
+    public var isEmpty: Bool {
+        snapshot == nil && entries.isEmpty && compactBelow == nil && hardState == nil
+    }
+}
+
+/// All groups' writes of one Ready cycle: they reach the disk in one transaction and one fsync
+/// (group commit), so a node with many shards pays one sync per cycle, not one per group.
+public struct StorageBatch: Sendable, Equatable {
+    /// Kept sorted by group id so the transaction writes in a stable order.
+    public private(set) var writes: [(group: GroupID, write: GroupWrite)] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { writes.allSatisfy { $0.write.isEmpty } }
+
+    /// Number of entries the batch appends, over all groups.
+    public var entryCount: Int { writes.reduce(0) { $0 + $1.write.entries.count } }
+
+    /// Changes the pending write of `group` in place (creating it if needed).
+    public mutating func update(_ group: GroupID, _ change: (inout GroupWrite) -> Void) {
+        if let i = writes.firstIndex(where: { $0.group == group }) {
+            change(&writes[i].write)
+        } else {
+            var w = GroupWrite()
+            change(&w)
+            let at = writes.firstIndex(where: { $0.group > group }) ?? writes.count
+            writes.insert((group, w), at: at)
+        }
+    }
+
+    public static func == (a: StorageBatch, b: StorageBatch) -> Bool {
+        a.writes.count == b.writes.count
+            && zip(a.writes, b.writes).allSatisfy { $0.group == $1.group && $0.write == $1.write }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import ParleyRaft
+@testable import ParleyStorage
+
+/// The `parley` executable built beside this test binary.
+func parleyExecutable() throws -> URL {
+    let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    var dir = here.deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = dir.appendingPathComponent("parley")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    throw StorageError.corrupt("the parley executable was not built beside \(here.path); run `swift build` first")
+}
+
+@Suite struct CrashSafetyTests {
+    /// A writer killed with SIGKILL at an arbitrary moment loses nothing it reported durable and never
+    /// leaves a torn log; the next writer carries on from what is on disk, and is killed in turn.
+    @Test func killMinusNineLosesNothingReportedDurable() throws {
+        let path = try temporaryDatabasePath("crash")
+        let parley = try parleyExecutable()
+        var lastReported: [GroupID: StorageTorture.Durable] = [:]
+        for round in 1...4 {
+            let process = Process()
+            process.executableURL = parley
+            process.arguments = ["storage", "torture", "--data", path, "--groups", "6", "--seed", "\(round)"]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            var buffer = ""
+            var pendingBatch: [StorageTorture.Durable] = []
+            var batches = 0
+            let killAfter = 20 + round * 17
+            while batches < killAfter {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }  // the writer died on its own: the test fails below
+                buffer += String(decoding: chunk, as: UTF8.self)
+                while let newline = buffer.firstIndex(of: "\n") {
+                    let line = buffer[..<newline]
+                    buffer.removeSubrange(...newline)
+                    let fields = line.split(separator: " ")
+                    if fields.first == "durable", fields.count == 5 {
+                        pendingBatch.append(StorageTorture.Durable(
+                            group: GroupID(fields[1])!, commit: LogIndex(fields[2])!,
+                            lastIndex: LogIndex(fields[3])!, lastTerm: Term(fields[4])!))
+                    } else if line == "batch" {
+                        for d in pendingBatch { lastReported[d.group] = d }
+                        pendingBatch = []
+                        batches += 1
+                    }
+                }
+            }
+            #expect(batches >= killAfter, "the writer stopped early in round \(round)")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal)
+
+            let problems = try StorageTorture.verify(database: try NodeDatabase(path: path), lastReported: lastReported)
+            #expect(problems.isEmpty, "round \(round): \(problems)")
+        }
+        #expect(lastReported.count == 6)
+    }
+
+    @Test func verifyNoticesALostCommit() throws {
+        let path = try temporaryDatabasePath()
+        var torture = StorageTorture(database: try NodeDatabase(path: path), groups: 2, seed: 5)
+        var last: [GroupID: StorageTorture.Durable] = [:]
+        try torture.run(cycles: 30) { batch in for d in batch { last[d.group] = d } }
+        #expect(try StorageTorture.verify(database: torture.database, lastReported: last).isEmpty)
+        // Claim more was durable than was: verify must object.
+        var inflated = last
+        inflated[1]!.commit += 1000
+        let problems = try StorageTorture.verify(database: torture.database, lastReported: inflated)
+        #expect(problems.count == 2)
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import Testing
+import ParleyRaft
+@testable import ParleyStorage
+
+/// A fresh database file in its own temporary folder.
+func temporaryDatabasePath(_ name: String = "node") throws -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-storage-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir.appendingPathComponent("\(name).sqlite").path
+}
+
+private func entries(_ range: ClosedRange<LogIndex>, term: Term) -> [Entry] {
+    range.map { Entry(term: term, index: $0, data: Array("e\($0)t\(term)".utf8)) }
+}
+
+private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
+    var batch = StorageBatch()
+    for log in logs { log.stage(into: &batch) }
+    try db.commit(batch)
+}
+
+@Suite struct NodeDatabaseTests {
+    @Test func logAndHardStateSurviveReopen() throws {
+        let path = try temporaryDatabasePath()
+        do {
+            let db = try NodeDatabase(path: path)
+            let log = try db.createGroup(7, bootstrap: ConfState(voters: [1, 2, 3]))
+            try log.append(entries(2...10, term: 2))
+            log.setHardState(HardState(term: 2, vote: 3, commit: 8))
+            try commit(db, log)
+        }
+        let log = try NodeDatabase(path: path).openGroup(7)
+        #expect(try log.firstIndex() == 2)
+        #expect(try log.lastIndex() == 10)
+        #expect(try log.entries(from: 2, to: 11, maxBytes: .max) == entries(2...10, term: 2))
+        #expect(log.hardState == HardState(term: 2, vote: 3, commit: 8))
+        #expect(try log.initialState().1 == ConfState(voters: [1, 2, 3]))
+        #expect(try log.term(at: 1) == 1)  // the bootstrap snapshot stands for index 1
+    }
+
+    @Test func anAppendReplacesTheDivergentSuffix() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        try log.append(entries(2...10, term: 2))
+        try commit(db, log)
+        try log.append(entries(6...8, term: 3))
+        try commit(db, log)
+        let reopened = try NodeDatabase(path: path).openGroup(1)
+        #expect(try reopened.lastIndex() == 8)
+        #expect(try reopened.entries(from: 2, to: 9, maxBytes: .max) == entries(2...5, term: 2) + entries(6...8, term: 3))
+    }
+
+    @Test func overlappingAppendsInOneCycleKeepTheLaterOne() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        try log.append(entries(2...9, term: 2))
+        try log.append(entries(5...6, term: 3))
+        try commit(db, log)
+        let reopened = try NodeDatabase(path: path).openGroup(1)
+        #expect(try reopened.entries(from: 2, to: 7, maxBytes: .max) == entries(2...4, term: 2) + entries(5...6, term: 3))
+        #expect(try reopened.lastIndex() == 6)
+    }
+
+    @Test func stagedWritesAreNotDurableUntilCommitted() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        try log.append(entries(2...4, term: 2))
+        log.setHardState(HardState(term: 2, vote: 1, commit: 3))
+        // No commit: a crash now must find the group as it was created.
+        let reopened = try NodeDatabase(path: path).openGroup(1)
+        #expect(try reopened.lastIndex() == 1)
+        #expect(reopened.hardState == HardState(term: 1, vote: 0, commit: 1))
+    }
+
+    @Test func oneBatchCommitsManyGroupsAtOnce() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let logs = try (1...20).map { try db.createGroup(GroupID($0), bootstrap: ConfState(voters: [1, 2, 3])) }
+        var batch = StorageBatch()
+        for (i, log) in logs.enumerated() {
+            try log.append(entries(2...LogIndex(2 + i), term: 2))
+            log.stage(into: &batch)
+        }
+        #expect(batch.writes.map(\.group) == (1...20).map(GroupID.init))
+        #expect(batch.entryCount == (1...20).reduce(0, +))
+        try db.commit(batch)
+        let reopened = try NodeDatabase(path: path)
+        #expect(try reopened.groupIDs() == (1...20).map(GroupID.init))
+        for i in 0..<20 {
+            #expect(try reopened.openGroup(GroupID(i + 1)).lastIndex() == LogIndex(2 + i))
+        }
+    }
+
+    @Test func snapshotAndCompactionRoundTrip() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createGroup(3, bootstrap: ConfState(voters: [1, 2, 3]))
+        try log.append(entries(2...100, term: 4))
+        let state = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try log.createSnapshot(at: 60, confState: ConfState(voters: [1, 2], learners: [4]), data: state)
+        try log.compact(upTo: 60)
+        try commit(db, log)
+
+        let reopened = try NodeDatabase(path: path)
+        let again = try reopened.openGroup(3)
+        #expect(try again.firstIndex() == 61)
+        #expect(try again.lastIndex() == 100)
+        #expect(try again.term(at: 60) == 4)
+        #expect(throws: RaftStorageError.compacted) { try again.entries(from: 59, to: 61, maxBytes: .max) }
+        let snap = try again.snapshot()
+        #expect(snap.metadata == SnapshotMetadata(index: 60, term: 4, confState: ConfState(voters: [1, 2], learners: [4])))
+        #expect(snap.data == state)
+        // Streamed in chunks, the snapshot reads back byte for byte.
+        #expect(try reopened.snapshotSize(3) == state.count)
+        var streamed: [UInt8] = []
+        while streamed.count < state.count {
+            streamed += try reopened.snapshotChunk(3, offset: streamed.count, length: 16_384)
+        }
+        #expect(streamed == state)
+    }
+
+    @Test func compactionBeyondTheSnapshotIsRefused() throws {
+        let db = try NodeDatabase(path: try temporaryDatabasePath())
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        try log.append(entries(2...10, term: 2))
+        #expect(throws: RaftStorageError.unavailable) { try log.compact(upTo: 5) }
+    }
+
+    @Test func aReceivedSnapshotReplacesTheLog() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createEmptyGroup(9)
+        try log.append(entries(1...5, term: 1))
+        try commit(db, log)
+        let snap = Snapshot(metadata: SnapshotMetadata(index: 50, term: 6, confState: ConfState(voters: [1, 2, 3])),
+                            data: [1, 2, 3])
+        try log.applySnapshot(snap)
+        try log.append(entries(51...52, term: 6))
+        try commit(db, log)
+        let again = try NodeDatabase(path: path).openGroup(9)
+        #expect(try again.snapshot() == snap)
+        #expect(try again.firstIndex() == 51)
+        #expect(try again.entries(from: 51, to: 53, maxBytes: .max) == entries(51...52, term: 6))
+    }
+
+    @Test func aGapInTheLogIsReportedAsCorruption() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        try log.append(entries(2...10, term: 2))
+        try commit(db, log)
+        try db.deleteEntryForTesting(group: 1, index: 5)
+        #expect(throws: StorageError.corrupt("group 1: log jumps from 4 to 6")) { try db.openGroup(1) }
+    }
+
+    @Test func unknownAndDuplicateGroups() throws {
+        let db = try NodeDatabase(path: try temporaryDatabasePath())
+        #expect(throws: StorageError.unknownGroup(4)) { try db.openGroup(4) }
+        _ = try db.createGroup(4, bootstrap: ConfState(voters: [1]))
+        #expect(throws: StorageError.groupExists(4)) { try db.createGroup(4, bootstrap: ConfState(voters: [1])) }
+        try db.dropGroup(4)
+        #expect(try db.groupIDs().isEmpty)
+    }
+
+    @Test func membershipCodecRejectsGarbage() throws {
+        let cs = ConfState(voters: [3, 1, 2], votersOutgoing: [1, 2, 4], learners: [9], learnersNext: [4], autoLeave: true)
+        #expect(try StorageCodec.decodeConfState(StorageCodec.encode(cs)) == cs)
+        let bytes = StorageCodec.encode(cs)
+        for cut in 0..<bytes.count {
+            #expect(throws: StorageError.self) { try StorageCodec.decodeConfState(Array(bytes[..<cut])) }
+        }
+        #expect(throws: StorageError.self) { try StorageCodec.decodeConfState(bytes + [0]) }
+        #expect(throws: StorageError.self) { try StorageCodec.decodeConfState([9] + bytes.dropFirst()) }
+    }
+}
