@@ -44,5 +44,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage"], swiftSettings: strict),
+        .target(
+            name: "ParleyCluster",
+            dependencies: ["ParleyRaft", "ParleyRooms", "ParleyStorage"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster"], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,39 @@
+import ParleyRaft
+
+/// A shard: one Raft group holding a fixed slice of the rooms.
+public typealias ShardID = Int
+
+/// Which shard holds a room, and which nodes hold a shard's replicas.
+///
+/// The shard count is fixed when the cluster is created, so a room never moves between shards; replicas
+/// are placed by rendezvous hashing over the nodes, so adding or removing a node moves only the replicas
+/// it must.
+public struct ShardMap: Sendable, Hashable {
+    public let shardCount: Int
+    public let replicationFactor: Int
+
+    public init(shardCount: Int = 64, replicationFactor: Int = 3) {
+        precondition(shardCount > 0 && replicationFactor > 0)
+        self.shardCount = shardCount
+        self.replicationFactor = replicationFactor
+    }
+
+    /// `shard = jumpConsistentHash(stableHash(roomId), shardCount)`.
+    public func shard(ofRoom roomID: String) -> ShardID {
+        StableHash.jumpConsistentHash(StableHash.of(roomID), buckets: shardCount)
+    }
+
+    /// The nodes that hold `shard`'s replicas, best first (at most `replicationFactor`).
+    public func replicas(of shard: ShardID, nodes: [NodeID]) -> [NodeID] {
+        Array(StableHash.rendezvousOrder(item: StableHash.mix(UInt64(shard) &+ 1), candidates: nodes)
+            .prefix(replicationFactor))
+    }
+
+    /// The Raft group that runs `shard` (group 0 is the meta group).
+    public func group(of shard: ShardID) -> UInt64 { UInt64(shard) + 1 }
+
+    /// The shard a Raft group runs, or nil for the meta group and unknown groups.
+    public func shard(ofGroup group: UInt64) -> ShardID? {
+        group >= 1 && group <= UInt64(shardCount) ? ShardID(group - 1) : nil
+    }
+}
