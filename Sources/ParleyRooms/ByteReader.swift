@@ -1,0 +1,138 @@
+/// Why a byte buffer could not be decoded.
+public enum CodecError: Error, Equatable, Sendable {
+    case truncated
+    case overlongVarint
+    case invalidUTF8
+    case badTag(String, UInt64)
+    case badVersion(UInt8)
+    case badMagic
+    case trailingBytes(Int)
+    case invalidValue(String)
+
+    /// The stable room error a malformed command maps to (unknown op vs. malformed payload).
+    public var roomError: RoomError {
+        switch self {
+        case .badTag("RoomCommand", _): return RoomError(.unknownOperation, "unknown command tag")
+        default: return RoomError(.malformedCommand, "malformed command: \(self)")
+        }
+    }
+}
+
+/// Reads the form `ByteWriter` writes. Every read checks bounds, so garbage throws cleanly.
+public struct ByteReader: Sendable {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    public var isAtEnd: Bool { position == bytes.count }
+    public var remaining: Int { bytes.count - position }
+
+    public mutating func readByte() throws(CodecError) -> UInt8 {
+        guard position < bytes.count else { throw .truncated }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    public mutating func readBool() throws(CodecError) -> Bool {
+        switch try readByte() {
+        case 0: return false
+        case 1: return true
+        case let b: throw .badTag("Bool", UInt64(b))
+        }
+    }
+
+    public mutating func readOptionalBool() throws(CodecError) -> Bool? {
+        switch try readByte() {
+        case 0: return false
+        case 1: return true
+        case 2: return nil
+        case let b: throw .badTag("Bool?", UInt64(b))
+        }
+    }
+
+    public mutating func readUInt64() throws(CodecError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try readByte()
+            if shift == 63 && b > 1 { throw .overlongVarint }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw .overlongVarint }
+        }
+    }
+
+    public mutating func readInt64() throws(CodecError) -> Int64 {
+        let raw = try readUInt64()
+        return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+    }
+
+    public mutating func readInt() throws(CodecError) -> Int {
+        let v = try readInt64()
+        guard let i = Int(exactly: v) else { throw .invalidValue("Int") }
+        return i
+    }
+
+    /// A count of following items, each at least `minimumItemBytes` long, so a forged count
+    /// can never make the decoder allocate more than the buffer could hold.
+    public mutating func readCount(minimumItemBytes: Int = 1) throws(CodecError) -> Int {
+        let n = try readUInt64()
+        guard n <= UInt64(remaining / max(1, minimumItemBytes)) else { throw .truncated }
+        return Int(n)
+    }
+
+    public mutating func readString() throws(CodecError) -> String {
+        let n = try readCount()
+        let slice = bytes[position ..< position + n]
+        position += n
+        guard let s = String(validating: slice, as: UTF8.self) else { throw .invalidUTF8 }
+        return s
+    }
+
+    public mutating func readOptionalString() throws(CodecError) -> String? {
+        try readBool() ? try readString() : nil
+    }
+
+    public mutating func readStrings() throws(CodecError) -> [String] {
+        let n = try readCount()
+        var out: [String] = []
+        out.reserveCapacity(n)
+        for _ in 0 ..< n { out.append(try readString()) }
+        return out
+    }
+
+    public mutating func read<T: BinaryCodable>(_: T.Type = T.self) throws(CodecError) -> T {
+        try T(from: &self)
+    }
+
+    public mutating func readArray<T: BinaryCodable>(_: T.Type = T.self) throws(CodecError) -> [T] {
+        let n = try readCount()
+        var out: [T] = []
+        out.reserveCapacity(n)
+        for _ in 0 ..< n { out.append(try T(from: &self)) }
+        return out
+    }
+
+    public mutating func readOptional<T: BinaryCodable>(_: T.Type = T.self) throws(CodecError) -> T? {
+        try readBool() ? try T(from: &self) : nil
+    }
+
+    /// A raw-value enum stored as one byte.
+    public mutating func readEnum<T: RawRepresentable>(_: T.Type = T.self) throws(CodecError) -> T
+    where T.RawValue == UInt8 {
+        let b = try readByte()
+        guard let v = T(rawValue: b) else { throw .badTag(String(describing: T.self), UInt64(b)) }
+        return v
+    }
+
+    public mutating func readEnum16<T: RawRepresentable>(_: T.Type = T.self) throws(CodecError) -> T
+    where T.RawValue == UInt16 {
+        let raw = try readUInt64()
+        guard raw <= UInt64(UInt16.max), let v = T(rawValue: UInt16(raw)) else {
+            throw .badTag(String(describing: T.self), raw)
+        }
+        return v
+    }
+}

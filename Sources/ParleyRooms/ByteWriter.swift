@@ -1,0 +1,105 @@
+/// Appends the compact binary form shared by commands, events and snapshots.
+///
+/// Unsigned integers are LEB128 varints, signed ones zig-zag varints, strings a varint byte
+/// count followed by UTF-8. The form is byte-deterministic: the same value always gives the
+/// same bytes, which Raft snapshots and the replica-equality tests rely on.
+public struct ByteWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8]
+
+    /// Starts an empty buffer with room for `capacity` bytes.
+    public init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func write(_ value: UInt8) { bytes.append(value) }
+
+    public mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
+
+    public mutating func write(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    public mutating func write(_ value: Int64) {
+        // Zig-zag keeps small negative numbers short.
+        write(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    public mutating func write(_ value: Int) { write(Int64(value)) }
+
+    public mutating func write(_ value: String) {
+        var s = value
+        s.withUTF8 { utf8 in
+            write(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    public mutating func write(_ values: [String]) {
+        write(UInt64(values.count))
+        for v in values { write(v) }
+    }
+
+    public mutating func write<T: BinaryEncodable>(_ value: T) { value.encode(to: &self) }
+
+    public mutating func write<T: BinaryEncodable>(_ values: [T]) {
+        write(UInt64(values.count))
+        for v in values { v.encode(to: &self) }
+    }
+
+    public mutating func write<T: BinaryEncodable>(_ value: T?) {
+        if let value {
+            write(true)
+            value.encode(to: &self)
+        } else {
+            write(false)
+        }
+    }
+
+    public mutating func write(_ value: String?) {
+        if let value {
+            write(true)
+            write(value)
+        } else {
+            write(false)
+        }
+    }
+
+    public mutating func write(_ value: Bool?) {
+        write(UInt8(value == nil ? 2 : (value! ? 1 : 0)))
+    }
+}
+
+/// A value with a binary form written through `ByteWriter`.
+public protocol BinaryEncodable {
+    func encode(to writer: inout ByteWriter)
+}
+
+/// A value readable back from its binary form; decoding garbage throws, never traps.
+public protocol BinaryCodable: BinaryEncodable {
+    init(from reader: inout ByteReader) throws(CodecError)
+}
+
+extension BinaryEncodable {
+    /// The value's binary form.
+    public func encoded() -> [UInt8] {
+        var writer = ByteWriter()
+        encode(to: &writer)
+        return writer.bytes
+    }
+}
+
+extension BinaryCodable {
+    /// Decodes a whole buffer; trailing bytes are an error so that framing mistakes surface.
+    public init(decoding bytes: [UInt8]) throws(CodecError) {
+        var reader = ByteReader(bytes)
+        self = try Self(from: &reader)
+        guard reader.isAtEnd else { throw CodecError.trailingBytes(reader.remaining) }
+    }
+}

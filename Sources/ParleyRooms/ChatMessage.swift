@@ -1,0 +1,119 @@
+/// N1 / N5: message types; `notification` marks server notifications in history filters and
+/// can never be sent by a client (N2).
+public enum MessageType: UInt8, Sendable, CaseIterable {
+    case text = 0, image = 1, audio = 2, video = 3, location = 4, notification = 5, file = 6,
+         tip = 10, custom = 100
+}
+
+/// A chat message as stored in history and fanned out to the room.
+public struct ChatMessage: Sendable, Hashable {
+    /// The room sequence number (X2).
+    public var seq: UInt64
+    /// The Raft log index of the entry that carried it: unique within the shard.
+    public var serverId: UInt64
+    public var time: Int64
+    public var senderId: String
+    public var senderNickname: String
+    public var senderAvatar: String
+    /// E1: the sender session's entry-scoped roomExt.
+    public var senderRoomExt: String
+    public var type: MessageType
+    /// The client's own id for the message, for de-duplication on the client.
+    public var clientMessageId: String
+    public var body: String
+    public var ext: String
+
+    public init(seq: UInt64, serverId: UInt64, time: Int64, senderId: String, senderNickname: String,
+                senderAvatar: String, senderRoomExt: String, type: MessageType, clientMessageId: String,
+                body: String, ext: String) {
+        self.seq = seq
+        self.serverId = serverId
+        self.time = time
+        self.senderId = senderId
+        self.senderNickname = senderNickname
+        self.senderAvatar = senderAvatar
+        self.senderRoomExt = senderRoomExt
+        self.type = type
+        self.clientMessageId = clientMessageId
+        self.body = body
+        self.ext = ext
+    }
+}
+
+/// N5: one stored history entry.
+public enum HistoryItem: Sendable, Hashable {
+    case message(ChatMessage)
+    case notification(RoomNotification)
+
+    public var seq: UInt64 {
+        switch self {
+        case .message(let m): return m.seq
+        case .notification(let n): return n.seq
+        }
+    }
+
+    public var time: Int64 {
+        switch self {
+        case .message(let m): return m.time
+        case .notification(let n): return n.time
+        }
+    }
+
+    public var messageType: MessageType {
+        switch self {
+        case .message(let m): return m.type
+        case .notification: return .notification
+        }
+    }
+}
+
+extension ChatMessage: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(seq)
+        w.write(serverId)
+        w.write(time)
+        w.write(senderId)
+        w.write(senderNickname)
+        w.write(senderAvatar)
+        w.write(senderRoomExt)
+        w.write(type.rawValue)
+        w.write(clientMessageId)
+        w.write(body)
+        w.write(ext)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        seq = try r.readUInt64()
+        serverId = try r.readUInt64()
+        time = try r.readInt64()
+        senderId = try r.readString()
+        senderNickname = try r.readString()
+        senderAvatar = try r.readString()
+        senderRoomExt = try r.readString()
+        type = try r.readEnum()
+        clientMessageId = try r.readString()
+        body = try r.readString()
+        ext = try r.readString()
+    }
+}
+
+extension HistoryItem: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .message(let m):
+            w.write(UInt8(0))
+            w.write(m)
+        case .notification(let n):
+            w.write(UInt8(1))
+            w.write(n)
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        switch try r.readByte() {
+        case 0: self = .message(try r.read())
+        case 1: self = .notification(try r.read())
+        case let t: throw .badTag("HistoryItem", UInt64(t))
+        }
+    }
+}

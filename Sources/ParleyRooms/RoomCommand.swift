@@ -1,0 +1,50 @@
+/// One server-side operation on the rooms of a shard; carried in a Raft log entry.
+public enum RoomCommand: Sendable, Hashable {
+    // Rooms (R1-R4, N4, E7, E3 policy)
+    case createRoom(CreateRoom)
+    case updateRoom(UpdateRoom)
+    /// R2: close (app server); `ext` goes into the kick results.
+    case closeRoom(roomId: String, ext: String)
+    case reopenRoom(roomId: String)
+    case setRoomPolicy(RoomPolicyUpdate)
+    case setAppPolicy(AppPolicy)
+    case fetchRoomInfo(roomId: String)
+    // Sessions (E1-E3, E7, E10)
+    case enter(EnterRoom)
+    /// E10: the acting session leaves.
+    case exit(roomId: String)
+    /// Every session of a dead edge ends, in every room of the shard.
+    case sessionLost(edgeId: String)
+    // Messages (N1, N5)
+    case sendMessage(SendMessage)
+    case fetchHistory(HistoryQuery)
+    // Members (M2-M9, R5, R6)
+    case fetchMembers(FetchMembers)
+    case fetchMembersByIds(RoomUsers)
+    case updateMyMemberInfo(UpdateMyMemberInfo)
+    case markManager(MemberUpdate)
+    case markCommon(MemberUpdate)
+    case setBlocked(MemberUpdate)
+    case setMuted(MemberUpdate)
+    case setTempMute(MemberUpdate)
+    case kick(MemberUpdate)
+    case setRoomMute(RoomSwitch)
+    case updateAllowlist(RoomSwitch)
+    case setGlobalMute(GlobalMute)
+    // Queue (Q1-Q7)
+    case queueInit(roomId: String, maxSize: Int)
+    case queueOffer(QueueOffer)
+    case queueBatchUpdate(QueueBatchUpdate)
+    /// Q5: remove by key, or the head when the key is empty.
+    case queuePoll(roomId: String, key: String)
+    case queueList(roomId: String)
+    case queueDrop(roomId: String)
+
+    /// Read-only commands go through apply for linearizability but never change state.
+    public var isReadOnly: Bool {
+        switch self {
+        case .fetchRoomInfo, .fetchMembers, .fetchMembersByIds, .queueList, .fetchHistory: return true
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,59 @@
+/// E1: what a successful enter returns.
+public struct EnterResult: Sendable, Hashable {
+    public var room: RoomInfoView
+    public var member: MemberView
+    /// E5: the auth mode of this room session.
+    public var authMode: AuthMode
+}
+
+/// The result of a successful command.
+public enum RoomReply: Sendable, Hashable {
+    case done
+    case roomInfo(RoomInfoView)
+    case entered(EnterResult)
+    case messageSent(seq: UInt64, time: Int64)
+    case members([MemberView])
+    /// Q5: the removed element.
+    case queueElement(QueueEntry)
+    /// Q1: every element in order.
+    case queue([QueueEntry])
+    /// Q4: the keys of a batch update that were not in the queue.
+    case keysNotFound([String])
+    case history([HistoryItem])
+    /// How many sessions a `sessionLost` ended.
+    case sessionsEnded(Int)
+}
+
+/// What `apply` returns: the result and the events the command caused (none on failure).
+public struct ApplyOutcome: Sendable, Hashable {
+    public var result: Result<RoomReply, RoomError>
+    public var events: [RoomEvent]
+
+    public init(result: Result<RoomReply, RoomError>, events: [RoomEvent]) {
+        self.result = result
+        self.events = events
+    }
+
+    /// The error code, or nil on success.
+    public var errorCode: RoomErrorCode? {
+        if case .failure(let e) = result { return e.code }
+        return nil
+    }
+}
+
+/// Scratch collected while one command applies: its events and who came online or went offline
+/// in the room, so the state can keep its user-to-rooms index (E3) current.
+struct ApplyEffects {
+    var events: [RoomEvent] = []
+    var online: [String] = []
+    var offline: [String] = []
+}
+
+/// Everything a room needs to know about the entry being applied.
+struct ApplyEnv {
+    let context: ApplyContext
+    let limits: RoomLimits
+    let policy: AppPolicy
+
+    var now: Int64 { context.timestamp }
+}
