@@ -46,8 +46,15 @@ import Testing
         for i in 0..<3 { try net.node(1).propose(payload(i)) }
         net.deliverAll()
         net.heal()
+        // A direct request from 3 (lease bypassed as in a transfer) is refused by 2.
+        let stale = net.node(3).status
+        let mark = net.sent.count
+        try net.node(2).step(Message(kind: .vote, from: 3, to: 2, term: net.term(2) + 1, logTerm: net.term(3),
+                                     index: stale.lastIndex, campaignTransfer: true))
+        net.handleReady(2)
+        let answer = try #require(net.sent[mark...].first { $0.kind == .voteResponse })
+        #expect(answer.reject)
         net.isolate(1)
-        // 3 campaigns (bypassing its lease with an explicit campaign after the leader is gone).
         net.tickAll(30)
         let leader = try #require(net.leader())
         #expect(leader == 2, "only node 2 holds the whole log")
