@@ -1,0 +1,62 @@
+import Testing
+@testable import ParleyRaft
+
+/// A small randomized check (the full simulator lives in ParleySimulation): random partitions, message
+/// loss, restarts and compaction, checking election safety and state-machine safety throughout.
+@Suite struct RandomizedSafetyTests {
+    @Test("DESIGN-I1 DESIGN-I2: no two leaders in a term and no divergent applied entries under faults",
+          arguments: UInt64(1)...12)
+    func safetyUnderFaults(seed: UInt64) throws {
+        var rng = SplitMix64(seed: seed)
+        let net = try TestNetwork(voters: [1, 2, 3, 4, 5]) {
+            $0.randomSeed = seed
+            $0.snapshotChunkBytes = 32
+            $0.maxSizePerMessage = 256
+        }
+        var leaders: [Term: NodeID] = [:]
+        var next = 0
+        for step in 0..<400 {
+            switch rng.next(upperBound: 20) {
+            case 0: net.isolate(NodeID(rng.next(upperBound: 5) + 1))
+            case 1, 2: net.heal()
+            case 3:
+                let loss = rng.next(upperBound: 30)
+                var local = SplitMix64(seed: seed &+ UInt64(step))
+                net.dropIf = { _ in local.next(upperBound: 100) < loss }
+            case 4: try net.restart(NodeID(rng.next(upperBound: 5) + 1))
+            case 5:
+                let id = NodeID(rng.next(upperBound: 5) + 1)
+                if net.appliedIndex[id]! > (try net.storages[id]!.snapshot().metadata.index) { try net.compact(id) }
+            default: break
+            }
+            if let leader = net.leader(), rng.next(upperBound: 2) == 0 {
+                try? net.node(leader).propose(payload(next))
+                next += 1
+            }
+            net.tickAll()
+            for id in net.ids where net.role(id) == .leader {
+                let term = net.term(id)
+                #expect(leaders[term, default: id] == id, "two leaders in term \(term)")
+                leaders[term] = id
+            }
+            try checkAppliedAgree(net)
+        }
+        // Heal and require progress.
+        net.heal()
+        net.tickAll(60)
+        let leader = try #require(net.leader())
+        try net.node(leader).propose(payload(999_999))
+        net.tickAll(10)
+        for id in net.ids { #expect(net.applied[id]!.last == payload(999_999)) }
+        try checkAppliedAgree(net)
+    }
+
+    /// Every node's applied sequence is a prefix of the longest one.
+    func checkAppliedAgree(_ net: TestNetwork) throws {
+        let longest = net.ids.map { net.applied[$0]! }.max { $0.count < $1.count }!
+        for id in net.ids {
+            let mine = net.applied[id]!
+            #expect(Array(longest.prefix(mine.count)) == mine, "node \(id) applied a different sequence")
+        }
+    }
+}
