@@ -1,0 +1,103 @@
+import Foundation
+import ParleyCluster
+import ParleyRaft
+import ParleyRooms
+import ParleyStorage
+
+/// Several `RaftHost`s with real SQLite databases on one thread, wired by an in-memory network that
+/// the test can cut. Time is counted in cycles; every `ticksEvery` cycles each host ticks once.
+final class InProcessCluster {
+    let nodes: [NodeID]
+    let shardMap: ShardMap
+    let directory: URL
+    var hosts: [NodeID: RaftHost] = [:]
+    var boots: [NodeID: UInt64] = [:]
+    var inflight: [(to: NodeID, envelopes: [RaftEnvelope])] = []
+    var events: [NodeID: [(ShardID, RoomEvent)]] = [:]
+    var snapshotEvery: LogIndex = 10_000
+    var clock: Int64 = 1_700_000_000_000
+    private var cycle = 0
+    let ticksEvery = 2
+
+    init(nodes: [NodeID] = [1, 2, 3], shards: Int = 4) throws {
+        self.nodes = nodes
+        shardMap = ShardMap(shardCount: shards, replicationFactor: 3)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-cluster-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for n in nodes { try start(n) }
+    }
+
+    /// Starts (or restarts) a node from its database.
+    func start(_ node: NodeID) throws {
+        boots[node, default: 0] += 1
+        var config = RaftHost.Config(nodeID: node, nodes: nodes, shardMap: shardMap, boot: boots[node]!)
+        config.snapshotEvery = snapshotEvery
+        config.snapshotKeep = 5
+        let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false)
+        hosts[node] = try RaftHost(config: config, database: db,
+            send: { [unowned self] to, envelopes in inflight.append((to, envelopes)) },
+            publish: { [unowned self] shard, evs in events[node, default: []] += evs.map { (shard, $0) } })
+    }
+
+    /// A crash: the node's process is gone with everything in flight to it.
+    func stop(_ node: NodeID) {
+        hosts[node] = nil
+        inflight.removeAll { $0.to == node }
+    }
+
+    func step() throws {
+        cycle += 1
+        clock += 10
+        let deliver = inflight
+        inflight = []
+        for (to, envelopes) in deliver { hosts[to]?.receive(envelopes) }
+        if cycle % ticksEvery == 0 { for n in nodes { hosts[n]?.tick() } }
+        for n in nodes { try hosts[n]?.processReady() }
+    }
+
+    func run(cycles: Int) throws { for _ in 0..<cycles { try step() } }
+
+    /// Runs until `done` holds, failing after `limit` cycles.
+    func run(until done: () -> Bool, limit: Int = 2_000, _ what: String = "condition") throws {
+        for _ in 0..<limit {
+            if done() { return }
+            try step()
+        }
+        if !done() { throw ClusterTestError.timeout(what) }
+    }
+
+    func leader(of shard: ShardID) -> NodeID? {
+        let leaders = hosts.values.compactMap { host -> NodeID? in
+            let s = host.status().first { $0.shard == shard }!
+            return s.role == .leader ? host.config.nodeID : nil
+        }
+        // With messages flowing, a deposed leader learns of the new one within a cycle or two.
+        return leaders.count == 1 ? leaders[0] : nil
+    }
+
+    func allShardsHaveLeaders() -> Bool { (0..<shardMap.shardCount).allSatisfy { leader(of: $0) != nil } }
+
+    /// Proposes through the shard's current leader and runs the cluster until the command applied there.
+    @discardableResult
+    func submit(_ command: RoomCommand, room: String, as actor: CommandActor = .appServer) throws -> ApplyOutcome {
+        let shard = shardMap.shard(ofRoom: room)
+        try run(until: { leader(of: shard) != nil }, "a leader for shard \(shard)")
+        var answer: Result<ApplyOutcome, ClusterError>?
+        hosts[leader(of: shard)!]!.propose(command, roomID: room, actor: actor, timestamp: clock) { answer = $0 }
+        try run(until: { answer != nil }, "the proposal to apply")
+        return try answer!.get()
+    }
+
+    /// The rooms state of `shard` on every running node, once all have applied the same index.
+    func replicasAgree(on shard: ShardID) -> Bool {
+        let statuses = hosts.values.map { $0.status().first { $0.shard == shard }! }
+        guard Set(statuses.map(\.applied)).count == 1 else { return false }
+        return Set(hosts.values.map { $0.roomsSnapshot(shard: shard)! }).count == 1
+    }
+}
+
+enum ClusterTestError: Error { case timeout(String) }
+
+func session(_ user: String, device: Int = 1, edge: String = "edge-1") -> CommandActor {
+    .session(SessionIdentity(userId: user, sessionId: "\(user)#\(device)", edgeId: edge))
+}

@@ -1,0 +1,106 @@
+import Testing
+import ParleyCluster
+import ParleyRaft
+import ParleyRooms
+
+@Suite struct RaftHostTests {
+    @Test func everyShardElectsOneLeaderAndTheNodesAgree() throws {
+        let cluster = try InProcessCluster(shards: 4)
+        try cluster.run(until: cluster.allShardsHaveLeaders, "leaders for all shards")
+        for host in cluster.hosts.values { #expect(host.shards == [0, 1, 2, 3]) }
+        for shard in 0..<4 {
+            // Followers learn the leader from its first append; then every node names the same one.
+            try cluster.run(until: { Set(cluster.hosts.values.map { $0.status()[shard].leader }).count == 1 })
+            #expect(Set(cluster.hosts.values.map { $0.status()[shard].leader }) == [cluster.leader(of: shard)!])
+        }
+    }
+
+    @Test func aRoomCommandIsAppliedOnEveryReplica() throws {
+        let cluster = try InProcessCluster()
+        try cluster.submit(.createRoom(CreateRoom(roomId: "lobby", creator: "ann", name: "Lobby")), room: "lobby")
+        let entered = try cluster.submit(.enter(EnterRoom(roomId: "lobby", nickname: "Ann")), room: "lobby", as: session("ann"))
+        guard case .success(.entered) = entered.result else { throw ClusterTestError.timeout("enter: \(entered.result)") }
+        let sent = try cluster.submit(.sendMessage(SendMessage(roomId: "lobby", body: "hello")), room: "lobby", as: session("ann"))
+        guard case .success(.messageSent) = sent.result else { throw ClusterTestError.timeout("send: \(sent.result)") }
+        let shard = cluster.shardMap.shard(ofRoom: "lobby")
+        try cluster.run(until: { cluster.replicasAgree(on: shard) }, "replicas to agree")
+        // Events are published on every replica, in the same order.
+        let perNode = cluster.nodes.map { n in cluster.events[n, default: []].map(\.1) }
+        #expect(perNode[0].isEmpty == false)
+        #expect(perNode[0] == perNode[1] && perNode[1] == perNode[2])
+    }
+
+    @Test func aFollowerRefusesProposalsAndNamesTheLeader() throws {
+        let cluster = try InProcessCluster()
+        try cluster.run(until: cluster.allShardsHaveLeaders)
+        let shard = cluster.shardMap.shard(ofRoom: "r")
+        let leader = cluster.leader(of: shard)!
+        try cluster.run(until: { cluster.hosts.values.allSatisfy { $0.status()[shard].leader == leader } })
+        let follower = cluster.nodes.first { $0 != leader }!
+        var answer: Result<ApplyOutcome, ClusterError>?
+        cluster.hosts[follower]!.propose(.reopenRoom(roomId: "r"), roomID: "r", actor: .appServer, timestamp: 0) { answer = $0 }
+        #expect(answer.map { if case .failure(.notLeader(shard, leader)) = $0 { true } else { false } } == true)
+    }
+
+    @Test func aFullRestartKeepsEveryRoom() throws {
+        let cluster = try InProcessCluster()
+        for i in 0..<12 {
+            try cluster.submit(.createRoom(CreateRoom(roomId: "room-\(i)", creator: "u\(i)", name: "R\(i)")), room: "room-\(i)")
+        }
+        try cluster.run(until: { (0..<4).allSatisfy(cluster.replicasAgree(on:)) })
+        let before = (0..<4).map { cluster.hosts[1]!.roomsSnapshot(shard: $0)! }
+        for n in cluster.nodes { cluster.stop(n) }
+        for n in cluster.nodes { try cluster.start(n) }
+        // Raft replays the committed log on restart; wait for a leader to commit its term's entry.
+        try cluster.run(until: { cluster.allShardsHaveLeaders() && (0..<4).allSatisfy(cluster.replicasAgree(on:)) })
+        #expect((0..<4).map { cluster.hosts[2]!.roomsSnapshot(shard: $0)! } == before)
+        // Still writable after the restart.
+        let again = try cluster.submit(.createRoom(CreateRoom(roomId: "room-0", creator: "x", name: "dup")), room: "room-0")
+        #expect(again.result == .failure(RoomError(.alreadyInState, "the room exists")))
+    }
+
+    @Test func losingTheLeaderElectsANewOneAndLosesNoAcknowledgedCommand() throws {
+        let cluster = try InProcessCluster()
+        try cluster.submit(.createRoom(CreateRoom(roomId: "hall", creator: "ann", name: "Hall")), room: "hall")
+        let shard = cluster.shardMap.shard(ofRoom: "hall")
+        try cluster.submit(.enter(EnterRoom(roomId: "hall", nickname: "Ann")), room: "hall", as: session("ann"))
+        var acknowledged = 0
+        for i in 0..<5 {
+            let out = try cluster.submit(.sendMessage(SendMessage(roomId: "hall", body: "m\(i)")), room: "hall", as: session("ann"))
+            if case .success = out.result { acknowledged += 1 }
+        }
+        let old = cluster.leader(of: shard)!
+        cluster.stop(old)
+        try cluster.run(until: { cluster.leader(of: shard).map { $0 != old } ?? false }, "a new leader")
+        for i in 5..<10 {
+            let out = try cluster.submit(.sendMessage(SendMessage(roomId: "hall", body: "m\(i)")), room: "hall", as: session("ann"))
+            if case .success = out.result { acknowledged += 1 }
+        }
+        #expect(acknowledged == 10)
+        try cluster.start(old)
+        try cluster.run(until: { cluster.replicasAgree(on: shard) }, "the old leader to catch up")
+        let history = try cluster.submit(.fetchHistory(HistoryQuery(roomId: "hall", limit: 100)), room: "hall", as: session("ann"))
+        guard case .success(.history(let items)) = history.result else { throw ClusterTestError.timeout("history") }
+        let bodies = items.compactMap { item -> String? in if case .message(let m) = item { m.body } else { nil } }
+        #expect(Set(bodies) == Set((0..<10).map { "m\($0)" }))
+    }
+
+    @Test func aNodeThatMissedCompactedEntriesCatchesUpBySnapshot() throws {
+        let cluster = try InProcessCluster(shards: 1)
+        cluster.snapshotEvery = 20
+        for n in cluster.nodes { cluster.stop(n); try cluster.start(n) }  // pick up the setting
+        try cluster.submit(.createRoom(CreateRoom(roomId: "big", creator: "ann", name: "Big")), room: "big")
+        try cluster.submit(.enter(EnterRoom(roomId: "big", nickname: "Ann")), room: "big", as: session("ann"))
+        try cluster.run(until: { cluster.replicasAgree(on: 0) })
+        let lagging = cluster.nodes.first { $0 != cluster.leader(of: 0)! }!
+        cluster.stop(lagging)
+        for i in 0..<80 {
+            try cluster.submit(.sendMessage(SendMessage(roomId: "big", body: "m\(i)")), room: "big", as: session("ann"))
+        }
+        let leader = cluster.leader(of: 0)!
+        #expect(cluster.hosts[leader]!.status()[0].firstIndex > 10)  // the log was compacted
+        try cluster.start(lagging)
+        try cluster.run(until: { cluster.replicasAgree(on: 0) }, "the lagging node to catch up")
+        #expect(cluster.hosts[lagging]!.status()[0].snapshotIndex > 10)
+    }
+}
