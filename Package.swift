@@ -18,6 +18,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .target(
@@ -40,15 +43,22 @@ let package = Package(
         .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
         .target(
             name: "ParleyStorage",
-            dependencies: ["ParleyRaft", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["ParleyRaft", "ParleyRooms", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage"], swiftSettings: strict),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms"], swiftSettings: strict),
         .target(
             name: "ParleyCluster",
-            dependencies: ["ParleyRaft", "ParleyRooms", "ParleyStorage"],
+            dependencies: [
+                "ParleyRaft", "ParleyRooms", "ParleyStorage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster"], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
     ]
 )

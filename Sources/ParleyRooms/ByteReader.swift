@@ -91,6 +91,13 @@ public struct ByteReader: Sendable {
         return s
     }
 
+    /// Raw bytes written by `ByteWriter.write(bytes:)`.
+    public mutating func readBytes() throws(CodecError) -> [UInt8] {
+        let n = try readCount()
+        defer { position += n }
+        return Array(bytes[position ..< position + n])
+    }
+
     public mutating func readOptionalString() throws(CodecError) -> String? {
         try readBool() ? try readString() : nil
     }

@@ -41,6 +41,12 @@ public struct ByteWriter: Sendable {
         }
     }
 
+    /// Raw bytes behind a varint length (Raft entry payloads, snapshot chunks).
+    public mutating func write(bytes value: [UInt8]) {
+        write(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
     public mutating func write(_ values: [String]) {
         write(UInt64(values.count))
         for v in values { write(v) }

@@ -53,3 +53,21 @@ public struct StorageBatch: Sendable, Equatable {
             && zip(a.writes, b.writes).allSatisfy { $0.group == $1.group && $0.write == $1.write }
     }
 }
+
+/// Why the database could not be used.
+public enum StorageError: Error, Equatable, CustomStringConvertible {
+    /// The stored data breaks an invariant (a gap in a log, an unreadable blob).
+    case corrupt(String)
+    /// A group that does not exist on this node was opened.
+    case unknownGroup(GroupID)
+    /// A group was created twice.
+    case groupExists(GroupID)
+
+    public var description: String {
+        switch self {
+        case .corrupt(let why): "storage is corrupt: \(why)"
+        case .unknownGroup(let g): "no group \(g) on this node"
+        case .groupExists(let g): "group \(g) already exists"
+        }
+    }
+}

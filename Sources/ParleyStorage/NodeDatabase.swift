@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ParleyRaft
+import ParleyRooms
 
 /// The one SQLite database of a node: every group's Raft log, hard state and latest snapshot.
 ///
@@ -88,7 +89,7 @@ public final class NodeDatabase: Sendable {
             if let row = try Row.fetchOne(db, sql: "SELECT idx, term, conf_state, data FROM raft_snapshot WHERE group_id = ?",
                                           arguments: [Int64(bitPattern: group)]) {
                 let meta = SnapshotMetadata(index: LogIndex(bitPattern: row[0]), term: Term(bitPattern: row[1]),
-                                            confState: try StorageCodec.decodeConfState([UInt8](row[2] as Data)))
+                                            confState: try Self.membership([UInt8](row[2] as Data), group: group))
                 try memory.applySnapshot(Snapshot(metadata: meta, data: [UInt8](row[3] as Data)))
             }
             var expected = try memory.lastIndex() + 1
@@ -110,6 +111,12 @@ public final class NodeDatabase: Sendable {
             memory.setHardState(HardState(term: Term(bitPattern: hs[0]), vote: NodeID(bitPattern: hs[1]),
                                           commit: LogIndex(bitPattern: hs[2])))
             return DurableGroupLog(group: group, memory: memory)
+        }
+    }
+
+    private static func membership(_ bytes: [UInt8], group: GroupID) throws -> ConfState {
+        do { return try ConfState(decoding: bytes) } catch {
+            throw StorageError.corrupt("group \(group): unreadable membership (\(error))")
         }
     }
 
@@ -143,7 +150,7 @@ public final class NodeDatabase: Sendable {
                 ON CONFLICT(group_id) DO UPDATE SET idx = excluded.idx, term = excluded.term,
                     conf_state = excluded.conf_state, data = excluded.data
                 """).execute(arguments: [g, Int64(bitPattern: s.metadata.index), Int64(bitPattern: s.metadata.term),
-                                         Data(StorageCodec.encode(s.metadata.confState)), Data(s.data)])
+                                         Data(s.metadata.confState.encoded()), Data(s.data)])
             if write.snapshotReplacesLog {
                 try db.cachedStatement(sql: "DELETE FROM raft_entry WHERE group_id = ?").execute(arguments: [g])
             }

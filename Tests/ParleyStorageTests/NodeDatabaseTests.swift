@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ParleyRaft
+import ParleyRooms
 @testable import ParleyStorage
 
 /// A fresh database file in its own temporary folder.
@@ -168,12 +169,12 @@ private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
 
     @Test func membershipCodecRejectsGarbage() throws {
         let cs = ConfState(voters: [3, 1, 2], votersOutgoing: [1, 2, 4], learners: [9], learnersNext: [4], autoLeave: true)
-        #expect(try StorageCodec.decodeConfState(StorageCodec.encode(cs)) == cs)
-        let bytes = StorageCodec.encode(cs)
+        #expect(try ConfState(decoding: cs.encoded()) == cs)
+        let bytes = cs.encoded()
         for cut in 0..<bytes.count {
-            #expect(throws: StorageError.self) { try StorageCodec.decodeConfState(Array(bytes[..<cut])) }
+            #expect(throws: CodecError.self) { try ConfState(decoding: Array(bytes[..<cut])) }
         }
-        #expect(throws: StorageError.self) { try StorageCodec.decodeConfState(bytes + [0]) }
-        #expect(throws: StorageError.self) { try StorageCodec.decodeConfState([9] + bytes.dropFirst()) }
+        #expect(throws: CodecError.self) { try ConfState(decoding: bytes + [0]) }
+        #expect(throws: CodecError.self) { try ConfState(decoding: [9] + bytes.dropFirst()) }
     }
 }

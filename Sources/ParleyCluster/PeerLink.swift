@@ -1,0 +1,294 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import ParleyRaft
+
+/// The connection from this node to one peer: one HTTP/2 connection (cleartext, prior knowledge) carrying
+/// a long-lived Raft stream and any number of RPC streams. Reconnects with backoff; while the peer is
+/// unreachable, Raft batches wait in a bounded queue and the oldest are dropped first (Raft retransmits;
+/// client data never travels on this queue).
+///
+/// All state lives on `loop`; public methods hop onto it, so the class is safe to share.
+final class PeerLink: @unchecked Sendable {
+    struct Settings: Sendable {
+        var nodeID: NodeID
+        var auth: PeerAuth
+        var queueLimitBytes: Int
+        var maxFrameBytes: Int
+        var backoff: (initial: TimeAmount, max: TimeAmount) = (.milliseconds(50), .seconds(2))
+    }
+
+    let peer: NodeID
+    let loop: EventLoop
+    private let settings: Settings
+    private var address: (host: String, port: Int)
+    private var multiplexer: NIOHTTP2Handler.StreamMultiplexer?
+    private var connection: Channel?
+    /// RPCs made while the connection is being set up.
+    private var connectWaiters: [EventLoopPromise<NIOHTTP2Handler.StreamMultiplexer>] = []
+    private var raftStream: Channel?
+    private var connecting = false
+    private var backoff: TimeAmount
+    private var queue: [ByteBuffer] = []
+    private var queuedBytes = 0
+    private var closed = false
+    /// Raft batches dropped because the queue was full (shown on /status).
+    private(set) var dropped = 0
+    private(set) var connects = 0
+
+    init(peer: NodeID, host: String, port: Int, loop: EventLoop, settings: Settings) {
+        self.peer = peer
+        self.loop = loop
+        self.settings = settings
+        address = (host, port)
+        backoff = settings.backoff.initial
+    }
+
+    /// Queues one batch for the peer; sent at once when the Raft stream is up.
+    func send(_ batch: [RaftEnvelope]) {
+        let bytes = RaftWireCodec.encode(batch)
+        loop.execute { self.enqueue(bytes) }
+    }
+
+    private func enqueue(_ bytes: [UInt8]) {
+        guard !closed, bytes.count <= settings.maxFrameBytes else { dropped += 1; return }
+        var frame = ByteBuffer()
+        frame.reserveCapacity(4 + bytes.count)
+        frame.writeInteger(UInt32(bytes.count))
+        frame.writeBytes(bytes)
+        queue.append(frame)
+        queuedBytes += frame.readableBytes
+        while queuedBytes > settings.queueLimitBytes, queue.count > 1 {
+            queuedBytes -= queue.removeFirst().readableBytes
+            dropped += 1
+        }
+        flushQueue()
+    }
+
+    private func flushQueue() {
+        guard let stream = raftStream else { return connectIfNeeded() }
+        guard !queue.isEmpty else { return }
+        for frame in queue {
+            stream.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(frame))), promise: nil)
+        }
+        stream.flush()
+        queue.removeAll(keepingCapacity: true)
+        queuedBytes = 0
+    }
+
+    /// Calls an RPC path on the peer.
+    func call(path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+        loop.flatSubmit {
+            self.multiplexerWhenConnected().flatMap { multiplexer in self.call(multiplexer, path: path, body: body) }
+        }
+    }
+
+    private func multiplexerWhenConnected() -> EventLoopFuture<NIOHTTP2Handler.StreamMultiplexer> {
+        if let multiplexer { return loop.makeSucceededFuture(multiplexer) }
+        guard !closed else { return loop.makeFailedFuture(PeerLinkError.unavailable(peer)) }
+        let promise = loop.makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
+        connectWaiters.append(promise)
+        connectIfNeeded()
+        return promise.futureResult
+    }
+
+    private func call(_ multiplexer: NIOHTTP2Handler.StreamMultiplexer, path: String, body: [UInt8])
+        -> EventLoopFuture<PeerResponse> {
+        let promise = loop.makePromise(of: PeerResponse.self)
+        let headers = headers(path: path)
+        let limit = settings.maxFrameBytes
+        multiplexer.createStreamChannel { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(PeerCallHandler(promise: promise, maxBytes: limit))
+            }
+        }.whenComplete { result in
+            switch result {
+            case .success(let stream):
+                stream.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+                let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(bytes: body)), endStream: true))
+                stream.writeAndFlush(data, promise: nil)
+            case .failure(let error):
+                promise.fail(error)
+            }
+        }
+        return promise.futureResult
+    }
+
+    private func headers(path: String) -> HPACKHeaders {
+        HPACKHeaders([(":method", "POST"), (":scheme", "http"), (":authority", "\(address.host):\(address.port)"),
+                      (":path", path), ("x-parley-node", "\(settings.nodeID)"),
+                      ("x-parley-auth", settings.auth.token(node: settings.nodeID, path: path))])
+    }
+
+    private func connectIfNeeded() {
+        guard !closed, multiplexer == nil, !connecting else { return }
+        connecting = true
+        connects += 1
+        let promise = loop.makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
+        // The HTTP/2 pipeline must be configured inside the initializer, or the server's first SETTINGS
+        // frame can be lost and the first stream hang (SWIFT-NOTES).
+        ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(2))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let mux = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .client, connectionConfiguration: PeerTransport.connectionConfiguration,
+                        streamConfiguration: PeerTransport.streamConfiguration) { stream in
+                            stream.eventLoop.makeSucceededVoidFuture()
+                        }
+                    promise.succeed(mux)
+                }
+            }
+            .connect(host: address.host, port: address.port)
+            .whenComplete { result in
+                self.connecting = false
+                switch result {
+                case .success(let channel):
+                    self.connection = channel
+                    channel.closeFuture.whenComplete { _ in
+                        if self.connection === channel { self.lost() }  // a late close of an old connection is ignored
+                    }
+                    promise.futureResult.whenSuccess { mux in self.connected(mux) }
+                case .failure:
+                    promise.fail(PeerLinkError.unavailable(self.peer))
+                    self.failWaiters()
+                    self.retryLater()
+                }
+            }
+    }
+
+    private func failWaiters() {
+        let waiters = connectWaiters
+        connectWaiters = []
+        for w in waiters { w.fail(PeerLinkError.unavailable(peer)) }
+    }
+
+    private func connected(_ mux: NIOHTTP2Handler.StreamMultiplexer) {
+        multiplexer = mux
+        backoff = settings.backoff.initial
+        let waiters = connectWaiters
+        connectWaiters = []
+        for w in waiters { w.succeed(mux) }
+        let headers = headers(path: "/raft/v1/stream")
+        mux.createStreamChannel { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(PeerRaftStreamWatcher())
+            }
+        }.whenComplete { result in
+            guard case .success(let stream) = result else {
+                self.connection?.close(promise: nil)
+                return
+            }
+            stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+            stream.closeFuture.whenComplete { _ in
+                // A refused or reset Raft stream: drop the whole connection and start afresh.
+                if self.raftStream === stream { stream.parent?.close(promise: nil) }
+            }
+            self.raftStream = stream
+            self.flushQueue()
+        }
+    }
+
+    private func lost() {
+        failWaiters()
+        connection = nil
+        multiplexer = nil
+        raftStream = nil
+        retryLater()
+    }
+
+    private func retryLater() {
+        guard !closed else { return }
+        let delay = backoff
+        backoff = min(backoff * 2, settings.backoff.max)
+        loop.scheduleTask(in: delay) { if !self.queue.isEmpty { self.connectIfNeeded() } }
+    }
+
+    /// Points the link at a new address (the peer moved); the next connection uses it.
+    func update(host: String, port: Int) {
+        loop.execute { self.address = (host, port) }
+    }
+
+    func close() -> EventLoopFuture<Void> {
+        loop.flatSubmit {
+            self.closed = true
+            self.queue.removeAll()
+            let connection = self.connection
+            self.connection = nil
+            self.raftStream = nil
+            self.multiplexer = nil
+            return connection?.close() ?? self.loop.makeSucceededVoidFuture()
+        }
+    }
+
+    /// Counters for /status, read on the link's loop.
+    func counters() -> EventLoopFuture<(connected: Bool, queued: Int, dropped: Int)> {
+        loop.submit { (self.raftStream != nil, self.queue.count, self.dropped) }
+    }
+}
+
+enum PeerLinkError: Error, Equatable {
+    case unavailable(NodeID)
+    case responseTooLarge
+}
+
+/// Reads one RPC response: a status header, then body data until the end of the stream.
+final class PeerCallHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    private let promise: EventLoopPromise<PeerResponse>
+    private let maxBytes: Int
+    private var status = 0
+    private var body = ByteBuffer()
+    private var completed = false
+
+    init(promise: EventLoopPromise<PeerResponse>, maxBytes: Int) {
+        self.promise = promise
+        self.maxBytes = maxBytes
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let h):
+            status = h.headers.first(name: ":status").flatMap(Int.init) ?? status
+            if h.endStream { done(context) }
+        case .data(let d):
+            if case .byteBuffer(var b) = d.data { body.writeBuffer(&b) }
+            if body.readableBytes > maxBytes {
+                completed = true
+                promise.fail(PeerLinkError.responseTooLarge)
+                context.close(promise: nil)
+            } else if d.endStream {
+                done(context)
+            }
+        default:
+            break
+        }
+    }
+
+    private func done(_ context: ChannelHandlerContext) {
+        guard !completed else { return }
+        completed = true
+        promise.succeed(PeerResponse(status: status, body: Array(buffer: body)))
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        guard !completed else { return }
+        completed = true
+        promise.fail(PeerLinkError.unavailable(0))
+    }
+}
+
+/// The client end of the Raft stream reads nothing but the server's acceptance; a refusal (non-200)
+/// closes the stream so the link reconnects and tries again.
+final class PeerRaftStreamWatcher: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .headers(let h) = unwrapInboundIn(data), h.headers.first(name: ":status") != "200" {
+            context.close(promise: nil)
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import ParleyRaft
+
+/// What a peer can ask of this node over an RPC stream: a path under `/rpc/v1/` and a body.
+public struct PeerRequest: Sendable {
+    public var from: NodeID
+    public var path: String
+    public var body: [UInt8]
+}
+
+/// A peer's answer: an HTTP status and a body.
+public struct PeerResponse: Sendable {
+    public var status: Int
+    public var body: [UInt8]
+
+    public init(status: Int, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// The server side of one HTTP/2 stream from a peer. Three kinds of stream:
+/// - `POST /raft/v1/stream`: long-lived; carries length-prefixed Raft batches until the peer closes it;
+/// - `POST /rpc/v1/…`: one request, one response (forwarded commands, reads);
+/// - `GET /health`: unauthenticated liveness for probes and external HTTP/2 clients.
+/// Every other path, a bad token, an oversized frame or undecodable bytes end the stream with a status.
+final class PeerStreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    struct Settings: Sendable {
+        var auth: PeerAuth
+        var maxFrameBytes: Int
+        var onRaft: @Sendable (NodeID, [RaftEnvelope]) -> Void
+        var onRequest: @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>
+    }
+
+    private enum Mode { case awaitingHeaders, raft(NodeID), rpc(NodeID, String), finished }
+
+    private let settings: Settings
+    private var mode = Mode.awaitingHeaders
+    private var buffer = ByteBuffer()
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let h):
+            guard case .awaitingHeaders = mode else { return finish(context, status: 400, "unexpected headers") }
+            route(context, h.headers, endStream: h.endStream)
+        case .data(let d):
+            guard case .byteBuffer(var bytes) = d.data else { return }
+            switch mode {
+            case .raft(let from):
+                buffer.writeBuffer(&bytes)
+                drainRaftFrames(context, from: from)
+            case .rpc(let from, let path):
+                buffer.writeBuffer(&bytes)
+                guard buffer.readableBytes <= settings.maxFrameBytes else {
+                    return finish(context, status: 413, "request over \(settings.maxFrameBytes) bytes")
+                }
+                if d.endStream { answer(context, PeerRequest(from: from, path: path, body: Array(buffer: buffer))) }
+            case .awaitingHeaders, .finished:
+                return
+            }
+        default:
+            return
+        }
+    }
+
+    private func route(_ context: ChannelHandlerContext, _ headers: HPACKHeaders, endStream: Bool) {
+        let path = headers.first(name: ":path") ?? ""
+        if path == "/health" {
+            return finish(context, status: 200, "ok")
+        }
+        guard let node = headers.first(name: "x-parley-node").flatMap(NodeID.init), node != 0,
+              let token = headers.first(name: "x-parley-auth"),
+              settings.auth.verify(node: node, path: path, token: token) else {
+            return finish(context, status: 401, "missing or bad cluster credentials")
+        }
+        if path == "/raft/v1/stream" {
+            mode = .raft(node)
+            // Accept at once: the peer keeps writing batches on this stream.
+            let ok = HPACKHeaders([(":status", "200")])
+            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: ok))), promise: nil)
+        } else if path.hasPrefix("/rpc/v1/") {
+            mode = .rpc(node, path)
+            if endStream { answer(context, PeerRequest(from: node, path: path, body: [])) }
+        } else {
+            finish(context, status: 404, "no such path")
+        }
+    }
+
+    /// A Raft stream is a sequence of frames: a 4-byte big-endian length, then a `RaftWireCodec` batch.
+    private func drainRaftFrames(_ context: ChannelHandlerContext, from: NodeID) {
+        while let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) {
+            guard Int(length) <= settings.maxFrameBytes else {
+                return finish(context, status: 413, "frame of \(length) bytes is over \(settings.maxFrameBytes)")
+            }
+            guard buffer.readableBytes >= 4 + Int(length) else { break }
+            buffer.moveReaderIndex(forwardBy: 4)
+            let bytes = buffer.readBytes(length: Int(length))!
+            do {
+                settings.onRaft(from, try RaftWireCodec.decode(bytes))
+            } catch {
+                return finish(context, status: 400, "undecodable Raft batch: \(error)")
+            }
+        }
+        buffer.discardReadBytes()
+    }
+
+    private func answer(_ context: ChannelHandlerContext, _ request: PeerRequest) {
+        mode = .finished
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        settings.onRequest(request, loop).hop(to: loop).whenComplete { result in
+            let (handler, context) = bound.value
+            switch result {
+            case .success(let response): handler.respond(context, status: response.status, body: response.body)
+            case .failure(let error): handler.respond(context, status: 500, body: Array("\(error)".utf8))
+            }
+        }
+    }
+
+    private func finish(_ context: ChannelHandlerContext, status: Int, _ message: String) {
+        if case .raft = mode {
+            // The stream was already accepted with a 200: a reset is the only way left to refuse it.
+            mode = .finished
+            context.close(promise: nil)
+            return
+        }
+        mode = .finished
+        respond(context, status: status, body: Array(message.utf8))
+    }
+
+    private func respond(_ context: ChannelHandlerContext, status: Int, body: [UInt8]) {
+        let headers = HPACKHeaders([(":status", "\(status)"), ("content-length", "\(body.count)")])
+        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
+        let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(bytes: body)), endStream: true))
+        context.writeAndFlush(wrapOutboundOut(data), promise: nil)
+    }
+}

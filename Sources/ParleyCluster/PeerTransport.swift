@@ -1,0 +1,141 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import ParleyRaft
+
+/// Node-to-node HTTP/2 (cleartext, prior knowledge): a server for peers' streams and one `PeerLink` per
+/// peer. Raft messages of all groups go to a peer as one batch per ready cycle on its long-lived stream;
+/// RPCs (forwarded commands, reads) use short streams on the same connection.
+public final class PeerTransport: Sendable {
+    public struct Config: Sendable {
+        public var nodeID: NodeID
+        public var host: String
+        /// 0 picks a free port (tests); `port` after `start()` says which.
+        public var port: Int
+        public var secret: String
+        /// Largest Raft batch frame or RPC body accepted or sent.
+        public var maxFrameBytes: Int = 64 << 20
+        /// Raft bytes queued per unreachable peer before the oldest batches are dropped.
+        public var queueLimitBytes: Int = 32 << 20
+
+        public init(nodeID: NodeID, host: String = "127.0.0.1", port: Int, secret: String) {
+            self.nodeID = nodeID
+            self.host = host
+            self.port = port
+            self.secret = secret
+        }
+    }
+
+    static let connectionConfiguration: NIOHTTP2Handler.ConnectionConfiguration = {
+        var c = NIOHTTP2Handler.ConnectionConfiguration()
+        c.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
+            HTTP2Setting(parameter: .initialWindowSize, value: 8 << 20),
+            HTTP2Setting(parameter: .maxFrameSize, value: 1 << 20),
+        ]
+        return c
+    }()
+
+    static let streamConfiguration: NIOHTTP2Handler.StreamConfiguration = {
+        var c = NIOHTTP2Handler.StreamConfiguration()
+        c.targetWindowSize = 8 << 20
+        return c
+    }()
+
+    public let config: Config
+    private let group: EventLoopGroup
+    private let auth: PeerAuth
+    private let server: Channel
+    private let links: NIOLockedValueBox<[NodeID: PeerLink]> = NIOLockedValueBox([:])
+
+    /// The port the server listens on.
+    public var port: Int { server.localAddress?.port ?? config.port }
+
+    /// Binds the server; `onRaft` receives each decoded batch with its sender, `onRequest` answers RPCs.
+    public init(config: Config, group: EventLoopGroup,
+                onRaft: @escaping @Sendable (NodeID, [RaftEnvelope]) -> Void,
+                onRequest: @escaping @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>) async throws {
+        self.config = config
+        self.group = group
+        auth = PeerAuth(secret: config.secret)
+        let settings = PeerStreamHandler.Settings(auth: auth, maxFrameBytes: config.maxFrameBytes,
+                                                  onRaft: onRaft, onRequest: onRequest)
+        server = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .server, connectionConfiguration: Self.connectionConfiguration,
+                        streamConfiguration: Self.streamConfiguration) { stream in
+                            stream.eventLoop.makeCompletedFuture {
+                                try stream.pipeline.syncOperations.addHandler(PeerStreamHandler(settings: settings))
+                            }
+                        }
+                }
+            }
+            .bind(host: config.host, port: config.port).get()
+    }
+
+    /// Sets the peers and their addresses; links to peers no longer listed are closed.
+    public func setPeers(_ peers: [NodeID: (host: String, port: Int)]) async {
+        let removed: [PeerLink] = links.withLockedValue { links in
+            for (id, address) in peers where id != config.nodeID {
+                if let link = links[id] {
+                    link.update(host: address.host, port: address.port)
+                } else {
+                    links[id] = PeerLink(peer: id, host: address.host, port: address.port, loop: group.next(),
+                                         settings: .init(nodeID: config.nodeID, auth: auth,
+                                                         queueLimitBytes: config.queueLimitBytes,
+                                                         maxFrameBytes: config.maxFrameBytes))
+                }
+            }
+            let gone = links.keys.filter { peers[$0] == nil }
+            return gone.compactMap { links.removeValue(forKey: $0) }
+        }
+        for link in removed { try? await link.close().get() }
+    }
+
+    /// Sends one Raft batch to a peer (queued while it is unreachable).
+    public func send(to peer: NodeID, _ batch: [RaftEnvelope]) {
+        links.withLockedValue { $0[peer] }?.send(batch)
+    }
+
+    /// Calls `path` (under `/rpc/v1/`) on a peer.
+    public func call(_ peer: NodeID, path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+        guard let link = links.withLockedValue({ $0[peer] }) else {
+            return group.next().makeFailedFuture(PeerLinkError.unavailable(peer))
+        }
+        return link.call(path: path, body: body)
+    }
+
+    /// Per-peer link health for /status.
+    public struct LinkStatus: Sendable, Hashable {
+        public var peer: NodeID
+        public var connected: Bool
+        public var queuedBatches: Int
+        public var droppedBatches: Int
+    }
+
+    public func linkStatus() async -> [LinkStatus] {
+        let all = links.withLockedValue { $0.values.sorted { $0.peer < $1.peer } }
+        var out: [LinkStatus] = []
+        for link in all {
+            if let c = try? await link.counters().get() {
+                out.append(LinkStatus(peer: link.peer, connected: c.connected, queuedBatches: c.queued, droppedBatches: c.dropped))
+            }
+        }
+        return out
+    }
+
+    public func shutdown() async {
+        let all = links.withLockedValue { links in
+            defer { links.removeAll() }
+            return Array(links.values)
+        }
+        for link in all { try? await link.close().get() }
+        try? await server.close().get()
+    }
+}
