@@ -139,5 +139,11 @@ extension Room: BinaryCodable {
         let n = try r.readCount()
         history.reserveCapacity(n)
         for _ in 0 ..< n { history.append(try r.read()) }
+        // The invariants apply relies on: forged bytes must fail here, not trap later.
+        guard queueMaxSize >= 0, userSessions.keys.allSatisfy({ members[$0] != nil }),
+              members[info.creator]?.role == .creator,
+              members.values.allSatisfy({ $0.pageKey < nextPageKey }) else {
+            throw .invalidValue("inconsistent room \(info.roomId)")
+        }
     }
 }
