@@ -6,22 +6,25 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
 }
 
 /// A chat message as stored in history and fanned out to the room.
-public struct ChatMessage: Sendable, Hashable {
+///
+/// A final class with constant fields: the same message sits in the room's history and in the
+/// event, and a send copies one reference instead of retaining seven strings twice.
+public final class ChatMessage: Sendable, Hashable {
     /// The room sequence number (X2).
-    public var seq: UInt64
+    public let seq: UInt64
     /// The Raft log index of the entry that carried it: unique within the shard.
-    public var serverId: UInt64
-    public var time: Int64
-    public var senderId: String
-    public var senderNickname: String
-    public var senderAvatar: String
+    public let serverId: UInt64
+    public let time: Int64
+    public let senderId: String
+    public let senderNickname: String
+    public let senderAvatar: String
     /// E1: the sender session's entry-scoped roomExt.
-    public var senderRoomExt: String
-    public var type: MessageType
+    public let senderRoomExt: String
+    public let type: MessageType
     /// The client's own id for the message, for de-duplication on the client.
-    public var clientMessageId: String
-    public var body: String
-    public var ext: String
+    public let clientMessageId: String
+    public let body: String
+    public let ext: String
 
     public init(seq: UInt64, serverId: UInt64, time: Int64, senderId: String, senderNickname: String,
                 senderAvatar: String, senderRoomExt: String, type: MessageType, clientMessageId: String,
@@ -37,6 +40,22 @@ public struct ChatMessage: Sendable, Hashable {
         self.clientMessageId = clientMessageId
         self.body = body
         self.ext = ext
+    }
+
+    /// Value equality: two messages are equal when every field is.
+    public static func == (a: ChatMessage, b: ChatMessage) -> Bool {
+        a === b || (a.seq == b.seq && a.serverId == b.serverId && a.time == b.time && a.senderId == b.senderId
+            && a.senderNickname == b.senderNickname && a.senderAvatar == b.senderAvatar
+            && a.senderRoomExt == b.senderRoomExt && a.type == b.type && a.clientMessageId == b.clientMessageId
+            && a.body == b.body && a.ext == b.ext)
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(seq)
+        h.combine(serverId)
+        h.combine(time)
+        h.combine(senderId)
+        h.combine(body)
     }
 }
 
@@ -82,18 +101,11 @@ extension ChatMessage: BinaryCodable {
         w.write(ext)
     }
 
-    public init(from r: inout ByteReader) throws(CodecError) {
-        seq = try r.readUInt64()
-        serverId = try r.readUInt64()
-        time = try r.readInt64()
-        senderId = try r.readString()
-        senderNickname = try r.readString()
-        senderAvatar = try r.readString()
-        senderRoomExt = try r.readString()
-        type = try r.readEnum()
-        clientMessageId = try r.readString()
-        body = try r.readString()
-        ext = try r.readString()
+    public convenience init(from r: inout ByteReader) throws(CodecError) {
+        self.init(seq: try r.readUInt64(), serverId: try r.readUInt64(), time: try r.readInt64(),
+                  senderId: try r.readString(), senderNickname: try r.readString(),
+                  senderAvatar: try r.readString(), senderRoomExt: try r.readString(), type: try r.readEnum(),
+                  clientMessageId: try r.readString(), body: try r.readString(), ext: try r.readString())
     }
 }
 

@@ -18,15 +18,8 @@ extension Room {
         }
         let role = members[u.userId]?.role ?? .visitor
         guard role != .creator else { throw RoomError(.noPermission, "the creator's role cannot change") }
-        guard (role == .manager) != u.enable else {
-            throw RoomError(.alreadyInState, u.enable ? "already a manager" : "not a manager")
-        }
-        if u.enable { try requireFixedRoom(for: u.userId, env) }
-        ensureMember(u.userId)
-        members[u.userId]!.role = u.enable ? .manager : .common
-        if u.needNotify {
-            notify(u.enable ? .addManager : .removeManager, by: op, targets: [u.userId], notifyExt: u.notifyExt,
-                   env: env, &fx)
+        try toggle(u, by: op, isSet: role == .manager, "a manager", (.addManager, .removeManager), env, &fx) {
+            $0.role = u.enable ? .manager : .common
         }
     }
 
@@ -40,16 +33,8 @@ extension Room {
             throw RoomError(.invalidRoleTransition, "a manager cannot be set as an ordinary member")
         }
         try requireAuthority(op, over: u.userId)
-        guard (role == .common) != u.enable else {
-            throw RoomError(.alreadyInState, u.enable ? "already an ordinary member" : "not an ordinary member")
-        }
-        if u.enable { try requireFixedRoom(for: u.userId, env) }
-        ensureMember(u.userId)
-        members[u.userId]!.role = u.enable ? .common : .visitor
-        dropIfVisitorOffline(u.userId)
-        if u.needNotify {
-            notify(u.enable ? .addCommon : .removeCommon, by: op, targets: [u.userId], notifyExt: u.notifyExt,
-                   env: env, &fx)
+        try toggle(u, by: op, isSet: role == .common, "an ordinary member", (.addCommon, .removeCommon), env, &fx) {
+            $0.role = u.enable ? .common : .visitor
         }
     }
 
@@ -95,15 +80,24 @@ extension Room {
         try requireNoDuration(u)
         let op = try resolveOperator(env)
         try requireAuthority(op, over: u.userId)
-        guard (members[u.userId]?.isMuted ?? false) != u.enable else {
-            throw RoomError(.alreadyInState, u.enable ? "already muted" : "not muted")
+        try toggle(u, by: op, isSet: members[u.userId]?.isMuted ?? false, "muted", (.addMute, .removeMute), env,
+                   &fx) { $0.isMuted = u.enable }
+    }
+
+    /// M2: the shape every mark / unmark shares: state check, fixed-member limit, the change,
+    /// dropping a record that is no longer a member, and the notice.
+    private mutating func toggle(_ u: MemberUpdate, by op: RoomOperator, isSet: Bool, _ label: String,
+                                 _ notices: (on: NotificationType, off: NotificationType), _ env: ApplyEnv,
+                                 _ fx: inout ApplyEffects, change: (inout RoomMember) -> Void) throws(RoomError) {
+        guard isSet != u.enable else {
+            throw RoomError(.alreadyInState, u.enable ? "already \(label)" : "not \(label)")
         }
         if u.enable { try requireFixedRoom(for: u.userId, env) }
         ensureMember(u.userId)
-        members[u.userId]!.isMuted = u.enable
+        change(&members[u.userId]!)
         dropIfVisitorOffline(u.userId)
         if u.needNotify {
-            notify(u.enable ? .addMute : .removeMute, by: op, targets: [u.userId], notifyExt: u.notifyExt,
+            notify(u.enable ? notices.on : notices.off, by: op, targets: [u.userId], notifyExt: u.notifyExt,
                    env: env, &fx)
         }
     }

@@ -12,11 +12,13 @@ extension Room {
         let now = env.now
         let senderId: String
         let roomExt: String
+        let member: RoomMember?
         switch env.context.actor {
         case .appServer:
             try FieldCheck.id(m.fromUser, limits.maxIdBytes, "fromUser")
             senderId = m.fromUser
             roomExt = ""
+            member = members[senderId]
         case .session(let identity):
             guard let s = sessions[identity.sessionId], s.userId == identity.userId else {
                 throw RoomError(.notEntered, "the session has not entered the room")
@@ -24,7 +26,7 @@ extension Room {
             guard s.authMode != .anonymous else {
                 throw RoomError(.anonymousCannotSend, "anonymous users cannot send messages")
             }
-            let member = members[s.userId]
+            member = members[s.userId]
             if let member, member.isBlocked(at: now) {
                 throw RoomError(.inBlocklist, "the user is on the room's blocklist")
             }
@@ -32,7 +34,7 @@ extension Room {
                 throw RoomError(.globallyMuted, "the user is globally muted")
             }
             if member?.isMuted == true { throw RoomError(.muted, "the user is muted") }
-            if let end = tempMutes[s.userId], end > now {
+            if !tempMutes.isEmpty, let end = tempMutes[s.userId], end > now {
                 throw RoomError(.tempMuted, "the user is temporarily muted")
             }
             if info.isMuted && (member?.role ?? .visitor) < .manager && !allowlist.contains(s.userId) {
@@ -42,7 +44,6 @@ extension Room {
             roomExt = s.roomExt
         }
         seq &+= 1
-        let member = members[senderId]
         let message = ChatMessage(
             seq: seq, serverId: env.context.logIndex, time: now, senderId: senderId,
             senderNickname: member?.nickname ?? "", senderAvatar: member?.avatar ?? "", senderRoomExt: roomExt,

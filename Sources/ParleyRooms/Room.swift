@@ -88,7 +88,7 @@ struct Room: Sendable {
     }
 
     /// N5: appends to history, dropping what retention or the per-room cap no longer allows.
-    mutating func remember(_ item: HistoryItem, env: ApplyEnv) {
+    mutating func remember(_ item: consuming HistoryItem, env: ApplyEnv) {
         history.append(item)
         let oldest = env.now - env.limits.historyRetentionMillis
         while let first = history.first, first.time < oldest || history.count > env.limits.maxHistoryPerRoom {

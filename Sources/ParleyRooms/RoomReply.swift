@@ -6,11 +6,12 @@ public struct EnterResult: Sendable, Hashable {
     public var authMode: AuthMode
 }
 
-/// The result of a successful command.
+/// The result of a successful command. Large payloads are boxed (`indirect`) so the common
+/// small replies (a send's seq and time) stay cheap to return.
 public enum RoomReply: Sendable, Hashable {
     case done
-    case roomInfo(RoomInfoView)
-    case entered(EnterResult)
+    indirect case roomInfo(RoomInfoView)
+    indirect case entered(EnterResult)
     case messageSent(seq: UInt64, time: Int64)
     case members([MemberView])
     /// Q5: the removed element.

@@ -20,9 +20,9 @@ extension RoomsState {
             w.write(u)
             w.write(globalMutes[u]!)
         }
-        let ids = rooms.keys.sorted()
+        let ids = rooms.ids
         w.write(UInt64(ids.count))
-        for id in ids { rooms[id]!.encode(to: &w) }
+        for id in ids { rooms[slot: rooms.slot(of: id)!].encode(to: &w) }
         return w.bytes
     }
 
@@ -39,20 +39,20 @@ extension RoomsState {
         }
         for _ in 0 ..< (try r.readCount(minimumItemBytes: 8)) {
             let room = try Room(from: &r)
-            guard rooms[room.info.roomId] == nil else { throw .invalidValue("duplicate room") }
-            rooms[room.info.roomId] = room
+            guard rooms.slot(of: room.info.roomId) == nil else { throw .invalidValue("duplicate room") }
+            rooms.insert(room)
         }
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
         // E3's index is derived; rebuilding it in sorted room order keeps each list sorted.
-        for id in rooms.keys.sorted() {
-            for u in rooms[id]!.userSessions.keys { userRooms[u, default: []].append(id) }
+        for id in rooms.ids {
+            for u in rooms[slot: rooms.slot(of: id)!].userSessions.keys { userRooms[u, default: []].append(id) }
         }
     }
 
     /// A cheap upper-bound guess of the snapshot size in bytes (for Raft's snapshot policy).
     public var snapshotSizeEstimate: Int {
         var total = 64 + globalMutes.count * 24
-        for room in rooms.values {
+        for room in rooms.slots {
             total += 256 + room.info.ext.utf8.count + room.info.announcement.utf8.count
             total += room.members.count * 96 + room.sessions.count * 96 + room.tempMutes.count * 24
             total += room.allowlist.count * 24
@@ -139,5 +139,11 @@ extension Room: BinaryCodable {
         let n = try r.readCount()
         history.reserveCapacity(n)
         for _ in 0 ..< n { history.append(try r.read()) }
+        // The invariants apply relies on: forged bytes must fail here, not trap later.
+        guard queueMaxSize >= 0, userSessions.keys.allSatisfy({ members[$0] != nil }),
+              members[info.creator]?.role == .creator,
+              members.values.allSatisfy({ $0.pageKey < nextPageKey }) else {
+            throw .invalidValue("inconsistent room \(info.roomId)")
+        }
     }
 }

@@ -4,7 +4,7 @@
 public struct RoomsState: Sendable {
     public internal(set) var limits: RoomLimits
     public internal(set) var policy: AppPolicy
-    var rooms: [String: Room] = [:]
+    var rooms = RoomTable()
     /// E3: for each online user, the rooms (sorted ids) where they have a session.
     var userRooms: [String: [String]] = [:]
     /// M9: global mute expiry (ms, Int64.max = permanent) by user.
@@ -16,7 +16,7 @@ public struct RoomsState: Sendable {
     }
 
     /// The ids of every room, sorted.
-    public var roomIds: [String] { rooms.keys.sorted() }
+    public var roomIds: [String] { rooms.ids }
 
     /// Applies one command; on failure the state is unchanged and there are no events.
     public mutating func apply(_ command: RoomCommand, context: ApplyContext) -> ApplyOutcome {
@@ -34,112 +34,112 @@ public struct RoomsState: Sendable {
         throws(RoomError) -> RoomReply {
         switch command {
         case .sendMessage(let m):
-            try requireOpenRoom(m.roomId)
+            let i = try openSlot(m.roomId)
             let muteEnd = globalMutes.isEmpty ? nil : globalMutes[env.context.actorUserId]
-            return try rooms[m.roomId]!.send(m, globalMuteEnd: muteEnd, env, &fx)
+            return try rooms[slot: i].send(m, globalMuteEnd: muteEnd, env, &fx)
         case .createRoom(let c):
             try createRoom(c, env)
         case .updateRoom(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.update(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].update(u, env, &fx)
         case .closeRoom(let roomId, let ext):
             try requireAppServer(env)
             try FieldCheck.size(ext, limits.maxNotifyExtBytes, "ext")
-            try requireOpenRoom(roomId)
-            rooms[roomId]!.close(ext: ext, env, &fx)
+            let i = try openSlot(roomId)
+            rooms[slot: i].close(ext: ext, env, &fx)
             syncPresence(roomId, fx)
         case .reopenRoom(let roomId):
             try requireAppServer(env)
-            guard rooms[roomId] != nil else { throw Self.noRoom }
-            guard !rooms[roomId]!.info.isOpen else { throw RoomError(.alreadyInState, "the room is open") }
-            rooms[roomId]!.info.isOpen = true
+            let i = try slot(roomId)
+            guard !rooms[slot: i].info.isOpen else { throw RoomError(.alreadyInState, "the room is open") }
+            rooms[slot: i].info.isOpen = true
         case .setRoomPolicy(let p):
             try requireAppServer(env)
-            guard rooms[p.roomId] != nil else { throw Self.noRoom }
-            rooms[p.roomId]!.info.enterExitNotifications = p.enterExitNotifications
-            rooms[p.roomId]!.info.devicePolicy = p.devicePolicy
+            let i = try slot(p.roomId)
+            rooms[slot: i].info.enterExitNotifications = p.enterExitNotifications
+            rooms[slot: i].info.devicePolicy = p.devicePolicy
         case .setAppPolicy(let p):
             try requireAppServer(env)
             policy = p
         case .fetchRoomInfo(let roomId):
-            guard let room = rooms[roomId] else { throw Self.noRoom }
+            let i = try slot(roomId)
             if case .session = env.context.actor {
-                guard room.info.isOpen else { throw Self.closed }
-                _ = try room.resolveOperator(env)
+                guard rooms[slot: i].info.isOpen else { throw Self.closed }
+                _ = try rooms[slot: i].resolveOperator(env)
             }
-            return .roomInfo(room.view)
+            return .roomInfo(rooms[slot: i].view)
         case .enter(let e):
             return try enter(e, env, &fx)
         case .exit(let roomId):
-            try requireOpenRoom(roomId)
-            let op = try rooms[roomId]!.resolveOperator(env)
+            let i = try openSlot(roomId)
+            let op = try rooms[slot: i].resolveOperator(env)
             guard let session = op.session else { throw RoomError(.noPermission, "only a session exits") }
-            rooms[roomId]!.endSession(session.sessionId, .exit, env, &fx)
+            rooms[slot: i].endSession(session.sessionId, .exit, env, &fx)
             syncPresence(roomId, fx)
         case .sessionLost(let edgeId):
             try requireAppServer(env)
             try FieldCheck.id(edgeId, limits.maxIdBytes, "edgeId")
             return .sessionsEnded(endSessions(onEdge: edgeId, env, &fx))
         case .fetchHistory(let q):
-            try requireOpenRoom(q.roomId)
-            return .history(try rooms[q.roomId]!.historyPage(q, env))
+            let i = try openSlot(q.roomId)
+            return .history(try rooms[slot: i].historyPage(q, env))
         case .fetchMembers(let q):
-            try requireOpenRoom(q.roomId)
-            return .members(try rooms[q.roomId]!.memberPage(q, env))
+            let i = try openSlot(q.roomId)
+            return .members(try rooms[slot: i].memberPage(q, env))
         case .fetchMembersByIds(let q):
-            try requireOpenRoom(q.roomId)
-            return .members(try rooms[q.roomId]!.membersByIds(q, env))
+            let i = try openSlot(q.roomId)
+            return .members(try rooms[slot: i].membersByIds(q, env))
         case .updateMyMemberInfo(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.updateMyInfo(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].updateMyInfo(u, env, &fx)
         case .markManager(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.markManager(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].markManager(u, env, &fx)
         case .markCommon(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.markCommon(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].markCommon(u, env, &fx)
         case .setBlocked(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.setBlocked(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].setBlocked(u, env, &fx)
             syncPresence(u.roomId, fx)
         case .setMuted(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.setMuted(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].setMuted(u, env, &fx)
         case .setTempMute(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.setTempMute(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].setTempMute(u, env, &fx)
         case .kick(let u):
-            try requireOpenRoom(u.roomId)
-            try rooms[u.roomId]!.kick(u, env, &fx)
+            let i = try openSlot(u.roomId)
+            try rooms[slot: i].kick(u, env, &fx)
             syncPresence(u.roomId, fx)
         case .setRoomMute(let s):
-            try requireOpenRoom(s.roomId)
-            try rooms[s.roomId]!.setRoomMute(s, env, &fx)
+            let i = try openSlot(s.roomId)
+            try rooms[slot: i].setRoomMute(s, env, &fx)
         case .updateAllowlist(let s):
-            try requireOpenRoom(s.roomId)
-            try rooms[s.roomId]!.updateAllowlist(s, env, &fx)
+            let i = try openSlot(s.roomId)
+            try rooms[slot: i].updateAllowlist(s, env, &fx)
         case .setGlobalMute(let g):
             try setGlobalMute(g, env, &fx)
         case .queueInit(let roomId, let size):
             try requireAppServer(env)
-            try requireOpenRoom(roomId)
-            try rooms[roomId]!.initQueue(maxSize: size, env)
+            let i = try openSlot(roomId)
+            try rooms[slot: i].initQueue(maxSize: size, env)
         case .queueOffer(let o):
-            try requireOpenRoom(o.roomId)
-            try rooms[o.roomId]!.offer(o, env, &fx)
+            let i = try openSlot(o.roomId)
+            try rooms[slot: i].offer(o, env, &fx)
         case .queueBatchUpdate(let b):
-            try requireOpenRoom(b.roomId)
-            return try rooms[b.roomId]!.batchUpdate(b, env, &fx)
+            let i = try openSlot(b.roomId)
+            return try rooms[slot: i].batchUpdate(b, env, &fx)
         case .queuePoll(let roomId, let key):
-            try requireOpenRoom(roomId)
-            return try rooms[roomId]!.poll(key: key, env, &fx)
+            let i = try openSlot(roomId)
+            return try rooms[slot: i].poll(key: key, env, &fx)
         case .queueList(let roomId):
-            try requireOpenRoom(roomId)
-            _ = try rooms[roomId]!.resolveOperator(env)
-            return .queue(rooms[roomId]!.queueEntries)
+            let i = try openSlot(roomId)
+            _ = try rooms[slot: i].resolveOperator(env)
+            return .queue(rooms[slot: i].queueEntries)
         case .queueDrop(let roomId):
-            try requireOpenRoom(roomId)
-            try rooms[roomId]!.drop(env, &fx)
+            let i = try openSlot(roomId)
+            try rooms[slot: i].drop(env, &fx)
         }
         return .done
     }
@@ -147,9 +147,15 @@ public struct RoomsState: Sendable {
     static let noRoom = RoomError(.roomNotFound, "no such room")
     static let closed = RoomError(.roomClosed, "the room is closed")
 
-    private func requireOpenRoom(_ roomId: String) throws(RoomError) {
-        guard let room = rooms[roomId] else { throw Self.noRoom }
-        guard room.info.isOpen else { throw Self.closed }
+    private func slot(_ roomId: String) throws(RoomError) -> Int {
+        guard let i = rooms.slot(of: roomId) else { throw Self.noRoom }
+        return i
+    }
+
+    private func openSlot(_ roomId: String) throws(RoomError) -> Int {
+        let i = try slot(roomId)
+        guard rooms[slot: i].info.isOpen else { throw Self.closed }
+        return i
     }
 
     private func requireAppServer(_ env: ApplyEnv) throws(RoomError) {
@@ -167,14 +173,14 @@ public struct RoomsState: Sendable {
         try FieldCheck.size(c.announcement, limits.maxAnnouncementBytes, "announcement")
         try FieldCheck.size(c.ext, limits.maxRoomExtBytes, "ext")
         try FieldCheck.size(c.broadcastUrl, limits.maxBroadcastUrlBytes, "broadcastUrl")
-        guard rooms[c.roomId] == nil else { throw RoomError(.alreadyInState, "the room exists") }
+        guard rooms.slot(of: c.roomId) == nil else { throw RoomError(.alreadyInState, "the room exists") }
         var room = Room(info: RoomInfo(
             roomId: c.roomId, name: c.name, announcement: c.announcement, creator: c.creator, ext: c.ext,
             broadcastUrl: c.broadcastUrl, queueModificationLevel: c.queueModificationLevel),
             queueMaxSize: limits.maxQueueSize)
         room.ensureMember(c.creator)
         room.members[c.creator]!.role = .creator
-        rooms[c.roomId] = room
+        rooms.insert(room)
     }
 
     /// E1 / E3 / E5 / E7: validate everything first, then (RC one-room policy) leave other rooms, then enter.
@@ -183,8 +189,8 @@ public struct RoomsState: Sendable {
         guard case .session(let identity) = env.context.actor else {
             throw RoomError(.noPermission, "only a client session enters")
         }
-        try requireOpenRoom(e.roomId)
-        try rooms[e.roomId]!.validateEnter(e, identity, env)
+        let i = try openSlot(e.roomId)
+        try rooms[slot: i].validateEnter(e, identity, env)
         let current = userRooms[identity.userId] ?? []
         let alreadyHere = current.contains(e.roomId)
         var leave: [String] = []
@@ -197,14 +203,15 @@ public struct RoomsState: Sendable {
         }
         for roomId in leave {
             // RC: the previous room's sessions are kicked, the user's devices told (reason 2).
+            let other = rooms.slot(of: roomId)!
             var roomFx = ApplyEffects()
-            rooms[roomId]!.kickUser(identity.userId, .byConflictLogin, ext: "", env, &roomFx)
-            rooms[roomId]!.emit(.multiLoginSync(joined: false, reason: 2, time: env.now),
+            rooms[slot: other].kickUser(identity.userId, .byConflictLogin, ext: "", env, &roomFx)
+            rooms[slot: other].emit(.multiLoginSync(joined: false, reason: 2, time: env.now),
                                 to: .users([identity.userId]), &roomFx)
             syncPresence(roomId, roomFx)
             fx.events.append(contentsOf: roomFx.events)
         }
-        let reply = rooms[e.roomId]!.enter(e, identity, env, &fx)
+        let reply = rooms[slot: i].enter(e, identity, env, &fx)
         syncPresence(e.roomId, fx)
         return reply
     }
@@ -212,11 +219,12 @@ public struct RoomsState: Sendable {
     /// Ends every session of a lost edge, room by room in id order.
     private mutating func endSessions(onEdge edgeId: String, _ env: ApplyEnv, _ fx: inout ApplyEffects) -> Int {
         var ended = 0
-        for roomId in rooms.keys.sorted() {
-            let sids = rooms[roomId]!.sessions.values.filter { $0.edgeId == edgeId }.map(\.sessionId).sorted()
+        for roomId in rooms.ids {
+            let i = rooms.slot(of: roomId)!
+            let sids = rooms[slot: i].sessions.values.filter { $0.edgeId == edgeId }.map(\.sessionId).sorted()
             guard !sids.isEmpty else { continue }
             var roomFx = ApplyEffects()
-            for sid in sids { rooms[roomId]!.endSession(sid, .lost, env, &roomFx) }
+            for sid in sids { rooms[slot: i].endSession(sid, .lost, env, &roomFx) }
             syncPresence(roomId, roomFx)
             fx.events.append(contentsOf: roomFx.events)
             ended += sids.count
@@ -244,7 +252,7 @@ public struct RoomsState: Sendable {
             globalMutes[g.userId] = nil
         }
         for roomId in userRooms[g.userId] ?? [] {
-            rooms[roomId]!.emit(.ban(g.enable ? .globalMute : .globalUnmute, durationMillis: g.enable ? millis : 0,
+            rooms[slot: rooms.slot(of: roomId)!].emit(.ban(g.enable ? .globalMute : .globalUnmute, durationMillis: g.enable ? millis : 0,
                                      operateTime: env.now, userIds: [g.userId], extra: g.extra),
                                 to: .users([g.userId]), &fx)
         }

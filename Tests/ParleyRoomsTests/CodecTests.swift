@@ -113,6 +113,18 @@ import Testing
         #expect(shard.state.snapshotSizeEstimate >= bytes.count / 2)
     }
 
+    @Test("A well-formed but inconsistent snapshot is refused, not trusted")
+    func inconsistentSnapshot() {
+        var shard = TestShard()
+        shard.createRoom()
+        shard.enter("amy")
+        let slot = shard.state.rooms.slot(of: "r1")!
+        shard.state.rooms[slot: slot].members["amy"] = nil
+        #expect(throws: CodecError.invalidValue("inconsistent room r1")) {
+            try RoomsState(restoring: shard.state.snapshot())
+        }
+    }
+
     @Test("Snapshots are byte-deterministic: the same content gives the same bytes whatever the insertion order")
     func snapshotDeterminism() {
         var one = TestShard()
