@@ -21,6 +21,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         .target(
@@ -34,6 +37,8 @@ let package = Package(
                 "ParleyRooms",
                 "ParleyRaft",
                 "ParleyStorage",
+                "ParleyCluster",
+                "ParleyNode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -59,6 +64,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "ParleyAPI",
+            dependencies: [
+                "ParleyRooms", "ParleyCluster",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "ParleyNode",
+            dependencies: [
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster"], swiftSettings: strict),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
     ]
 )

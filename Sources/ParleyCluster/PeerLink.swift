@@ -17,6 +17,8 @@ final class PeerLink: @unchecked Sendable {
         var queueLimitBytes: Int
         var maxFrameBytes: Int
         var backoff: (initial: TimeAmount, max: TimeAmount) = (.milliseconds(50), .seconds(2))
+        /// Told when an established connection to the peer breaks.
+        var onDown: @Sendable (NodeID) -> Void = { _ in }
     }
 
     let peer: NodeID
@@ -192,6 +194,7 @@ final class PeerLink: @unchecked Sendable {
     }
 
     private func lost() {
+        settings.onDown(peer)
         failWaiters()
         connection = nil
         multiplexer = nil

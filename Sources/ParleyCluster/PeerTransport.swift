@@ -48,6 +48,7 @@ public final class PeerTransport: Sendable {
     private let auth: PeerAuth
     private let server: Channel
     private let links: NIOLockedValueBox<[NodeID: PeerLink]> = NIOLockedValueBox([:])
+    private let onPeerDown: @Sendable (NodeID) -> Void
 
     /// The port the server listens on.
     public var port: Int { server.localAddress?.port ?? config.port }
@@ -55,8 +56,10 @@ public final class PeerTransport: Sendable {
     /// Binds the server; `onRaft` receives each decoded batch with its sender, `onRequest` answers RPCs.
     public init(config: Config, group: EventLoopGroup,
                 onRaft: @escaping @Sendable (NodeID, [RaftEnvelope]) -> Void,
-                onRequest: @escaping @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>) async throws {
+                onRequest: @escaping @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>,
+                onPeerDown: @escaping @Sendable (NodeID) -> Void = { _ in }) async throws {
         self.config = config
+        self.onPeerDown = onPeerDown
         self.group = group
         auth = PeerAuth(secret: config.secret)
         let settings = PeerStreamHandler.Settings(auth: auth, maxFrameBytes: config.maxFrameBytes,
@@ -89,7 +92,7 @@ public final class PeerTransport: Sendable {
                     links[id] = PeerLink(peer: id, host: address.host, port: address.port, loop: group.next(),
                                          settings: .init(nodeID: config.nodeID, auth: auth,
                                                          queueLimitBytes: config.queueLimitBytes,
-                                                         maxFrameBytes: config.maxFrameBytes))
+                                                         maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown))
                 }
             }
             let gone = links.keys.filter { peers[$0] == nil }

@@ -100,6 +100,12 @@ public final class RaftHost {
         }
     }
 
+    /// The connection to `peer` broke: every group is told, so quiet followers of a dead leader wake up and
+    /// leaders probe the peer afresh.
+    public func peerUnreachable(_ peer: NodeID) {
+        for shard in shardOrder { replicas[shard]!.raft.reportUnreachable(peer) }
+    }
+
     /// Proposes a room command to the shard that holds `roomID`. Completes once the command has been applied
     /// on this node (after a quorum made it durable), or at once when this replica cannot take it.
     public func propose(_ command: RoomCommand, roomID: String, actor: CommandActor, timestamp: Int64,

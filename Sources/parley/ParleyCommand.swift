@@ -7,7 +7,7 @@ struct ParleyCommand: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: a clustered chat-room server.",
         version: ParleyVersion.string,
-        subcommands: [BenchCommand.self, StorageCommand.self]
+        subcommands: [NodeCommand.self, DevCommand.self, StatusCommand.self, BenchCommand.self, StorageCommand.self]
     )
 }
 

@@ -1,0 +1,75 @@
+/// What `GET /status` answers: the node, its peers and every shard replica it holds.
+public struct NodeStatusReport: Codable, Sendable, Equatable {
+    public struct Peer: Codable, Sendable, Equatable {
+        public var id: UInt64
+        public var address: String
+        public var connected: Bool
+        public var queuedBatches: Int
+        public var droppedBatches: Int
+
+        public init(id: UInt64, address: String, connected: Bool, queuedBatches: Int, droppedBatches: Int) {
+            self.id = id
+            self.address = address
+            self.connected = connected
+            self.queuedBatches = queuedBatches
+            self.droppedBatches = droppedBatches
+        }
+    }
+
+    public struct Shard: Codable, Sendable, Equatable {
+        public var shard: Int
+        public var role: String
+        public var term: UInt64
+        public var leader: UInt64
+        public var commit: UInt64
+        public var applied: UInt64
+        /// Entries held in the log (last − first + 1).
+        public var logSize: UInt64
+        public var lastSnapshot: UInt64
+        public var rooms: Int
+        public var quiesced: Bool
+        /// Hash of the shard's rooms state, present when asked for with `?digest=true`.
+        public var digest: String?
+
+        public init(shard: Int, role: String, term: UInt64, leader: UInt64, commit: UInt64, applied: UInt64,
+                    logSize: UInt64, lastSnapshot: UInt64, rooms: Int, quiesced: Bool, digest: String?) {
+            self.shard = shard
+            self.role = role
+            self.term = term
+            self.leader = leader
+            self.commit = commit
+            self.applied = applied
+            self.logSize = logSize
+            self.lastSnapshot = lastSnapshot
+            self.rooms = rooms
+            self.quiesced = quiesced
+            self.digest = digest
+        }
+    }
+
+    public var node: UInt64
+    public var version: String
+    public var uptimeSeconds: Double
+    public var httpAddress: String
+    public var peerAddress: String
+    public var shardCount: Int
+    public var healthy: Bool
+    public var peers: [Peer]
+    public var shards: [Shard]
+
+    public init(node: UInt64, version: String, uptimeSeconds: Double, httpAddress: String, peerAddress: String,
+                shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard]) {
+        self.node = node
+        self.version = version
+        self.uptimeSeconds = uptimeSeconds
+        self.httpAddress = httpAddress
+        self.peerAddress = peerAddress
+        self.shardCount = shardCount
+        self.healthy = healthy
+        self.peers = peers
+        self.shards = shards
+    }
+
+    /// Every hosted shard knows a leader.
+    public var ready: Bool { !shards.isEmpty && shards.allSatisfy { $0.leader != 0 } }
+}

@@ -1,0 +1,52 @@
+import ParleyRaft
+import ParleyRooms
+
+/// A room command sent to the node that leads its shard (`POST /rpc/v1/propose`).
+public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {
+    public var shard: ShardID
+    public var actor: CommandActor
+    public var command: RoomCommand
+
+    public init(shard: ShardID, actor: CommandActor, command: RoomCommand) {
+        self.shard = shard
+        self.actor = actor
+        self.command = command
+    }
+
+    public func encode(to w: inout ByteWriter) {
+        w.write(shard)
+        // The actor travels in a context whose index and time the leader fills in.
+        w.write(ApplyContext(logIndex: 0, timestamp: 0, actor: actor))
+        w.write(command)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        shard = try r.readInt()
+        actor = try r.read(ApplyContext.self).actor
+        command = try r.read()
+    }
+}
+
+/// The leader's answer to a forwarded command.
+public enum ForwardedAnswer: Sendable, Hashable, BinaryCodable {
+    case applied(ApplyOutcome)
+    case notLeader(NodeID)
+    case failed(String)
+
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .applied(let o): w.write(UInt8(0)); w.write(o)
+        case .notLeader(let n): w.write(UInt8(1)); w.write(n)
+        case .failed(let why): w.write(UInt8(2)); w.write(why)
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        switch try r.readByte() {
+        case 0: self = .applied(try r.read())
+        case 1: self = .notLeader(try r.readUInt64())
+        case 2: self = .failed(try r.readString())
+        case let t: throw .badTag("ForwardedAnswer", UInt64(t))
+        }
+    }
+}

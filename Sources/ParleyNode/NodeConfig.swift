@@ -1,0 +1,93 @@
+import Foundation
+import ParleyCluster
+import ParleyRaft
+
+/// Everything a node needs to start, from flags, a config file or the environment.
+public struct NodeConfig: Sendable, Equatable {
+    public struct Address: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// Parses `host:port` (IPv6 as `[::1]:port`).
+        public init?(_ text: Substring) {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                  (0...65535).contains(port) else { return nil }
+            var host = String(text[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty else { return nil }
+            self.init(host: host, port: port)
+        }
+
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    public var id: NodeID
+    /// Client, server-API and status port (HTTP/1.1).
+    public var listen: Address
+    /// Node-to-node port (HTTP/2).
+    public var peerListen: Address
+    /// Every node of the cluster (this one included) by id, with its peer address.
+    public var peers: [NodeID: Address]
+    public var dataDirectory: String
+    public var secret: String
+    public var shardCount = 64
+    public var replicationFactor = 3
+    public var tickMillis = 50
+    public var electionTicks = 10
+    public var quiesceAfterTicks: Int? = 100
+    /// fsync every group commit (always on in production; benchmarks say when it is off).
+    public var durable = true
+
+    public init(id: NodeID, listen: Address, peerListen: Address, peers: [NodeID: Address], dataDirectory: String,
+                secret: String) {
+        self.id = id
+        self.listen = listen
+        self.peerListen = peerListen
+        self.peers = peers
+        self.dataDirectory = dataDirectory
+        self.secret = secret
+    }
+
+    /// Parses `--peers 1=127.0.0.1:7101,2=127.0.0.1:7102,…`.
+    public static func parsePeers(_ text: String) throws -> [NodeID: Address] {
+        var out: [NodeID: Address] = [:]
+        for item in text.split(separator: ",") {
+            let parts = item.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let id = NodeID(parts[0].trimmingCharacters(in: .whitespaces)), id != 0,
+                  let address = Address(Substring(parts[1].trimmingCharacters(in: .whitespaces))) else {
+                throw NodeConfigError.badPeer(String(item))
+            }
+            guard out[id] == nil else { throw NodeConfigError.duplicatePeer(id) }
+            out[id] = address
+        }
+        return out
+    }
+
+    /// Checks the settings a node cannot run without.
+    public func validate() throws {
+        guard id != 0 else { throw NodeConfigError.invalid("--id must be a positive number") }
+        guard peers[id] != nil else { throw NodeConfigError.invalid("--peers must list this node (\(id))") }
+        guard secret.utf8.count >= 8 else { throw NodeConfigError.invalid("--secret must be at least 8 bytes") }
+        guard shardCount > 0, replicationFactor > 0 else { throw NodeConfigError.invalid("shards and replicas must be > 0") }
+        guard tickMillis > 0, electionTicks > 1 else { throw NodeConfigError.invalid("tick settings out of range") }
+    }
+}
+
+public enum NodeConfigError: Error, Equatable, CustomStringConvertible {
+    case badPeer(String)
+    case duplicatePeer(NodeID)
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .badPeer(let p): "bad peer '\(p)': expected id=host:port"
+        case .duplicatePeer(let id): "node \(id) is listed twice in --peers"
+        case .invalid(let why): why
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+
+/// `parley dev`: a local cluster of real node processes on 127.0.0.1, stopped together on Ctrl-C.
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev", abstract: "Start a local multi-node cluster (real processes, SQLite under one folder).")
+
+    @Option(help: "How many nodes.") var nodes = 3
+    @Option(help: "Folder for the nodes' data (kept between runs).") var data = ".parley-dev"
+    @Option(name: .customLong("http-port"), help: "HTTP port of node 1; node n uses this + n - 1.") var httpPort = 8101
+    @Option(name: .customLong("peer-port"), help: "Peer (HTTP/2) port of node 1; node n uses this + n - 1.") var peerPort = 7101
+    @Option(help: "Shard count.") var shards = 64
+    @Option(help: "The cluster secret (default: one kept in the data folder).") var secret: String?
+
+    func validate() throws {
+        guard (1...9).contains(nodes) else { throw ValidationError("--nodes must be 1 to 9") }
+    }
+
+    func run() async throws {
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let clusterSecret = try secret ?? Self.devSecret(in: data)
+        let ids = 1...nodes
+        let peers = ids.map { "\($0)=127.0.0.1:\(peerPort + $0 - 1)" }.joined(separator: ",")
+        // This very executable runs the nodes.
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var children: [Process] = []
+        let nodes = NodeProcesses()
+        for id in ids {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: executable)
+            p.arguments = ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(httpPort + id - 1)",
+                           "--peer-listen", "127.0.0.1:\(peerPort + id - 1)", "--peers", peers,
+                           "--data", "\(data)/node-\(id)", "--secret", clusterSecret, "--shards", "\(shards)"]
+            // When the last node is gone, so is the dev cluster.
+            p.terminationHandler = { _ in nodes.exited() }
+            children.append(p)
+        }
+        nodes.set(children)
+        for p in children { try p.run() }
+        var banner = "Parley dev cluster: \(self.nodes) nodes, \(shards) shards, data in \(data)/\n"
+        for id in ids {
+            banner += "  node \(id): http://127.0.0.1:\(httpPort + id - 1)  (status: /status, peer port \(peerPort + id - 1))\n"
+        }
+        banner += "Watch it: parley status --node http://127.0.0.1:\(httpPort) --watch      Stop: Ctrl-C\n"
+        Self.say(banner)
+
+        // Ctrl-C (or SIGTERM) asks every node to stop gracefully; this process ends when they have.
+        let signals = DispatchQueue(label: "parley.dev.signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: signals)
+            source.setEventHandler {
+                Self.say("\nstopping…\n")
+                nodes.terminateAll()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        await nodes.allExited()
+        withExtendedLifetime(sources) {}
+    }
+
+    /// Unbuffered, so the banner shows at once even when stdout is a pipe.
+    static func say(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+
+    /// A secret made once per data folder, so restarts of the dev cluster keep talking to each other.
+    static func devSecret(in folder: String) throws -> String {
+        let path = folder + "/cluster-secret"
+        if let existing = try? String(contentsOfFile: path, encoding: .utf8), existing.count >= 8 {
+            return existing.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let fresh = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        try fresh.write(toFile: path, atomically: true, encoding: .utf8)
+        return fresh
+    }
+}
+
+/// The dev cluster's node processes, shared between the signal handler and their termination handlers.
+final class NodeProcesses: @unchecked Sendable {
+    private let lock = NSLock()
+    private var processes: [Process] = []
+    private var running = 0
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func set(_ processes: [Process]) {
+        lock.withLock {
+            self.processes = processes
+            running = processes.count
+        }
+    }
+
+    func terminateAll() {
+        for p in lock.withLock({ processes }) where p.isRunning { p.terminate() }
+    }
+
+    /// Called from each node's termination handler.
+    func exited() {
+        let resume: CheckedContinuation<Void, Never>? = lock.withLock {
+            running -= 1
+            guard running == 0 else { return nil }
+            defer { waiter = nil }
+            return waiter
+        }
+        resume?.resume()
+    }
+
+    /// Returns once every node process has exited.
+    func allExited() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let already = lock.withLock {
+                if running == 0 { return true }
+                waiter = c
+                return false
+            }
+            if already { c.resume() }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ParleyNode
+
+/// `parley node`: run one node. Every option can also come from the environment (`PARLEY_ID`,
+/// `PARLEY_LISTEN`, …) or a config file of `name = value` lines (`--config`); a flag wins over the
+/// environment, which wins over the file.
+struct NodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "node", abstract: "Run one Parley node.")
+
+    @Option(help: "A file of `name = value` lines using the option names below (e.g. `peer-listen = 127.0.0.1:7101`).")
+    var config: String?
+    @Option(help: "This node's id (a positive number, unique in the cluster).") var id: UInt64?
+    @Option(help: "host:port for clients, the server API and /status (HTTP/1.1).") var listen: String?
+    @Option(name: .customLong("peer-listen"), help: "host:port for other nodes (HTTP/2).") var peerListen: String?
+    @Option(help: "Every node with its peer address: 1=127.0.0.1:7101,2=127.0.0.1:7102,…") var peers: String?
+    @Option(help: "Data folder (the node's SQLite database lives here).") var data: String?
+    @Option(help: "The cluster secret shared by all nodes (≥ 8 bytes).") var secret: String?
+    @Option(help: "Shard count, fixed when the cluster is created (default 64).") var shards: Int?
+    @Option(help: "Replicas per shard (default 3).") var replicas: Int?
+    @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
+    var tickMillis: Int?
+    @Flag(name: .customLong("no-fsync"), help: "Skip fsync (benchmarks only: a crash can lose acknowledged writes).")
+    var noFsync = false
+
+    func run() async throws {
+        let settings = try SettingSources(file: config)
+        func value(_ name: String, _ flag: String?) -> String? { flag ?? settings.value(name) }
+        guard let idText = value("id", id.map(String.init)), let nodeID = UInt64(idText) else {
+            throw ValidationError("--id is required")
+        }
+        guard let listenText = value("listen", listen), let listenAddress = NodeConfig.Address(Substring(listenText)) else {
+            throw ValidationError("--listen host:port is required")
+        }
+        guard let peerText = value("peer-listen", peerListen), let peerAddress = NodeConfig.Address(Substring(peerText)) else {
+            throw ValidationError("--peer-listen host:port is required")
+        }
+        let peerList = try NodeConfig.parsePeers(value("peers", peers) ?? "\(nodeID)=\(peerAddress)")
+        guard let dataDirectory = value("data", data) else { throw ValidationError("--data is required") }
+        guard let clusterSecret = value("secret", secret) else { throw ValidationError("--secret is required") }
+
+        var nodeConfig = NodeConfig(id: nodeID, listen: listenAddress, peerListen: peerAddress, peers: peerList,
+                                    dataDirectory: dataDirectory, secret: clusterSecret)
+        if let s = value("shards", shards.map(String.init)).flatMap(Int.init) { nodeConfig.shardCount = s }
+        if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
+        if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
+        if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
+        do { try nodeConfig.validate() } catch { throw ValidationError("\(error)") }
+
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
+        var logger = Logger(label: "parley.node")
+        logger[metadataKey: "node"] = "\(nodeID)"
+        let runtime = try await NodeRuntime(config: nodeConfig, logger: logger)
+        try await runtime.run()
+    }
+}
+
+/// Option values from the environment and an optional config file.
+struct SettingSources {
+    private var file: [String: String] = [:]
+
+    init(file path: String?) throws {
+        guard let path else { return }
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            let parts = trimmed.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { throw ValidationError("\(path):\(n + 1): expected name = value") }
+            file[parts[0].trimmingCharacters(in: .whitespaces)] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    /// `PARLEY_PEER_LISTEN` for `peer-listen`, then the file.
+    func value(_ name: String) -> String? {
+        let env = "PARLEY_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+        return ProcessInfo.processInfo.environment[env] ?? file[name]
+    }
+}

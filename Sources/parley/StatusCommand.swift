@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ParleyAPI
+
+/// `parley status`: a node's view of the cluster as a table.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show a node's /status as a table.")
+
+    @Option(help: "The node's HTTP address.") var node = "http://127.0.0.1:8101"
+    @Flag(help: "Refresh every second until Ctrl-C.") var watch = false
+
+    func run() async throws {
+        repeat {
+            let text: String
+            do {
+                text = StatusTable.render(try await Self.fetch(node))
+            } catch {
+                text = "cannot read \(node)/status: \(error)\n"
+                if !watch { throw ExitCode.failure }
+            }
+            if watch { print("\u{1B}[2J\u{1B}[H", terminator: "") }
+            print(text, terminator: "")
+            if watch { try await Task.sleep(for: .seconds(1)) }
+        } while watch
+    }
+
+    static func fetch(_ node: String) async throws -> NodeStatusReport {
+        guard let url = URL(string: node.hasSuffix("/") ? node + "status" : node + "/status") else {
+            throw ValidationError("bad --node URL")
+        }
+        let (data, _) = try await URLSession.shared.data(from: url)
+        return try JSONDecoder().decode(NodeStatusReport.self, from: data)
+    }
+}
+
+/// Renders a status report for people.
+enum StatusTable {
+    static func render(_ r: NodeStatusReport) -> String {
+        var out = "node \(r.node)  v\(r.version)  up \(Int(r.uptimeSeconds))s  http \(r.httpAddress)  peer \(r.peerAddress)"
+        out += "  \(r.healthy ? "healthy" : "UNHEALTHY")  \(r.ready ? "ready" : "NOT READY")\n"
+        out += "peers: " + (r.peers.isEmpty ? "none" : r.peers.map {
+            "\($0.id)@\($0.address) \($0.connected ? "up" : "down")" + ($0.droppedBatches > 0 ? " dropped=\($0.droppedBatches)" : "")
+        }.joined(separator: ", ")) + "\n"
+        let rows = [["shard", "role", "term", "leader", "commit", "applied", "log", "snapshot", "rooms", "quiet"]]
+            + r.shards.map { s in
+                ["\(s.shard)", s.role, "\(s.term)", s.leader == 0 ? "-" : "\(s.leader)", "\(s.commit)", "\(s.applied)",
+                 "\(s.logSize)", "\(s.lastSnapshot)", "\(s.rooms)", s.quiesced ? "yes" : ""]
+            }
+        let widths = rows[0].indices.map { c in rows.map { $0[c].count }.max()! }
+        for row in rows {
+            out += zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+            out += "\n"
+        }
+        let leaders = r.shards.filter { $0.role == "leader" }.count
+        out += "\(r.shards.count) shards here, \(leaders) led by this node\n"
+        return out
+    }
+}
