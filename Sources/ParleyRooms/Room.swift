@@ -107,6 +107,11 @@ struct RoomOperator {
     var session: RoomSession?
 
     static let appServerRank = 4
+
+    /// The app server (or the cluster itself) as the operator of a notification.
+    static let appServer = RoomOperator(userId: "", rank: appServerRank,
+                                        member: NotificationMember(userId: "", nickname: ""), roomExt: "",
+                                        session: nil)
     static let managerRank = 2
     static let creatorRank = 3
 }
@@ -116,8 +121,7 @@ extension Room {
     func resolveOperator(_ env: ApplyEnv) throws(RoomError) -> RoomOperator {
         switch env.context.actor {
         case .appServer:
-            return RoomOperator(userId: "", rank: RoomOperator.appServerRank,
-                                member: NotificationMember(userId: "", nickname: ""), roomExt: "", session: nil)
+            return .appServer
         case .session(let identity):
             guard let s = sessions[identity.sessionId], s.userId == identity.userId else {
                 throw RoomError(.notEntered, "the session has not entered the room")

@@ -225,6 +225,8 @@ public struct RoomsState: Sendable {
             guard !sids.isEmpty else { continue }
             var roomFx = ApplyEffects()
             for sid in sids { rooms[slot: i].endSession(sid, .lost, env, &roomFx) }
+            // Q3: one PartClear per room for everyone the lost edge took offline; the cluster is the source.
+            rooms[slot: i].removeTransientItems(ownedBy: Set(roomFx.offline), by: .appServer, env, &roomFx)
             syncPresence(roomId, roomFx)
             fx.events.append(contentsOf: roomFx.events)
             ended += sids.count
