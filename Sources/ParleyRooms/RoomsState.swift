@@ -20,6 +20,10 @@ public struct RoomsState: Sendable {
 
     /// Applies one command; on failure the state is unchanged and there are no events.
     public mutating func apply(_ command: RoomCommand, context: ApplyContext) -> ApplyOutcome {
+        // Expiry arithmetic adds durations to the entry time; a forged time must not overflow.
+        guard (0 ... Self.latestTimestamp).contains(context.timestamp) else {
+            return ApplyOutcome(result: .failure(RoomError(.badParameter, "entry timestamp out of range")), events: [])
+        }
         let env = ApplyEnv(context: context, limits: limits, policy: policy)
         var fx = ApplyEffects()
         do {
@@ -143,6 +147,9 @@ public struct RoomsState: Sendable {
         }
         return .done
     }
+
+    /// The last millisecond of the year 9999: later entry times are refused.
+    public static let latestTimestamp: Int64 = 253_402_300_799_999
 
     static let noRoom = RoomError(.roomNotFound, "no such room")
     static let closed = RoomError(.roomClosed, "the room is closed")
