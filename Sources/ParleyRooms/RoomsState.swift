@@ -10,7 +10,9 @@ public struct RoomsState: Sendable {
     /// M9: global mute expiry (ms, Int64.max = permanent) by user.
     var globalMutes: [String: Int64] = [:]
 
+    /// An empty shard. Limits must be valid (`RoomLimits.isValid`); a bad configuration stops here.
     public init(limits: RoomLimits = RoomLimits(), policy: AppPolicy = AppPolicy()) {
+        precondition(limits.isValid, "RoomLimits out of range: \(limits)")
         self.limits = limits
         self.policy = policy
     }
