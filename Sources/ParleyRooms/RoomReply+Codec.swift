@@ -1,0 +1,115 @@
+/// Replies and errors travel from the shard leader back to the edge in the same binary form.
+
+extension RoomInfoView: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(info)
+        w.write(onlineUserCount)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        info = try r.read()
+        onlineUserCount = try r.readInt()
+    }
+}
+
+extension MemberView: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(userId); w.write(roomNickname); w.write(roomAvatar); w.write(roomExt); w.write(type.rawValue)
+        w.write(isMuted); w.write(isTempMuted); w.write(tempMuteDuration); w.write(isInBlackList); w.write(isOnline)
+        w.write(enterTime); w.write(pageKey)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        userId = try r.readString()
+        roomNickname = try r.readString()
+        roomAvatar = try r.readString()
+        roomExt = try r.readString()
+        type = try r.readEnum()
+        isMuted = try r.readBool()
+        isTempMuted = try r.readBool()
+        tempMuteDuration = try r.readUInt64()
+        isInBlackList = try r.readBool()
+        isOnline = try r.readBool()
+        enterTime = try r.readInt64()
+        pageKey = try r.readUInt64()
+    }
+}
+
+extension EnterResult: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(room)
+        w.write(member)
+        w.write(authMode.rawValue)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        room = try r.read()
+        member = try r.read()
+        authMode = try r.readEnum()
+    }
+}
+
+extension RoomReply: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .done: w.write(UInt8(0))
+        case .roomInfo(let v): w.write(UInt8(1)); w.write(v)
+        case .entered(let v): w.write(UInt8(2)); w.write(v)
+        case .messageSent(let seq, let time): w.write(UInt8(3)); w.write(seq); w.write(time)
+        case .members(let v): w.write(UInt8(4)); w.write(v)
+        case .queueElement(let v): w.write(UInt8(5)); w.write(v)
+        case .queue(let v): w.write(UInt8(6)); w.write(v)
+        case .keysNotFound(let v): w.write(UInt8(7)); w.write(v)
+        case .history(let v): w.write(UInt8(8)); w.write(v)
+        case .sessionsEnded(let n): w.write(UInt8(9)); w.write(n)
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        switch try r.readByte() {
+        case 0: self = .done
+        case 1: self = .roomInfo(try r.read())
+        case 2: self = .entered(try r.read())
+        case 3: self = .messageSent(seq: try r.readUInt64(), time: try r.readInt64())
+        case 4: self = .members(try r.readArray())
+        case 5: self = .queueElement(try r.read())
+        case 6: self = .queue(try r.readArray())
+        case 7: self = .keysNotFound(try r.readStrings())
+        case 8: self = .history(try r.readArray())
+        case 9: self = .sessionsEnded(try r.readInt())
+        case let t: throw .badTag("RoomReply", UInt64(t))
+        }
+    }
+}
+
+extension RoomError: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(code.rawValue)
+        w.write(message)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        let raw = try r.readInt()
+        guard let code = RoomErrorCode(rawValue: raw) else { throw .badTag("RoomErrorCode", UInt64(bitPattern: Int64(raw))) }
+        self.init(code, try r.readString())
+    }
+}
+
+extension ApplyOutcome: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        switch result {
+        case .success(let reply): w.write(UInt8(0)); w.write(reply)
+        case .failure(let error): w.write(UInt8(1)); w.write(error)
+        }
+        w.write(events)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        switch try r.readByte() {
+        case 0: result = .success(try r.read())
+        case 1: result = .failure(try r.read())
+        case let t: throw .badTag("ApplyOutcome", UInt64(t))
+        }
+        events = try r.readArray()
+    }
+}
