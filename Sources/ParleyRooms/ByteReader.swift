@@ -23,17 +23,22 @@ public struct ByteReader: Sendable {
     private let bytes: [UInt8]
     private var position = 0
 
+    /// Reads `bytes` from the start.
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
+    /// Whether every byte has been read.
     public var isAtEnd: Bool { position == bytes.count }
+    /// Bytes not read yet.
     public var remaining: Int { bytes.count - position }
 
+    /// One raw byte.
     public mutating func readByte() throws(CodecError) -> UInt8 {
         guard position < bytes.count else { throw .truncated }
         defer { position += 1 }
         return bytes[position]
     }
 
+    /// A Bool written as 0 or 1; any other byte throws.
     public mutating func readBool() throws(CodecError) -> Bool {
         switch try readByte() {
         case 0: return false
@@ -42,6 +47,7 @@ public struct ByteReader: Sendable {
         }
     }
 
+    /// An optional Bool written as 0, 1 or 2 (nil).
     public mutating func readOptionalBool() throws(CodecError) -> Bool? {
         switch try readByte() {
         case 0: return false
@@ -51,6 +57,7 @@ public struct ByteReader: Sendable {
         }
     }
 
+    /// An unsigned LEB128 varint of at most ten bytes.
     public mutating func readUInt64() throws(CodecError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
@@ -64,11 +71,13 @@ public struct ByteReader: Sendable {
         }
     }
 
+    /// A signed zig-zag varint.
     public mutating func readInt64() throws(CodecError) -> Int64 {
         let raw = try readUInt64()
         return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 
+    /// A signed varint that must fit an Int.
     public mutating func readInt() throws(CodecError) -> Int {
         let v = try readInt64()
         guard let i = Int(exactly: v) else { throw .invalidValue("Int") }
@@ -83,6 +92,7 @@ public struct ByteReader: Sendable {
         return Int(n)
     }
 
+    /// A length-prefixed string; invalid UTF-8 throws.
     public mutating func readString() throws(CodecError) -> String {
         let n = try readCount()
         let slice = bytes[position ..< position + n]
@@ -98,10 +108,12 @@ public struct ByteReader: Sendable {
         return Array(bytes[position ..< position + n])
     }
 
+    /// A presence byte, then a string when present.
     public mutating func readOptionalString() throws(CodecError) -> String? {
         try readBool() ? try readString() : nil
     }
 
+    /// A counted list of strings.
     public mutating func readStrings() throws(CodecError) -> [String] {
         let n = try readCount()
         var out: [String] = []
@@ -110,10 +122,12 @@ public struct ByteReader: Sendable {
         return out
     }
 
+    /// A nested value.
     public mutating func read<T: BinaryCodable>(_: T.Type = T.self) throws(CodecError) -> T {
         try T(from: &self)
     }
 
+    /// A counted list of values.
     public mutating func readArray<T: BinaryCodable>(_: T.Type = T.self) throws(CodecError) -> [T] {
         let n = try readCount()
         var out: [T] = []
@@ -122,6 +136,7 @@ public struct ByteReader: Sendable {
         return out
     }
 
+    /// A presence byte, then a value when present.
     public mutating func readOptional<T: BinaryCodable>(_: T.Type = T.self) throws(CodecError) -> T? {
         try readBool() ? try T(from: &self) : nil
     }
@@ -134,6 +149,7 @@ public struct ByteReader: Sendable {
         return v
     }
 
+    /// A raw-value enum stored as a varint of at most 16 bits.
     public mutating func readEnum16<T: RawRepresentable>(_: T.Type = T.self) throws(CodecError) -> T
     where T.RawValue == UInt16 {
         let raw = try readUInt64()

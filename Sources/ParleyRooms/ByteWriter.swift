@@ -13,10 +13,13 @@ public struct ByteWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// One raw byte (tags, small enums).
     public mutating func write(_ value: UInt8) { bytes.append(value) }
 
+    /// A Bool as one byte, 0 or 1.
     public mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
+    /// An unsigned LEB128 varint.
     public mutating func write(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
@@ -26,13 +29,16 @@ public struct ByteWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
+    /// A signed zig-zag varint.
     public mutating func write(_ value: Int64) {
         // Zig-zag keeps small negative numbers short.
         write(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
     }
 
+    /// An Int as a signed zig-zag varint.
     public mutating func write(_ value: Int) { write(Int64(value)) }
 
+    /// A varint byte count followed by the UTF-8 bytes.
     public mutating func write(_ value: String) {
         var s = value
         s.withUTF8 { utf8 in
@@ -47,18 +53,22 @@ public struct ByteWriter: Sendable {
         bytes.append(contentsOf: value)
     }
 
+    /// A varint count followed by each string.
     public mutating func write(_ values: [String]) {
         write(UInt64(values.count))
         for v in values { write(v) }
     }
 
+    /// A nested value in its own binary form.
     public mutating func write<T: BinaryEncodable>(_ value: T) { value.encode(to: &self) }
 
+    /// A varint count followed by each value.
     public mutating func write<T: BinaryEncodable>(_ values: [T]) {
         write(UInt64(values.count))
         for v in values { v.encode(to: &self) }
     }
 
+    /// A presence byte, then the value when present.
     public mutating func write<T: BinaryEncodable>(_ value: T?) {
         if let value {
             write(true)
@@ -68,6 +78,7 @@ public struct ByteWriter: Sendable {
         }
     }
 
+    /// A presence byte, then the string when present.
     public mutating func write(_ value: String?) {
         if let value {
             write(true)
@@ -77,6 +88,7 @@ public struct ByteWriter: Sendable {
         }
     }
 
+    /// An optional Bool as one byte: 0, 1, or 2 for nil.
     public mutating func write(_ value: Bool?) {
         write(UInt8(value == nil ? 2 : (value! ? 1 : 0)))
     }

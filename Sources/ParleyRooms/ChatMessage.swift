@@ -62,7 +62,7 @@ public final class ChatMessage: Sendable, Hashable {
 /// N5: one stored history entry.
 public enum HistoryItem: Sendable, Hashable {
     case message(ChatMessage)
-    case notification(RoomNotification)
+    indirect case notification(RoomNotification)
 
     public var seq: UInt64 {
         switch self {

@@ -86,16 +86,15 @@ extension Room {
         notify(.queueChange, by: op, ext: .queueChange(.drop, key: "", value: ""), env: env, &fx)
     }
 
-    /// Q3: the transient elements of a user who left, removed with one 320 PartClear.
-    mutating func removeTransientItems(of userId: String, _ env: ApplyEnv, _ fx: inout ApplyEffects) {
+    /// Q3: the transient elements of users who left, removed with one 320 PartClear.
+    mutating func removeTransientItems(ownedBy owners: Set<String>, by op: RoomOperator, _ env: ApplyEnv,
+                                       _ fx: inout ApplyEffects) {
         var removed: [QueueEntry] = []
-        for (key, item) in queue where item.transient && item.owner == userId {
+        for (key, item) in queue where item.transient && owners.contains(item.owner) {
             removed.append(QueueEntry(key: key, value: item.value))
         }
         guard !removed.isEmpty else { return }
-        queue.removeAll { $0.value.transient && $0.value.owner == userId }
-        let op = RoomOperator(userId: userId, rank: rank(of: userId), member: notificationMember(userId),
-                              roomExt: "", session: nil)
+        queue.removeAll { $0.value.transient && owners.contains($0.value.owner) }
         notify(.queueBatchChange, by: op, ext: .queueBatch(.partClear, removed), env: env, &fx)
     }
 }

@@ -2,7 +2,8 @@
 enum SessionEnd: Equatable {
     /// E10: the user exited.
     case exit
-    /// The connection or its edge was lost.
+    /// The connection or its edge was lost; the caller clears the transient queue elements of
+    /// everyone who went offline at once (one 320 per room, Q3).
     case lost
 }
 
@@ -86,7 +87,7 @@ extension Room {
         let remaining = userSessions[s.userId]!
         if remaining.isEmpty {
             userSessions[s.userId] = nil
-            userWentOffline(s.userId, exitFrom: s, env, &fx)
+            userWentOffline(s.userId, exitFrom: s, clearQueue: cause == .exit, env, &fx)
         } else {
             emit(.multiLoginSync(joined: false, reason: 1, time: env.now), to: .sessions(remaining), &fx)
         }
@@ -98,20 +99,24 @@ extension Room {
         guard let sids = userSessions.removeValue(forKey: userId) else { return }
         for sid in sids { sessions[sid] = nil }
         emit(.kicked(reason: reason, ext: ext), to: .sessions(sids), &fx)
-        userWentOffline(userId, exitFrom: nil, env, &fx)
+        userWentOffline(userId, exitFrom: nil, clearQueue: true, env, &fx)
     }
 
     /// E10 / Q3 / E12 / M2: what follows when a user's last session is gone.
     /// `exitFrom` is the session that left by itself (302 is sent for it); kicks send their own notice.
-    mutating func userWentOffline(_ userId: String, exitFrom session: RoomSession?, _ env: ApplyEnv,
-                                  _ fx: inout ApplyEffects) {
+    mutating func userWentOffline(_ userId: String, exitFrom session: RoomSession?, clearQueue: Bool,
+                                  _ env: ApplyEnv, _ fx: inout ApplyEffects) {
         fx.offline.append(userId)
         if let s = session, enterExitEnabled(env) {
             let op = RoomOperator(userId: userId, rank: rank(of: userId), member: notificationMember(userId),
                                   roomExt: s.roomExt, session: s)
             notify(.exit, by: op, targets: [userId], notifyExt: s.roomNotifyExt, env: env, &fx)
         }
-        removeTransientItems(of: userId, env, &fx)
+        if clearQueue {
+            let op = RoomOperator(userId: userId, rank: rank(of: userId), member: notificationMember(userId),
+                                  roomExt: session?.roomExt ?? "", session: nil)
+            removeTransientItems(ownedBy: [userId], by: op, env, &fx)
+        }
         dropIfVisitorOffline(userId)
         if env.policy.memberChangeEvents {
             emitToRoom(.memberChange([MemberAction(userId: userId, action: .quit)], memberCount: onlineUserCount),
@@ -121,10 +126,7 @@ extension Room {
 
     /// R2: closes the room: 311, everyone kicked with reason 1, RC destroyed.
     mutating func close(ext: String, _ env: ApplyEnv, _ fx: inout ApplyEffects) {
-        notify(.closed, by: RoomOperator(userId: "", rank: RoomOperator.appServerRank,
-                                         member: NotificationMember(userId: "", nickname: ""), roomExt: "",
-                                         session: nil),
-               env: env, &fx)
+        notify(.closed, by: .appServer, env: env, &fx)
         let users = userSessions.keys.sorted()
         var all: [String] = []
         for u in users { all.append(contentsOf: userSessions[u]!) }

@@ -51,7 +51,9 @@ struct Room: Sendable {
     /// M3: the client-visible record, with the remaining temp mute computed from the entry time.
     func memberView(_ m: RoomMember, now: Int64) -> MemberView {
         let muteEnd = tempMutes[m.userId] ?? 0
-        let remaining = muteEnd > now ? UInt64((muteEnd - now + 999) / 1000) : 0
+        // Rounded up to whole seconds; written so no stored expiry can overflow it.
+        let left = muteEnd > now ? UInt64(muteEnd - now) : 0
+        let remaining = left / 1000 + (left % 1000 == 0 ? 0 : 1)
         return MemberView(
             userId: m.userId, roomNickname: m.nickname, roomAvatar: m.avatar, roomExt: m.ext, type: m.type,
             isMuted: m.isMuted, isTempMuted: remaining > 0, tempMuteDuration: remaining,
@@ -107,6 +109,11 @@ struct RoomOperator {
     var session: RoomSession?
 
     static let appServerRank = 4
+
+    /// The app server (or the cluster itself) as the operator of a notification.
+    static let appServer = RoomOperator(userId: "", rank: appServerRank,
+                                        member: NotificationMember(userId: "", nickname: ""), roomExt: "",
+                                        session: nil)
     static let managerRank = 2
     static let creatorRank = 3
 }
@@ -116,8 +123,7 @@ extension Room {
     func resolveOperator(_ env: ApplyEnv) throws(RoomError) -> RoomOperator {
         switch env.context.actor {
         case .appServer:
-            return RoomOperator(userId: "", rank: RoomOperator.appServerRank,
-                                member: NotificationMember(userId: "", nickname: ""), roomExt: "", session: nil)
+            return .appServer
         case .session(let identity):
             guard let s = sessions[identity.sessionId], s.userId == identity.userId else {
                 throw RoomError(.notEntered, "the session has not entered the room")

@@ -43,7 +43,7 @@ public enum BanType: UInt8, Sendable, CaseIterable {
 /// What happened.
 public enum RoomEventKind: Sendable, Hashable {
     /// N3: a 301-320 notification.
-    case notification(RoomNotification)
+    indirect case notification(RoomNotification)
     /// N1: a chat message.
     case message(ChatMessage)
     /// E9: the session was removed from the room.

@@ -82,5 +82,13 @@ extension RoomLimits: BinaryCodable {
         self.init()
         historyRetentionMillis = try r.readInt64()
         for field in Self.fields { self[keyPath: field] = try r.readInt() }
+        guard isValid else { throw .invalidValue("limits out of range") }
+    }
+
+    /// Every limit is non-negative and durations stay far from overflowing the expiry arithmetic
+    /// (bans up to 100 years, retention up to 1000 years).
+    public var isValid: Bool {
+        Self.fields.allSatisfy { self[keyPath: $0] >= 0 } && maxBanMinutes <= 100 * 366 * 24 * 60
+            && (0 ... 1000 * 366 * 24 * 3_600_000).contains(historyRetentionMillis)
     }
 }

@@ -10,7 +10,9 @@ public struct RoomsState: Sendable {
     /// M9: global mute expiry (ms, Int64.max = permanent) by user.
     var globalMutes: [String: Int64] = [:]
 
+    /// An empty shard. Limits must be valid (`RoomLimits.isValid`); a bad configuration stops here.
     public init(limits: RoomLimits = RoomLimits(), policy: AppPolicy = AppPolicy()) {
+        precondition(limits.isValid, "RoomLimits out of range: \(limits)")
         self.limits = limits
         self.policy = policy
     }
@@ -20,6 +22,10 @@ public struct RoomsState: Sendable {
 
     /// Applies one command; on failure the state is unchanged and there are no events.
     public mutating func apply(_ command: RoomCommand, context: ApplyContext) -> ApplyOutcome {
+        // Expiry arithmetic adds durations to the entry time; a forged time must not overflow.
+        guard (0 ... Self.latestTimestamp).contains(context.timestamp) else {
+            return ApplyOutcome(result: .failure(RoomError(.badParameter, "entry timestamp out of range")), events: [])
+        }
         let env = ApplyEnv(context: context, limits: limits, policy: policy)
         var fx = ApplyEffects()
         do {
@@ -144,6 +150,9 @@ public struct RoomsState: Sendable {
         return .done
     }
 
+    /// The last millisecond of the year 9999: later entry times are refused.
+    public static let latestTimestamp: Int64 = 253_402_300_799_999
+
     static let noRoom = RoomError(.roomNotFound, "no such room")
     static let closed = RoomError(.roomClosed, "the room is closed")
 
@@ -225,6 +234,8 @@ public struct RoomsState: Sendable {
             guard !sids.isEmpty else { continue }
             var roomFx = ApplyEffects()
             for sid in sids { rooms[slot: i].endSession(sid, .lost, env, &roomFx) }
+            // Q3: one PartClear per room for everyone the lost edge took offline; the cluster is the source.
+            rooms[slot: i].removeTransientItems(ownedBy: Set(roomFx.offline), by: .appServer, env, &roomFx)
             syncPresence(roomId, roomFx)
             fx.events.append(contentsOf: roomFx.events)
             ended += sids.count

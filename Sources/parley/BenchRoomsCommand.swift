@@ -16,22 +16,26 @@ struct BenchRoomsCommand: ParsableCommand {
     @Option(help: "Users; half of them are in a room when a run starts.") var users = 10_000
     @Option(help: "Commands applied per run.") var operations = 1_000_000
     @Option(help: "Runs per workload; the median is reported.") var runs = 5
+    @Option(help: "History entries kept per room (RoomLimits.maxHistoryPerRoom).") var historyPerRoom = 5000
 
     func validate() throws {
-        guard rooms > 0, users >= rooms * 2, operations > 0, runs > 0 else {
-            throw ValidationError("need rooms > 0, users ≥ 2 × rooms, operations > 0, runs > 0")
+        guard rooms > 0, users >= rooms * 2, operations > 0, runs > 0, historyPerRoom > 0 else {
+            throw ValidationError("need rooms > 0, users ≥ 2 × rooms, operations > 0, runs > 0, history > 0")
         }
     }
 
     func run() throws {
-        print("parley bench rooms: \(rooms) rooms, \(users) users, \(operations) applies per run, \(runs) runs")
+        print("parley bench rooms: \(rooms) rooms, \(users) users, \(operations) applies per run, \(runs) runs, "
+            + "history \(historyPerRoom) per room")
+        var limits = RoomLimits()
+        limits.maxHistoryPerRoom = historyPerRoom
         for workload in RoomsWorkload.allCases {
             var wall: [Double] = []
             var cpu: [Double] = []
             var rejected = 0
             for run in 0 ..< runs {
                 var plan = RoomsBenchPlan(rooms: rooms, users: users, seed: UInt64(run + 1))
-                var state = plan.makeState()
+                var state = plan.makeState(limits)
                 let entries = plan.entries(workload, count: operations)
                 var failures = 0
                 let clock = ContinuousClock()
@@ -110,8 +114,8 @@ struct RoomsBenchPlan {
     }
 
     /// The rooms, with every even user entered into their room.
-    mutating func makeState() -> RoomsState {
-        var state = RoomsState()
+    mutating func makeState(_ limits: RoomLimits) -> RoomsState {
+        var state = RoomsState(limits: limits)
         for r in 0 ..< rooms {
             let id = "room-\(r)"
             _ = state.apply(.createRoom(CreateRoom(roomId: id, creator: "user-\(r)", name: id)),

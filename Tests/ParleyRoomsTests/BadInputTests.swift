@@ -183,6 +183,18 @@ private func mu(_ user: String, enable: Bool = true, duration: UInt64 = 0, notif
         #expect(covered == Set(1 ... 30), "missing tags: \(Set(1 ... 30).subtracting(covered).sorted())")
     }
 
+    @Test("An entry time outside 0 … year 9999 is refused before anything runs")
+    func forgedTimestamp() {
+        var shard = Self.fixture()
+        let before = shard.state.snapshot()
+        for time in [Int64.min, -1, RoomsState.latestTimestamp + 1, Int64.max] {
+            let outcome = shard.state.apply(.setGlobalMute(GlobalMute(userId: "dave", enable: true, minutes: 5)),
+                                            context: ApplyContext(logIndex: 1, timestamp: time, actor: .appServer))
+            #expect(outcome.errorCode == .badParameter && outcome.events.isEmpty)
+        }
+        #expect(shard.state.snapshot() == before)
+    }
+
     @Test("M1 fixed-member limit and Q full queue are rejected without change")
     func limitsRejected() {
         var limits = RoomLimits()

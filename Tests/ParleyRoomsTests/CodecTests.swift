@@ -87,6 +87,28 @@ import Testing
         }
     }
 
+    @Test("Corrupted commands that still decode apply without trapping, and failures change nothing")
+    func corruptedCommandsApply() {
+        var rng = SplitMix64(state: 7)
+        var shard = BadInputTests.fixture()
+        let actors = [CommandActor.appServer, TestShard.session("owner"), TestShard.session("boss"),
+                      TestShard.session("dave"), TestShard.session("anon", mode: .anonymous)]
+        var applied = 0
+        for command in Self.sampleCommands {
+            let bytes = command.encoded()
+            for _ in 0 ..< 20 {
+                var corrupt = bytes
+                corrupt[rng.below(corrupt.count)] = UInt8(truncatingIfNeeded: rng.next())
+                guard let decoded = try? RoomCommand(decoding: corrupt) else { continue }
+                let before = shard.state.snapshot()
+                let outcome = shard.run(decoded, as: rng.pick(actors))
+                if outcome.errorCode != nil { #expect(shard.state.snapshot() == before) }
+                applied += 1
+            }
+        }
+        #expect(applied > 500)
+    }
+
     @Test("Snapshots: restore gives the same bytes; truncated, corrupted or foreign bytes throw")
     func snapshotRestore() throws {
         var shard = TestShard.populated()

@@ -74,10 +74,11 @@ import Testing
                 #expect(outcomeA.events.isEmpty || outcomeA.errorCode == nil)
             }
             if outcomeA.errorCode != nil { failures += 1 }
+            // The outcome travels back to the edge in the same binary form.
+            #expect(try ApplyOutcome(decoding: outcomeA.encoded()) == outcomeA, "step \(step)")
             for e in outcomeA.events where e.audience == .room {
                 #expect(e.seq > roomSeqs[e.roomId, default: 0], "step \(step): room seq must increase")
                 roomSeqs[e.roomId] = e.seq
-                #expect(try RoomEvent(decoding: e.encoded()) == e)
             }
             Self.checkInvariants(a, step: step)
         }

@@ -49,8 +49,13 @@ import Testing
         let clear = try #require(lost.notifications.first { $0.type == .queueBatchChange })
         #expect(clear.ext == .queueBatch(.partClear, [QueueEntry(key: "a", value: "1"), QueueEntry(key: "c", value: "3")]))
         #expect(list(&shard).map(\.key) == ["b", "d"])
-        let erinLost = shard.run(.sessionLost(edgeId: "edge-1"))
-        #expect(erinLost.notificationTypes.filter { $0 == .queueBatchChange }.count == 1)
+        shard.user("carol", .queueOffer(QueueOffer(roomId: "r1", key: "e", value: "5", transient: true)))
+        // A lost edge takes erin and carol (and others) offline: one PartClear for the room, in queue order.
+        let edgeLost = shard.run(.sessionLost(edgeId: "edge-1"))
+        let clears = edgeLost.notifications.filter { $0.type == .queueBatchChange }
+        #expect(clears.count == 1)
+        #expect(clears.first?.ext == .queueBatch(.partClear, [QueueEntry(key: "b", value: "2"), QueueEntry(key: "e", value: "5")]))
+        #expect(clears.first?.source.userId == "")
         #expect(list(&shard).map(\.key) == ["d"])
     }
 

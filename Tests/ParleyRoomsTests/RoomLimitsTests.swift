@@ -17,4 +17,20 @@ import Testing
         #expect(limits.maxQueueBatchElements == 100)
         #expect(limits.maxQueueNotifyExtBytes == 2048)
     }
+
+    @Test("Limits round-trip through the codec; out-of-range limits are refused on restore")
+    func limitsCodec() throws {
+        var limits = RoomLimits()
+        limits.maxFixedMembers = 7
+        limits.historyRetentionMillis = 1234
+        #expect(try RoomLimits(decoding: limits.encoded()) == limits)
+        #expect(RoomLimits().isValid)
+        var negative = RoomLimits()
+        negative.maxBanMinutes = -1
+        #expect(!negative.isValid)
+        #expect(throws: CodecError.invalidValue("limits out of range")) { try RoomLimits(decoding: negative.encoded()) }
+        var huge = RoomLimits()
+        huge.maxBanMinutes = Int.max
+        #expect(!huge.isValid)
+    }
 }

@@ -1,4 +1,4 @@
-/// Binary forms of what `apply` returns, so a shard leader can answer a command forwarded by another node.
+/// Replies and errors travel from the shard leader back to the edge in the same binary form.
 
 extension RoomInfoView: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
@@ -14,18 +14,9 @@ extension RoomInfoView: BinaryCodable {
 
 extension MemberView: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
-        w.write(userId)
-        w.write(roomNickname)
-        w.write(roomAvatar)
-        w.write(roomExt)
-        w.write(type.rawValue)
-        w.write(isMuted)
-        w.write(isTempMuted)
-        w.write(tempMuteDuration)
-        w.write(isInBlackList)
-        w.write(isOnline)
-        w.write(enterTime)
-        w.write(pageKey)
+        w.write(userId); w.write(roomNickname); w.write(roomAvatar); w.write(roomExt); w.write(type.rawValue)
+        w.write(isMuted); w.write(isTempMuted); w.write(tempMuteDuration); w.write(isInBlackList); w.write(isOnline)
+        w.write(enterTime); w.write(pageKey)
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
@@ -55,19 +46,6 @@ extension EnterResult: BinaryCodable {
         room = try r.read()
         member = try r.read()
         authMode = try r.readEnum()
-    }
-}
-
-extension RoomError: BinaryCodable {
-    public func encode(to w: inout ByteWriter) {
-        w.write(code.rawValue)
-        w.write(message)
-    }
-
-    public init(from r: inout ByteReader) throws(CodecError) {
-        let raw = try r.readInt()
-        guard let code = RoomErrorCode(rawValue: raw) else { throw .badTag("RoomErrorCode", UInt64(bitPattern: Int64(raw))) }
-        self.init(code, try r.readString())
     }
 }
 
@@ -104,6 +82,19 @@ extension RoomReply: BinaryCodable {
     }
 }
 
+extension RoomError: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(code.rawValue)
+        w.write(message)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        let raw = try r.readInt()
+        guard let code = RoomErrorCode(rawValue: raw) else { throw .badTag("RoomErrorCode", UInt64(bitPattern: Int64(raw))) }
+        self.init(code, try r.readString())
+    }
+}
+
 extension ApplyOutcome: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         switch result {
@@ -114,12 +105,11 @@ extension ApplyOutcome: BinaryCodable {
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
-        let result: Result<RoomReply, RoomError>
         switch try r.readByte() {
         case 0: result = .success(try r.read())
         case 1: result = .failure(try r.read())
         case let t: throw .badTag("ApplyOutcome", UInt64(t))
         }
-        self.init(result: result, events: try r.readArray())
+        events = try r.readArray()
     }
 }
