@@ -82,7 +82,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster"], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
     ]
 )

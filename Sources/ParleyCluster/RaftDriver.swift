@@ -142,15 +142,23 @@ public final class RaftDriver: @unchecked Sendable {
         }
     }
 
-    /// Serves `POST /rpc/v1/propose` from a peer: proposes here, never forwards again (one hop).
+    /// Serves the command RPCs:
+    /// - `POST /rpc/v1/propose` (node to node): propose on this replica only, never forward again (one hop);
+    /// - `POST /rpc/v1/submit` (tools, edges): route to the shard leader wherever it is, as `submit` does.
     public func handle(_ request: PeerRequest) -> EventLoopFuture<PeerResponse> {
-        guard request.path == "/rpc/v1/propose" else {
+        guard request.path == "/rpc/v1/propose" || request.path == "/rpc/v1/submit" else {
             return loop.makeSucceededFuture(PeerResponse(status: 404, body: Array("no such call".utf8)))
         }
-        guard let command = try? ForwardedCommand(decoding: request.body) else {
+        guard let command = try? ForwardedCommand(decoding: request.body),
+              (0..<shardMap.shardCount).contains(command.shard) else {
             return loop.makeSucceededFuture(PeerResponse(status: 400, body: Array("undecodable command".utf8)))
         }
-        return loop.flatSubmit { self.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+        if request.path == "/rpc/v1/propose" {
+            return loop.flatSubmit { self.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+        }
+        return submit(command.command, shard: command.shard, actor: command.actor)
+            .map { PeerResponse(status: 200, body: ForwardedAnswer.applied($0).encoded()) }
+            .recover { PeerResponse(status: 200, body: ForwardedAnswer.failed("\($0)").encoded()) }
     }
 
     // MARK: Observation

@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+import ParleyCluster
+import ParleyRooms
+
+private func session(_ user: String) -> CommandActor {
+    .session(SessionIdentity(userId: user, sessionId: "\(user)#1", edgeId: "it-edge"))
+}
+
+private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
+    guard case .success(.history(let items)) = outcome.result else { return [] }
+    return items.compactMap { if case .message(let m) = $0 { m.body } else { nil } }
+}
+
+/// Three real `parley node` processes on loopback, talking HTTP/2 to each other, with SQLite on disk.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ClusterIntegrationTests {
+    @Test func threeNodesElectLeadersAndAgreeOnStatus() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("every shard to have one agreed leader") { await cluster.agreeOnLeaders() }
+        let all = await cluster.statuses()
+        for report in all.values {
+            #expect(report.shards.map(\.shard) == Array(0..<16))  // 3 nodes, 3 replicas: every node holds every shard
+            #expect(report.peers.count == 2 && report.healthy)
+        }
+        }
+    }
+
+    @Test func aCommandSentToAnyNodeIsAppliedOnAllThreeReplicas() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: "lobby")
+        let leader = try #require(await cluster.leader(ofShard: shard))
+        let follower = cluster.ids.first { $0 != leader }!
+        // Sent to a follower, routed to the leader.
+        let created = try await cluster.submit(.createRoom(CreateRoom(roomId: "lobby", creator: "ann", name: "Lobby")),
+                                               room: "lobby", via: follower)
+        #expect(created.result == .success(.done))
+        try await cluster.eventually("all replicas to hold the room with the same state") {
+            let all = await cluster.statuses(digests: true)
+            let views = all.values.compactMap { $0.shards.first { $0.shard == shard } }
+            return views.count == 3 && views.allSatisfy { $0.rooms == 1 } && Set(views.map(\.digest)).count == 1
+        }
+        }
+    }
+
+    @Test func killingAShardLeaderElectsANewOneWithinTwoSecondsAndLosesNothing() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        let room = "hall"
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
+        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Hall")), room: room, via: 1)
+        _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: session("ann"), via: 2)
+        var acknowledged: [String] = []
+        for i in 0..<20 {
+            let out = try await cluster.submit(.sendMessage(SendMessage(roomId: room, body: "before-\(i)")), room: room,
+                                               as: session("ann"), via: UInt64(1 + i % 3))
+            if case .success(.messageSent) = out.result { acknowledged.append("before-\(i)") }
+        }
+        let old = try #require(await cluster.leader(ofShard: shard))
+        cluster.kill9(old)
+        let killedAt = Date()
+        try await cluster.eventually("a new leader", seconds: 10) {
+            guard let l = await cluster.leader(ofShard: shard) else { return false }
+            return l != old
+        }
+        let elapsed = Date().timeIntervalSince(killedAt)
+        #expect(elapsed < 2.0, "new leader after \(elapsed)s")
+        let survivor = cluster.ids.first { $0 != old }!
+        for i in 0..<20 {
+            let out = try await cluster.submit(.sendMessage(SendMessage(roomId: room, body: "after-\(i)")), room: room,
+                                               as: session("ann"), via: survivor)
+            if case .success(.messageSent) = out.result { acknowledged.append("after-\(i)") }
+        }
+        #expect(acknowledged.count == 40)
+
+        // The killed node comes back and catches up to the same state.
+        try cluster.start(old)
+        try await cluster.eventually("the restarted node to catch up") {
+            let all = await cluster.statuses(digests: true)
+            let views = all.values.compactMap { $0.shards.first { $0.shard == shard } }
+            return views.count == 3 && Set(views.map(\.digest)).count == 1 && Set(views.map(\.applied)).count == 1
+        }
+        let history = try await cluster.submit(.fetchHistory(HistoryQuery(roomId: room, limit: 100)), room: room,
+                                               as: session("ann"), via: old)
+        #expect(Set(messageBodies(history)) == Set(acknowledged))
+        }
+    }
+
+    @Test func aFullClusterRestartKeepsEveryRoom() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        let rooms = (0..<12).map { "room-\($0)" }
+        for (i, room) in rooms.enumerated() {
+            let out = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "u\(i)", name: room)),
+                                               room: room, via: UInt64(1 + i % 3))
+            #expect(out.result == .success(.done))
+        }
+        for id in cluster.ids { cluster.stop(id) }
+        try cluster.startAll()
+        try await cluster.eventually("leaders after the restart") { await cluster.agreeOnLeaders() }
+        for room in rooms {
+            let info = try await cluster.submit(.fetchRoomInfo(roomId: room), room: room, via: 3)
+            guard case .success(.roomInfo(let view)) = info.result else {
+                Issue.record("\(room) lost: \(info.result)")
+                continue
+            }
+            #expect(view.info.roomId == room)
+        }
+        }
+    }
+}
