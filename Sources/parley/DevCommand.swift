@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ParleyNode
 
 /// `parley dev`: a local cluster of real node processes on 127.0.0.1, stopped together on Ctrl-C.
 struct DevCommand: AsyncParsableCommand {
@@ -19,31 +20,19 @@ struct DevCommand: AsyncParsableCommand {
 
     func run() async throws {
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-        let clusterSecret = try secret ?? Self.devSecret(in: data)
-        let ids = 1...nodes
-        let peers = ids.map { "\($0)=127.0.0.1:\(peerPort + $0 - 1)" }.joined(separator: ",")
-        // This very executable runs the nodes.
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]
-        var children: [Process] = []
-        let nodes = NodeProcesses()
-        for id in ids {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: executable)
-            p.arguments = ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(httpPort + id - 1)",
-                           "--peer-listen", "127.0.0.1:\(peerPort + id - 1)", "--peers", peers,
-                           "--data", "\(data)/node-\(id)", "--secret", clusterSecret, "--shards", "\(shards)"]
-            // When the last node is gone, so is the dev cluster.
-            p.terminationHandler = { _ in nodes.exited() }
-            children.append(p)
+        let layout = LocalNodeProcesses.Layout(
+            count: nodes, httpPorts: (0..<nodes).map { httpPort + $0 }, peerPorts: (0..<nodes).map { peerPort + $0 },
+            dataDirectory: data, secret: try secret ?? Self.devSecret(in: data), shards: shards)
+        let processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
+        let exits = ExitCounter(count: nodes)
+        processes.onExit = { _, _ in exits.exited() }
+        for id in layout.ids { try processes.start(id) }
+
+        var banner = "Parley dev cluster: \(nodes) nodes, \(shards) shards, data in \(data)/\n"
+        for id in layout.ids {
+            banner += "  node \(id): \(layout.httpURL(id))  (status: /status, peer port \(layout.peerPort(id)))\n"
         }
-        nodes.set(children)
-        for p in children { try p.run() }
-        var banner = "Parley dev cluster: \(self.nodes) nodes, \(shards) shards, data in \(data)/\n"
-        for id in ids {
-            banner += "  node \(id): http://127.0.0.1:\(httpPort + id - 1)  (status: /status, peer port \(peerPort + id - 1))\n"
-        }
-        banner += "Watch it: parley status --node http://127.0.0.1:\(httpPort) --watch      Stop: Ctrl-C\n"
+        banner += "Watch it: parley status --node \(layout.httpURL(1)) --watch      Stop: Ctrl-C\n"
         Self.say(banner)
 
         // Ctrl-C (or SIGTERM) asks every node to stop gracefully; this process ends when they have.
@@ -54,12 +43,12 @@ struct DevCommand: AsyncParsableCommand {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: signals)
             source.setEventHandler {
                 Self.say("\nstopping…\n")
-                nodes.terminateAll()
+                processes.terminateAll()
             }
             source.resume()
             sources.append(source)
         }
-        await nodes.allExited()
+        await exits.allExited()
         withExtendedLifetime(sources) {}
     }
 
@@ -78,23 +67,13 @@ struct DevCommand: AsyncParsableCommand {
     }
 }
 
-/// The dev cluster's node processes, shared between the signal handler and their termination handlers.
-final class NodeProcesses: @unchecked Sendable {
+/// Counts node processes down to zero and wakes whoever waits for that.
+final class ExitCounter: @unchecked Sendable {
     private let lock = NSLock()
-    private var processes: [Process] = []
-    private var running = 0
+    private var running: Int
     private var waiter: CheckedContinuation<Void, Never>?
 
-    func set(_ processes: [Process]) {
-        lock.withLock {
-            self.processes = processes
-            running = processes.count
-        }
-    }
-
-    func terminateAll() {
-        for p in lock.withLock({ processes }) where p.isRunning { p.terminate() }
-    }
+    init(count: Int) { running = count }
 
     /// Called from each node's termination handler.
     func exited() {

@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import ParleyAPI
 import ParleyCluster
+import ParleyNode
 import ParleyRaft
 import ParleyRooms
 
@@ -14,65 +15,34 @@ enum LocalClusterError: Error { case timeout(String), failed(String) }
 /// Real `parley node` processes on 127.0.0.1 with their data in a temporary folder, and a client that
 /// submits room commands to any of them over the peer port, as a tool or an edge would.
 final class LocalCluster: @unchecked Sendable {
-    let size: Int
+    let nodes: LocalNodeProcesses
     let shards: Int
-    let secret = "integration-secret-\(UUID().uuidString.prefix(8))"
     let directory: URL
-    let httpPorts: [Int]
-    let peerPorts: [Int]
-    private(set) var processes: [UInt64: Process] = [:]
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var client: PeerTransport?
 
     init(size: Int = 3, shards: Int = 16) throws {
-        self.size = size
         self.shards = shards
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let ports = try freePorts(2 * size)
-        httpPorts = Array(ports[0..<size])
-        peerPorts = Array(ports[size...])
+        let ports = try LocalNodeProcesses.freePorts(2 * size)
+        let layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
+                                               dataDirectory: directory.path,
+                                               secret: "integration-secret-\(UUID().uuidString.prefix(8))", shards: shards)
+        nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
 
-    var ids: [UInt64] { (1...UInt64(size)).map { $0 } }
-    func http(_ id: UInt64) -> String { "http://127.0.0.1:\(httpPorts[Int(id) - 1])" }
+    var ids: [UInt64] { nodes.layout.ids }
+    func http(_ id: UInt64) -> String { nodes.layout.httpURL(id) }
+    var running: Set<UInt64> { Set(nodes.runningIDs) }
 
-    func start(_ id: UInt64) throws {
-        let p = Process()
-        p.executableURL = try parleyExecutable()
-        let peers = ids.map { "\($0)=127.0.0.1:\(peerPorts[Int($0) - 1])" }.joined(separator: ",")
-        p.arguments = ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(httpPorts[Int(id) - 1])",
-                       "--peer-listen", "127.0.0.1:\(peerPorts[Int(id) - 1])", "--peers", peers,
-                       "--data", directory.appendingPathComponent("node-\(id)").path, "--secret", secret,
-                       "--shards", "\(shards)"]
-        let log = directory.appendingPathComponent("node-\(id).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        handle.seekToEndOfFile()
-        p.standardOutput = handle
-        p.standardError = handle
-        try p.run()
-        processes[id] = p
-    }
-
+    func start(_ id: UInt64) throws { try nodes.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
     func startAll() throws { for id in ids { try start(id) } }
-
-    /// kill -9: the process gets no chance to flush or say goodbye.
-    func kill9(_ id: UInt64) {
-        guard let p = processes.removeValue(forKey: id) else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-    }
-
-    /// A graceful stop (SIGTERM).
-    func stop(_ id: UInt64) {
-        guard let p = processes.removeValue(forKey: id) else { return }
-        p.terminate()
-        p.waitUntilExit()
-    }
+    func kill9(_ id: UInt64) { nodes.kill9(id) }
+    func stop(_ id: UInt64) { nodes.stop(id) }
 
     func shutdown() async {
-        for id in ids { kill9(id) }
+        nodes.killAll()
         await client?.shutdown()
         try? await group.shutdownGracefully()
         try? FileManager.default.removeItem(at: directory)
@@ -91,7 +61,7 @@ final class LocalCluster: @unchecked Sendable {
     /// Statuses of the running nodes (a node that does not answer is left out).
     func statuses(digests: Bool = false) async -> [UInt64: NodeStatusReport] {
         var out: [UInt64: NodeStatusReport] = [:]
-        for id in processes.keys.sorted() { out[id] = try? await status(id, digests: digests) }
+        for id in running.sorted() { out[id] = try? await status(id, digests: digests) }
         return out
     }
 
@@ -108,10 +78,10 @@ final class LocalCluster: @unchecked Sendable {
     /// Every running node answers, every shard it holds has a leader, and all agree on each leader.
     func agreeOnLeaders() async -> Bool {
         let all = await statuses()
-        guard all.count == processes.count, all.values.allSatisfy(\.ready) else { return false }
+        guard all.count == running.count, all.values.allSatisfy(\.ready) else { return false }
         for shard in 0..<shards {
             let leaders = Set(all.values.compactMap { $0.shards.first { $0.shard == shard }?.leader })
-            guard leaders.count == 1, let leader = leaders.first, processes[leader] != nil else { return false }
+            guard leaders.count == 1, let leader = leaders.first, running.contains(leader) else { return false }
         }
         return true
     }
@@ -142,11 +112,11 @@ final class LocalCluster: @unchecked Sendable {
     private func clientTransport() async throws -> PeerTransport {
         if let client { return client }
         // The test speaks to the nodes as a cluster tool would: with the secret, under its own id.
-        let transport = try await PeerTransport(config: .init(nodeID: 999, port: 0, secret: secret), group: group,
+        let transport = try await PeerTransport(config: .init(nodeID: 999, port: 0, secret: nodes.layout.secret), group: group,
                                                 onRaft: { _, _ in },
                                                 onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
         var peers: [NodeID: (host: String, port: Int)] = [:]
-        for id in ids { peers[id] = ("127.0.0.1", peerPorts[Int(id) - 1]) }
+        for id in ids { peers[id] = ("127.0.0.1", nodes.layout.peerPort(id)) }
         await transport.setPeers(peers)
         client = transport
         return transport
@@ -165,35 +135,3 @@ func withLocalCluster(size: Int = 3, shards: Int = 16, _ body: (LocalCluster) as
     await cluster.shutdown()
 }
 
-/// Ports the kernel says are free right now.
-func freePorts(_ count: Int) throws -> [Int] {
-    var sockets: [Int32] = []
-    defer { sockets.forEach { close($0) } }
-    var ports: [Int] = []
-    for _ in 0..<count {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        guard bound else { throw LocalClusterError.failed("no free port") }
-        sockets.append(fd)
-        ports.append(Int(UInt16(bigEndian: addr.sin_port)))
-    }
-    return ports
-}
-
-/// The `parley` executable built beside this test binary.
-func parleyExecutable() throws -> URL {
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent("parley")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    throw LocalClusterError.failed("the parley executable was not built; run `swift build` first")
-}
