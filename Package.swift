@@ -39,6 +39,9 @@ let package = Package(
                 "ParleyStorage",
                 "ParleyCluster",
                 "ParleyNode",
+                "ParleyAPI",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -273,8 +273,9 @@ final class PeerCallHandler: ChannelInboundHandler {
     private func done(_ context: ChannelHandlerContext) {
         guard !completed else { return }
         completed = true
+        // Both ends have sent END_STREAM: the stream closes by itself. Closing it here would send a
+        // RST_STREAM, and the peer's rapid-reset protection drops connections that send many.
         promise.succeed(PeerResponse(status: status, body: Array(buffer: body)))
-        context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

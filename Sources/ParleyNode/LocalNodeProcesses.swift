@@ -54,6 +54,7 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         p.executableURL = executable
         p.arguments = arguments(for: id)
         if let log {
+            try FileManager.default.createDirectory(at: log.deletingLastPathComponent(), withIntermediateDirectories: true)
             if !FileManager.default.fileExists(atPath: log.path) {
                 FileManager.default.createFile(atPath: log.path, contents: nil)
             }

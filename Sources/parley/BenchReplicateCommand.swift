@@ -1,0 +1,179 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyCluster
+import ParleyNode
+import ParleyRaft
+import ParleyRooms
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `parley bench replicate`: replicated room commands per second and their latency on a local cluster of
+/// real node processes (fsync on), at several concurrency levels. Prints a table and, with `--json`, one
+/// line of JSON per run in the same form as cluster/bench/etcd-put, for the side-by-side comparison.
+struct BenchReplicateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replicate", abstract: "Replicated send-message commands on a local 3-node cluster.")
+
+    @Option(help: "Nodes to start.") var nodes = 3
+    @Option(help: "Shard count.") var shards = 64
+    @Option(help: "Concurrency levels (requests in flight), comma-separated.") var concurrency = "1,64,1000"
+    @Option(help: "Seconds per run.") var seconds = 10.0
+    @Option(help: "Runs per level (the median is reported).") var runs = 3
+    @Option(help: "Message body size in bytes.") var size = 64
+    @Option(help: "Rooms the messages go to (spread over the shards).") var rooms = 64
+    @Flag(help: "Skip fsync on the nodes (never for published figures).") var noFsync = false
+    @Flag(help: "Print one JSON line per run.") var json = false
+
+    func run() async throws {
+        let levels = concurrency.split(separator: ",").compactMap { Int($0) }
+        guard !levels.isEmpty, levels.allSatisfy({ $0 > 0 }) else { throw ValidationError("bad --concurrency") }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)")
+        let ports = try LocalNodeProcesses.freePorts(2 * nodes)
+        var layout = LocalNodeProcesses.Layout(count: nodes, httpPorts: Array(ports[0..<nodes]), peerPorts: Array(ports[nodes...]),
+                                               dataDirectory: directory.path, secret: "bench-\(UUID().uuidString)", shards: shards)
+        if noFsync { layout.extraArguments = ["--no-fsync"] }
+        let cluster = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
+        for id in layout.ids { try cluster.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let client = try await PeerTransport(config: .init(nodeID: 900, port: 0, secret: layout.secret), group: group,
+                                             onRaft: { _, _ in },
+                                             onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
+        do {
+            var peers: [NodeID: (host: String, port: Int)] = [:]
+            for id in layout.ids { peers[id] = ("127.0.0.1", layout.peerPort(id)) }
+            await client.setPeers(peers)
+            try await waitReady(layout)
+            let bench = ReplicateLoad(client: client, nodes: layout.ids, shardMap: ShardMap(shardCount: shards),
+                                      rooms: (0..<rooms).map { "bench-room-\($0)" }, size: size)
+            try await bench.prepare()
+            print("parley bench replicate: \(nodes) nodes, \(shards) shards, fsync \(noFsync ? "OFF" : "on"), "
+                + "\(size)-byte messages to \(rooms) rooms, \(seconds)s × \(runs) runs per level")
+            print("clients  ops/s (median)  p50 ms  p99 ms  p99.9 ms  errors")
+            for level in levels {
+                var results: [ReplicateLoad.Result] = []
+                for _ in 0..<runs {
+                    let r = try await bench.run(clients: level, seconds: seconds)
+                    results.append(r)
+                    if json { print(r.json) }
+                }
+                let m = results.sorted { $0.opsPerSecond < $1.opsPerSecond }[results.count / 2]
+                print(String(format: "%7d  %14.0f  %6.2f  %6.2f  %8.2f  %d", level, m.opsPerSecond, m.p50, m.p99, m.p999,
+                             results.reduce(0) { $0 + $1.errors }))
+            }
+        } catch {
+            cluster.killAll()
+            throw error
+        }
+        await client.shutdown()
+        cluster.terminateAll()
+        for id in layout.ids { cluster.stop(id) }
+        try? await group.shutdownGracefully()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func waitReady(_ layout: LocalNodeProcesses.Layout) async throws {
+        let deadline = Date().addingTimeInterval(30)
+        for id in layout.ids {
+            while true {
+                let url = URL(string: layout.httpURL(id) + "/readyz")!
+                if let (_, response) = try? await URLSession.shared.data(from: url),
+                   (response as? HTTPURLResponse)?.statusCode == 200 { break }
+                guard Date() < deadline else { throw ValidationError("node \(id) did not become ready") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+}
+
+/// The load: `clients` loops, each with one command in flight, sending to the nodes round-robin (a node
+/// that is not the shard's leader routes the command, as etcd followers forward proposals).
+struct ReplicateLoad: Sendable {
+    struct Result: Sendable {
+        var clients: Int
+        var ops: Int
+        var errors: Int
+        var seconds: Double
+        var p50: Double, p99: Double, p999: Double
+        var opsPerSecond: Double { Double(ops) / seconds }
+        var json: String {
+            String(format: #"{"system":"parley","clients":%d,"ops":%d,"errors":%d,"seconds":%.3f,"opsPerSecond":%.1f,"p50ms":%.3f,"p99ms":%.3f,"p999ms":%.3f}"#,
+                   clients, ops, errors, seconds, opsPerSecond, p50, p99, p999)
+        }
+    }
+
+    let client: PeerTransport
+    let nodes: [UInt64]
+    let shardMap: ShardMap
+    let rooms: [String]
+    let size: Int
+
+    private func submit(_ command: RoomCommand, room: String, actor: CommandActor, via node: UInt64) async throws -> ApplyOutcome {
+        let body = ForwardedCommand(shard: shardMap.shard(ofRoom: room), actor: actor, command: command).encoded()
+        let response = try await client.call(node, path: "/rpc/v1/submit", body: body).get()
+        guard response.status == 200, case .applied(let outcome) = try ForwardedAnswer(decoding: response.body) else {
+            throw ValidationError("command refused (status \(response.status))")
+        }
+        return outcome
+    }
+
+    static func sender(_ i: Int) -> CommandActor {
+        .session(SessionIdentity(userId: "bench-\(i)", sessionId: "bench-\(i)#1", edgeId: "bench"))
+    }
+
+    /// Creates the rooms and puts one sender in each.
+    func prepare() async throws {
+        for (i, room) in rooms.enumerated() {
+            _ = try await submit(.createRoom(CreateRoom(roomId: room, creator: "bench-owner", name: room)), room: room,
+                                 actor: .appServer, via: nodes[i % nodes.count])
+            let entered = try await submit(.enter(EnterRoom(roomId: room, nickname: "bench \(i)")), room: room,
+                                           actor: Self.sender(i), via: nodes[i % nodes.count])
+            guard case .success = entered.result else { throw ValidationError("enter failed: \(entered.result)") }
+        }
+    }
+
+    func run(clients: Int, seconds: Double) async throws -> Result {
+        let body = String(repeating: "m", count: size)
+        let start = ContinuousClock.now
+        let deadline = start + .milliseconds(Int(seconds * 1000))
+        let perClient: [(latencies: [Double], errors: Int)] = await withTaskGroup(of: ([Double], Int).self) { group in
+            for c in 0..<clients {
+                group.addTask {
+                    var latencies: [Double] = []
+                    var errors = 0
+                    let r = c % rooms.count
+                    let node = nodes[c % nodes.count]
+                    let command = RoomCommand.sendMessage(SendMessage(roomId: rooms[r], body: body))
+                    while ContinuousClock.now < deadline {
+                        let t = ContinuousClock.now
+                        do {
+                            let outcome = try await submit(command, room: rooms[r], actor: Self.sender(r), via: node)
+                            if case .success = outcome.result {
+                                let d = ContinuousClock.now - t
+                                latencies.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
+                            } else {
+                                if errors == 0 { FileHandle.standardError.write(Data("refused: \(outcome.result)\n".utf8)) }
+                                errors += 1
+                            }
+                        } catch {
+                            if errors == 0 { FileHandle.standardError.write(Data("failed: \(error)\n".utf8)) }
+                            errors += 1
+                        }
+                    }
+                    return (latencies, errors)
+                }
+            }
+            var all: [([Double], Int)] = []
+            for await r in group { all.append(r) }
+            return all.map { (latencies: $0.0, errors: $0.1) }
+        }
+        let elapsed = ContinuousClock.now - start
+        let total = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let sorted = perClient.flatMap(\.latencies).sorted()
+        func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[Int(p * Double(sorted.count - 1))] }
+        return Result(clients: clients, ops: sorted.count, errors: perClient.reduce(0) { $0 + $1.errors }, seconds: total,
+                      p50: pct(0.5), p99: pct(0.99), p999: pct(0.999))
+    }
+}

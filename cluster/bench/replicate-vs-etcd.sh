@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Side by side, in one session on one machine: `parley bench replicate` (3 real nodes, fsync on) and a
+# 3-member etcd cluster (Debian's etcd-server, fsync on) doing puts of the same size at the same
+# concurrency over the same number of connections (one per node). Prints a Markdown table of medians and
+# ratios for docs/benchmarks.md. Loopback only; every run is bounded by --seconds.
+#
+#   LEVELS=1,64,1000 SECONDS_PER_RUN=10 RUNS=3 SIZE=64 cluster/bench/replicate-vs-etcd.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LEVELS=${LEVELS:-1,64,1000}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
+RUNS=${RUNS:-3}
+SIZE=${SIZE:-64}
+
+need=()
+for p in etcd-server etcd-client golang-go golang-etcd-server-dev; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+work=$(mktemp -d)
+cleanup() { pkill -f "etcd --name pb-e" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+echo "building the etcd load generator (Debian's etcd client sources)…" >&2
+GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$work/gocache" go build -o "$work/etcd-put" cluster/bench/etcd-put/main.go
+echo "building parley (release)…" >&2
+swift build -c release --product parley >&2
+
+peers="pb-e1=http://127.0.0.1:23801,pb-e2=http://127.0.0.1:23802,pb-e3=http://127.0.0.1:23803"
+for i in 1 2 3; do
+  etcd --name "pb-e$i" --data-dir "$work/e$i" \
+    --listen-client-urls "http://127.0.0.1:2379$i" --advertise-client-urls "http://127.0.0.1:2379$i" \
+    --listen-peer-urls "http://127.0.0.1:2380$i" --initial-advertise-peer-urls "http://127.0.0.1:2380$i" \
+    --initial-cluster "$peers" --initial-cluster-state new --log-level error >"$work/e$i.log" 2>&1 &
+done
+endpoints=127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793
+for _ in $(seq 100); do
+  ETCDCTL_API=3 etcdctl --endpoints "$endpoints" endpoint health >/dev/null 2>&1 && break
+  sleep 0.2
+done
+
+echo "etcd runs…" >&2
+for level in ${LEVELS//,/ }; do
+  for _ in $(seq "$RUNS"); do
+    "$work/etcd-put" --endpoints "$endpoints" --clients "$level" --conns 3 --seconds "$SECONDS_PER_RUN" --size "$SIZE" \
+      | tee -a "$work/results.jsonl" >&2
+  done
+done
+pkill -f "etcd --name pb-e" || true
+wait 2>/dev/null || true
+
+echo "parley runs…" >&2
+.build/release/parley bench replicate --concurrency "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" \
+  --size "$SIZE" --json | grep '^{' | tee -a "$work/results.jsonl" >&2
+
+python3 - "$work/results.jsonl" "$SIZE" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+def med(system, clients, key):
+    vals = [r[key] for r in rows if r["system"] == system and r["clients"] == clients]
+    return statistics.median(vals) if vals else float("nan")
+print(f"| clients | parley ops/s | etcd ops/s | ratio | parley p50 / p99 ms | etcd p50 / p99 ms |")
+print(f"| --- | --- | --- | --- | --- | --- |")
+for c in sorted({r["clients"] for r in rows}):
+    p, e = med("parley", c, "opsPerSecond"), med("etcd", c, "opsPerSecond")
+    print(f"| {c} | {p:,.0f} | {e:,.0f} | {p / e:.2f}× | {med('parley', c, 'p50ms'):.2f} / {med('parley', c, 'p99ms'):.2f} "
+          f"| {med('etcd', c, 'p50ms'):.2f} / {med('etcd', c, 'p99ms'):.2f} |")
+PY
