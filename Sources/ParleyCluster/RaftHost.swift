@@ -142,9 +142,11 @@ public final class RaftHost {
     public func processReady() throws -> Int {
         var batch = StorageBatch()
         var readies: [(ShardReplica, Ready)] = []
+        var termBefore: [ShardID: Term] = [:]
         for shard in shardOrder {
             let replica = replicas[shard]!
             guard replica.raft.hasReady else { continue }
+            termBefore[shard] = replica.log.hardState.term
             let rd = replica.raft.ready()
             if let snapshot = rd.snapshot, !snapshot.isEmpty {
                 try replica.log.applySnapshot(snapshot)
@@ -173,7 +175,10 @@ public final class RaftHost {
             }
             if !events.isEmpty { publish(replica.shard, events) }
             replica.raft.advance(rd)
-            failProposalsOrphaned(in: replica)
+            // Only a change of role or term can orphan a proposal.
+            if rd.softState != nil || rd.hardState.map({ $0.term != termBefore[replica.shard] }) == true {
+                failProposalsOrphaned(in: replica)
+            }
             try replica.snapshotIfDue(every: config.snapshotEvery, keep: config.snapshotKeep)
         }
         return readies.count
