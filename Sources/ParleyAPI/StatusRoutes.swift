@@ -4,6 +4,26 @@ import Hummingbird
 /// Where the status routes get their figures (the node runtime).
 public protocol StatusSource: Sendable {
     func statusReport(withDigests: Bool) async -> NodeStatusReport
+    /// The shard of a room (nil for a room id that is not valid).
+    func shard(ofRoom roomID: String) -> Int?
+    var shardCount: Int { get }
+    func placement(ofShard shard: Int) async throws -> ShardPlacementReport
+}
+
+/// Where a shard (and a room in it) lives.
+public struct ShardPlacementReport: Codable, Sendable, Equatable {
+    public var roomId: String?
+    public var shard: Int
+    public var replicas: [UInt64]
+    /// 0 while no leader is known.
+    public var leader: UInt64
+
+    public init(roomId: String? = nil, shard: Int, replicas: [UInt64], leader: UInt64) {
+        self.roomId = roomId
+        self.shard = shard
+        self.replicas = replicas
+        self.leader = leader
+    }
 }
 
 /// `GET /status` (JSON), `GET /healthz` (the process answers) and `GET /readyz` (every hosted shard
@@ -15,6 +35,21 @@ public enum StatusRoutes {
             let report = await source.statusReport(withDigests: digests)
             return try json(report)
         }
+        // "Which node leads shard S / holds room R", answered by any node.
+        router.get("/placement/rooms/:roomId") { _, context -> Response in
+            guard let roomID = context.parameters.get("roomId"), let shard = source.shard(ofRoom: roomID) else {
+                return plain(.badRequest, "bad room id\n")
+            }
+            var placement = try await source.placement(ofShard: shard)
+            placement.roomId = roomID
+            return try json(placement)
+        }
+        router.get("/placement/shards/:shard") { _, context -> Response in
+            guard let shard = context.parameters.get("shard", as: Int.self), (0..<source.shardCount).contains(shard) else {
+                return plain(.notFound, "no such shard\n")
+            }
+            return try json(try await source.placement(ofShard: shard))
+        }
         router.get("/healthz") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
@@ -23,6 +58,10 @@ public enum StatusRoutes {
             return Response(status: ready ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain"],
                             body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: a shard has no leader\n")))
         }
+    }
+
+    static func plain(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func json(_ value: some Encodable) throws -> Response {

@@ -146,6 +146,17 @@ public final class RaftDriver: @unchecked Sendable {
     /// - `POST /rpc/v1/propose` (node to node): propose on this replica only, never forward again (one hop);
     /// - `POST /rpc/v1/submit` (tools, edges): route to the shard leader wherever it is, as `submit` does.
     public func handle(_ request: PeerRequest) -> EventLoopFuture<PeerResponse> {
+        if request.path == "/rpc/v1/leader" {
+            var r = ByteReader(request.body)
+            guard let shard = try? r.readInt(), r.isAtEnd else {
+                return loop.makeSucceededFuture(PeerResponse(status: 400, body: Array("bad shard".utf8)))
+            }
+            return loop.submit {
+                var w = ByteWriter()
+                w.write(self.host.leader(of: shard) ?? 0)
+                return PeerResponse(status: 200, body: w.bytes)
+            }
+        }
         guard request.path == "/rpc/v1/propose" || request.path == "/rpc/v1/submit" else {
             return loop.makeSucceededFuture(PeerResponse(status: 404, body: Array("no such call".utf8)))
         }
@@ -159,6 +170,40 @@ public final class RaftDriver: @unchecked Sendable {
         return submit(command.command, shard: command.shard, actor: command.actor)
             .map { PeerResponse(status: 200, body: ForwardedAnswer.applied($0).encoded()) }
             .recover { PeerResponse(status: 200, body: ForwardedAnswer.failed("\($0)").encoded()) }
+    }
+
+    // MARK: Placement
+
+    /// Where a shard lives: its replicas (best first) and its leader as known to a replica (0 = none yet).
+    public struct ShardPlacement: Sendable, Hashable, Codable {
+        public var shard: ShardID
+        public var replicas: [NodeID]
+        public var leader: NodeID
+    }
+
+    /// Answers "which node leads shard S": from this node's own replica when it holds one, else by asking
+    /// the shard's replicas in turn.
+    public func placement(of shard: ShardID) -> EventLoopFuture<ShardPlacement> {
+        loop.flatSubmit {
+            let replicas = self.host.replicaNodes(of: shard)
+            if let leader = self.host.leader(of: shard) {
+                return self.loop.makeSucceededFuture(ShardPlacement(shard: shard, replicas: replicas, leader: leader))
+            }
+            return self.askLeader(shard, replicas: replicas[...]).map {
+                ShardPlacement(shard: shard, replicas: replicas, leader: $0)
+            }
+        }
+    }
+
+    private func askLeader(_ shard: ShardID, replicas: ArraySlice<NodeID>) -> EventLoopFuture<NodeID> {
+        guard let next = replicas.first else { return loop.makeSucceededFuture(0) }
+        var w = ByteWriter()
+        w.write(shard)
+        return transport.call(next, path: "/rpc/v1/leader", body: w.bytes).hop(to: loop).flatMapThrowing { response in
+            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
+            var r = ByteReader(response.body)
+            return try r.readUInt64()
+        }.flatMapError { _ in self.askLeader(shard, replicas: replicas.dropFirst()) }
     }
 
     // MARK: Observation

@@ -195,6 +195,14 @@ public final class RaftHost {
         }
     }
 
+    /// The leader this node knows of for `shard` (0 = none known), or nil when no replica is held here.
+    public func leader(of shard: ShardID) -> NodeID? { replicas[shard]?.leader }
+
+    /// The nodes that hold `shard`'s replicas, best first.
+    public func replicaNodes(of shard: ShardID) -> [NodeID] {
+        config.shardMap.replicas(of: shard, nodes: config.nodes)
+    }
+
     /// Proposals waiting to be applied.
     public var pendingProposals: Int { pending.count }
 

@@ -85,6 +85,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         try await network.shutdownGracefully()
     }
 
+    public var shardCount: Int { config.shardCount }
+
+    public func shard(ofRoom roomID: String) -> Int? {
+        roomID.isEmpty || roomID.utf8.count > 128 ? nil : driver.shardMap.shard(ofRoom: roomID)
+    }
+
+    public func placement(ofShard shard: Int) async throws -> ShardPlacementReport {
+        let p = try await driver.placement(of: shard).get()
+        return ShardPlacementReport(shard: p.shard, replicas: p.replicas, leader: p.leader)
+    }
+
     public func statusReport(withDigests: Bool) async -> NodeStatusReport {
         let shards = (try? await driver.status().get()) ?? []
         let digests = withDigests ? ((try? await driver.stateDigests().get()) ?? [:]) : [:]

@@ -1,5 +1,9 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
+import ParleyAPI
 import ParleyCluster
 import ParleyRooms
 
@@ -23,6 +27,27 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
             #expect(report.shards.map(\.shard) == Array(0..<16))  // 3 nodes, 3 replicas: every node holds every shard
             #expect(report.peers.count == 2 && report.healthy)
         }
+        }
+    }
+
+    @Test func everyNodeAnswersWhereARoomLivesAndWhoLeadsIt() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: "lobby")
+        let leader = try #require(await cluster.leader(ofShard: shard))
+        for id in cluster.ids {
+            let (data, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/placement/rooms/lobby")!)
+            let p = try JSONDecoder().decode(ShardPlacementReport.self, from: data)
+            #expect(p == ShardPlacementReport(roomId: "lobby", shard: shard,
+                                              replicas: ShardMap(shardCount: 16).replicas(of: shard, nodes: [1, 2, 3]),
+                                              leader: leader))
+        }
+        let missing = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/placement/shards/16")!)
+        #expect((missing.1 as? HTTPURLResponse)?.statusCode == 404)
+        let tooLong = String(repeating: "r", count: 300)
+        let bad = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/placement/rooms/\(tooLong)")!)
+        #expect((bad.1 as? HTTPURLResponse)?.statusCode == 400)
         }
     }
 
