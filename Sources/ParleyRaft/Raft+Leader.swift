@@ -115,9 +115,13 @@ extension Raft {
         // The peer is alive but its answers to a full window may have been lost: let one more through.
         if pr.state == .replicate && pr.inflights.isFull { pr.inflights.freeFirstOne() }
         if pr.state == .snapshot {
-            // A chunk may have been lost: resend from what the follower acknowledged.
-            pr.snapshotSent = pr.snapshotAcked
-            sendSnapshotChunks(to: m.from, pr)
+            // No acknowledgement since the last heartbeat answer: a chunk was lost; resend from what
+            // the follower holds.
+            if pr.snapshotAcked == pr.snapshotAckedAtHeartbeat {
+                pr.snapshotSent = pr.snapshotAcked
+                sendSnapshotChunks(to: m.from, pr)
+            }
+            pr.snapshotAckedAtHeartbeat = pr.snapshotAcked
         } else if pr.match < log.lastIndex || pr.sentCommit < log.committed {
             sendAppend(to: m.from)
         }

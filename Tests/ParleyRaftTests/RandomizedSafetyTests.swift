@@ -51,6 +51,60 @@ import Testing
         try checkAppliedAgree(net)
     }
 
+    @Test("DESIGN-I1 DESIGN-I2: safety holds through membership changes and leadership transfers under faults",
+          arguments: UInt64(101)...108)
+    func safetyWithMembershipChanges(seed: UInt64) throws {
+        var rng = SplitMix64(seed: seed)
+        let net = try TestNetwork(voters: [1, 2, 3, 4, 5]) { $0.randomSeed = seed }
+        var leaders: [Term: NodeID] = [:]
+        var next = 0
+        for _ in 0..<300 {
+            switch rng.next(upperBound: 12) {
+            case 0: net.isolate(NodeID(rng.next(upperBound: 5) + 1))
+            case 1, 2: net.heal()
+            case 3:
+                if let leader = net.leader() { net.node(leader).transferLeadership(to: NodeID(rng.next(upperBound: 5) + 1)) }
+            case 4, 5:
+                if let leader = net.leader() { try? net.node(leader).proposeConfChange(randomChange(net, leader, &rng)) }
+            default: break
+            }
+            if let leader = net.leader() {
+                try? net.node(leader).propose(payload(next))
+                next += 1
+            }
+            net.tickAll()
+            for id in net.ids where net.role(id) == .leader {
+                let term = net.term(id)
+                #expect(leaders[term, default: id] == id, "two leaders in term \(term)")
+                leaders[term] = id
+            }
+            try checkAppliedAgree(net)
+        }
+        net.heal()
+        net.tickAll(80)
+        let leader = try #require(net.leader())
+        try net.node(leader).propose(payload(999_999))
+        net.tickAll(10)
+        let members = net.node(leader).status.confState.allMembers
+        for id in members { #expect(net.applied[id]!.last == payload(999_999)) }
+        try checkAppliedAgree(net)
+    }
+
+    /// A change that keeps at least three voters: remove a voter, add a non-member as learner, or
+    /// promote a learner (sometimes through an explicit joint configuration, left right after).
+    func randomChange(_ net: TestNetwork, _ leader: NodeID, _ rng: inout SplitMix64) -> ConfChange {
+        let cs = net.node(leader).status.confState
+        if cs.isJoint { return .leaveJoint }
+        let outside = net.ids.filter { !cs.allMembers.contains($0) }
+        var options: [ConfChangeSingle] = []
+        if cs.voters.count > 3 { options += cs.voters.map { ConfChangeSingle(type: .removeNode, node: $0) } }
+        options += outside.map { ConfChangeSingle(type: .addLearner, node: $0) }
+        options += cs.learners.map { ConfChangeSingle(type: .addVoter, node: $0) }
+        guard !options.isEmpty else { return .leaveJoint }
+        let pick = options[rng.next(upperBound: options.count)]
+        return ConfChange(transition: rng.next(upperBound: 2) == 0 ? .auto : .jointExplicit, changes: [pick])
+    }
+
     /// Every node's applied sequence is a prefix of the longest one.
     func checkAppliedAgree(_ net: TestNetwork) throws {
         let longest = net.ids.map { net.applied[$0]! }.max { $0.count < $1.count }!
