@@ -48,7 +48,7 @@ extension Raft {
             return startSnapshot(to: pid, pr)
         }
         var ents: [Entry] = []
-        // A probe carries no entries beyond one message; a replicating peer gets the whole tail.
+        // Up to maxSizePerMessage of entries; in probe state the peer is then paused until it answers.
         if pr.next <= log.lastIndex {
             guard let e = try? log.entries(from: pr.next, maxBytes: maxMsgSize) else {
                 return startSnapshot(to: pid, pr)
