@@ -105,9 +105,11 @@ extension Raft {
         electionElapsed = 0
         heartbeatElapsed = 0
         if role == .leader {
-            // The lease lapsed while quiet: liveness must be heard afresh before lease reads resume.
-            leaseValid = false
-            for pid in tracker.memberIDs where pid != id { tracker.progress[pid]!.recentActive = false }
+            // Liveness must be heard afresh (and the lease re-earned) after a quiet spell.
+            for pid in tracker.memberIDs where pid != id {
+                tracker.progress[pid]!.recentActive = false
+                tracker.progress[pid]!.heartbeatAckTick = 0
+            }
         } else if notifyLeader && lead != 0 && lead != id {
             send(Message(kind: .heartbeatResponse, to: lead))
         }
