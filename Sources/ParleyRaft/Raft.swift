@@ -13,7 +13,7 @@ final class Raft {
     let id: NodeID
     var term: Term = 0
     var vote: NodeID = 0
-    var log: RaftLog
+    let log: RaftLog
     var tracker: ProgressTracker
     var role: Role = .follower
     var isLearner = false
