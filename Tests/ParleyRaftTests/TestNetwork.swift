@@ -43,12 +43,18 @@ final class TestNetwork {
         appliedIndex[id] = try storage.firstIndex() - 1
     }
 
-    /// Rebuilds a node from what its storage holds, as after a crash (its applied state is replayed).
-    func restart(_ id: NodeID) throws {
+    /// Rebuilds a node from what its storage holds, as after a crash: its applied state is replayed
+    /// from the snapshot, or, with `keepApplied`, survives and is passed as `config.applied`.
+    func restart(_ id: NodeID, keepApplied: Bool = false) throws {
         let storage = storages[id]!
-        nodes[id] = try RawNode(config: configs[id]!, storage: storage)
-        applied[id] = try Self.decodeState(storage.snapshot().data)
-        appliedIndex[id] = try storage.firstIndex() - 1
+        var config = configs[id]!
+        if keepApplied {
+            config.applied = appliedIndex[id]!
+        } else {
+            applied[id] = try Self.decodeState(storage.snapshot().data)
+            appliedIndex[id] = try storage.firstIndex() - 1
+        }
+        nodes[id] = try RawNode(config: config, storage: storage)
     }
 
     func node(_ id: NodeID) -> RawNode { nodes[id]! }
