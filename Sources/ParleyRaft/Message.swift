@@ -73,6 +73,21 @@ public struct Message: Sendable, Hashable {
         self.transferee = transferee
     }
 
+    /// Why the message cannot be right (checked before it is stepped), or nil.
+    var inconsistency: String? {
+        for (i, e) in entries.enumerated() {
+            if e.index != index + 1 + UInt64(i) { return "entry \(i) has index \(e.index), expected \(index + 1 + UInt64(i))" }
+            if e.term > term || (i > 0 && e.term < entries[i - 1].term) || e.term < logTerm {
+                return "entry \(e.index) has term \(e.term) out of order (message term \(term))"
+            }
+        }
+        if kind == .snapshot {
+            guard let s = snapshot else { return "snapshot chunk without a snapshot" }
+            if snapshotOffset + UInt64(s.data.count) > snapshotTotalBytes { return "snapshot chunk beyond the total size" }
+        }
+        return nil
+    }
+
     /// Approximate wire size, for transports that batch by bytes.
     public var byteSize: Int { 64 + entries.byteSize + context.count + (snapshot?.data.count ?? 0) }
 }

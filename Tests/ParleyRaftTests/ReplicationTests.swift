@@ -166,3 +166,25 @@ import Testing
 enum TestNetworkBuilder {
     static func empty() -> TestNetwork { try! TestNetwork(voters: []) }
 }
+
+extension ReplicationTests {
+    @Test("DESIGN-I5: a malformed message is refused with a clear error and changes nothing")
+    func malformedMessagesRefused() throws {
+        let net = try TestNetwork(voters: [1, 2, 3])
+        net.campaign(1)
+        let before = net.node(2).status
+        let term = net.term(1)
+        let gap = Message(kind: .append, from: 1, to: 2, term: term, logTerm: term, index: before.lastIndex,
+                          entries: [Entry(term: term, index: before.lastIndex + 2)])
+        #expect(throws: RaftError.self) { try net.node(2).step(gap) }
+        let future = Message(kind: .append, from: 1, to: 2, term: term, logTerm: term, index: before.lastIndex,
+                             entries: [Entry(term: term + 5, index: before.lastIndex + 1)])
+        #expect(throws: RaftError.self) { try net.node(2).step(future) }
+        let chunk = Message(kind: .snapshot, from: 1, to: 2, term: term, snapshot: Snapshot(data: [1, 2, 3]),
+                            snapshotOffset: 0, snapshotTotalBytes: 2)
+        #expect(throws: RaftError.self) { try net.node(2).step(chunk) }
+        #expect(throws: RaftError.wrongRecipient(3)) { try net.node(2).step(Message(kind: .heartbeat, from: 1, to: 3, term: term)) }
+        #expect(!net.node(2).hasReady)
+        #expect(net.node(2).status.lastIndex == before.lastIndex)
+    }
+}
