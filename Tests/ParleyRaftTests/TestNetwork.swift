@@ -22,6 +22,8 @@ final class TestNetwork {
     var unsyncedDurableReadies = 0
     /// Drops the messages it returns true for.
     var dropIf: ((Message) -> Bool)?
+    /// Rewrites messages in flight (e.g. strips some entries).
+    var rewrite: ((Message) -> Message)?
 
     var ids: [NodeID] { nodes.keys.sorted() }
 
@@ -110,7 +112,7 @@ final class TestNetwork {
             let batch = queue
             queue = []
             for m in batch where !isDropped(m) {
-                try? nodes[m.to]!.step(m)
+                try? nodes[m.to]!.step(rewrite?(m) ?? m)
                 delivered += 1
             }
             handleAllReady()
@@ -162,6 +164,7 @@ final class TestNetwork {
     func heal() {
         cut = []
         dropIf = nil
+        rewrite = nil
     }
 
     // MARK: - Application state
