@@ -11,12 +11,16 @@ final class Progress {
     var recentActive: Bool
     /// The commit index last sent to this peer, so a heartbeat answer can trigger a commit update.
     var sentCommit: LogIndex = 0
+    /// The leader's tick stamp of the latest heartbeat this peer acknowledged (lease reads).
+    var heartbeatAckTick: UInt64 = 0
     /// Snapshot transfer (state `.snapshot`): its index and term, and the bytes acknowledged and sent.
     var pendingSnapshot: LogIndex = 0
     var pendingSnapshotTerm: Term = 0
     var snapshotAcked: UInt64 = 0
     var snapshotSent: UInt64 = 0
     var snapshotAckSeen = false
+    /// `snapshotAcked` at the previous heartbeat answer: no progress between two means a chunk was lost.
+    var snapshotAckedAtHeartbeat: UInt64 = .max
 
     init(match: LogIndex, next: LogIndex, inflights: Inflights, isLearner: Bool, recentActive: Bool) {
         self.match = match
@@ -31,11 +35,13 @@ final class Progress {
         p.state = state
         p.msgAppFlowPaused = msgAppFlowPaused
         p.sentCommit = sentCommit
+        p.heartbeatAckTick = heartbeatAckTick
         p.pendingSnapshot = pendingSnapshot
         p.pendingSnapshotTerm = pendingSnapshotTerm
         p.snapshotAcked = snapshotAcked
         p.snapshotSent = snapshotSent
         p.snapshotAckSeen = snapshotAckSeen
+        p.snapshotAckedAtHeartbeat = snapshotAckedAtHeartbeat
         return p
     }
 
@@ -46,6 +52,7 @@ final class Progress {
         snapshotAcked = 0
         snapshotSent = 0
         snapshotAckSeen = false
+        snapshotAckedAtHeartbeat = .max
         self.state = state
         inflights.reset()
     }

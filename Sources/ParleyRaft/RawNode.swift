@@ -49,11 +49,10 @@ public final class RawNode {
         try raft.proposeConfChange(cc)
     }
 
-    /// Delivers a message from a peer. Messages of other groups or for other nodes are refused.
+    /// Delivers a message from a peer. A message addressed to another node is refused.
     public func step(_ message: Message) throws {
-        guard message.to == raft.id else {
-            throw RaftError.proposalDropped(reason: "message for node \(message.to) delivered to \(raft.id)")
-        }
+        guard message.to == raft.id else { throw RaftError.wrongRecipient(message.to) }
+        if let problem = message.inconsistency { throw RaftError.malformedMessage(problem) }
         raft.step(message)
     }
 
@@ -126,7 +125,10 @@ public final class RawNode {
         r.msgs.removeAll(keepingCapacity: true)
         rd.readStates = r.readStates
         r.readStates.removeAll()
-        rd.mustSync = !rd.entries.isEmpty || hard.term != prevHardState.term || hard.vote != prevHardState.vote
+        // A vote, a term, entries or a snapshot must be on disk before any message that reveals them;
+        // a commit index alone can be learned again.
+        rd.mustSync = !rd.entries.isEmpty || rd.snapshot != nil || hard.term != prevHardState.term
+            || hard.vote != prevHardState.vote
         return rd
     }
 

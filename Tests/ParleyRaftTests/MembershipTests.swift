@@ -6,6 +6,16 @@ import Testing
         ConfChange(transition: transition, changes: changes.map { ConfChangeSingle(type: $0.0, node: $0.1) })
     }
 
+    /// Proposes on leader 1 with `cut` isolated and expects no commit; heals afterwards.
+    func proposeWithout(_ cut: [NodeID], _ net: TestNetwork, _ data: [UInt8]) throws {
+        for id in cut { net.isolate(id) }
+        let commit = net.commit(1)
+        try net.node(1).propose(data)
+        net.deliverAll()
+        #expect(net.commit(1) == commit)
+        net.heal()
+    }
+
     @Test("DESIGN-I1: a learner receives the log but does not count for commit; promoted, it does")
     func learnerPromotion() throws {
         let net = try TestNetwork(voters: [1, 2, 3])
@@ -21,14 +31,9 @@ import Testing
         #expect(throws: RaftError.notVoter) { try net.node(4).campaign() }
 
         // With 2 and 3 cut off, the learner's acknowledgement does not commit anything.
-        net.isolate(2)
-        net.isolate(3)
         let commit = net.commit(1)
-        try net.node(1).propose(payload(2))
-        net.deliverAll()
-        #expect(net.commit(1) == commit)
+        try proposeWithout([2, 3], net, payload(2))
         #expect(net.node(4).status.lastIndex == commit + 1)
-        net.heal()
         net.deliverAll()
 
         try net.node(1).proposeConfChange(change([(.addVoter, 4)]))
@@ -36,13 +41,7 @@ import Testing
         #expect(net.node(1).status.confState.voters == [1, 2, 3, 4])
         #expect(net.node(4).status.confState.learners.isEmpty)
         // Four voters: two are no longer a quorum.
-        net.isolate(3)
-        net.isolate(4)
-        let commit2 = net.commit(1)
-        try net.node(1).propose(payload(3))
-        net.deliverAll()
-        #expect(net.commit(1) == commit2)
-        net.heal()
+        try proposeWithout([3, 4], net, payload(3))
         net.tickAll(2)
         #expect(net.applied[4] == [payload(1), payload(2), payload(3)])
     }

@@ -25,6 +25,8 @@ import Testing
         #expect(chunks.allSatisfy { ($0.snapshot?.data.count ?? 0) <= 64 })
         #expect(net.applied[3] == net.applied[1])
         #expect(try net.storages[3]!.snapshot().metadata.index == net.storages[1]!.snapshot().metadata.index)
+        // The restored snapshot had to be synced before the follower acknowledged it.
+        #expect(net.unsyncedDurableReadies == 0)
         // Replication continues with ordinary appends afterwards.
         try net.node(1).propose(payload(100))
         net.deliverAll()
@@ -51,6 +53,27 @@ import Testing
         #expect(offsets.first == 0)
         #expect(!offsets.dropFirst().contains { $0 < 192 })
         #expect(net.applied[3] == net.applied[1])
+    }
+
+    @Test("DESIGN-I1: a partial snapshot from one sender is not completed with another sender's bytes")
+    func noSplicingAcrossSenders() throws {
+        let net = try Self.laggingNetwork(chunk: 64)
+        net.heal()
+        net.dropIf = { $0.kind == .snapshot && $0.to == 3 && $0.snapshotOffset >= 192 }
+        net.tickAll(4)
+        let partial = try #require(net.node(3).raft.incomingSnapshot)
+        #expect(partial.data.count == 192)
+        // The same snapshot position, claimed by another sender, must start over from 0.
+        var chunk = Message(kind: .snapshot, from: 2, to: 3, term: net.term(3),
+                            snapshot: Snapshot(metadata: partial.metadata, data: [1, 2, 3]),
+                            snapshotOffset: 192, snapshotTotalBytes: partial.total)
+        try net.node(3).step(chunk)
+        #expect(net.node(3).raft.incomingSnapshot?.data.count == 192)
+        #expect(net.node(3).raft.incomingSnapshot?.from == 1)
+        chunk.snapshotOffset = 0
+        try net.node(3).step(chunk)
+        #expect(net.node(3).raft.incomingSnapshot?.from == 2)
+        #expect(net.node(3).raft.incomingSnapshot?.data == [1, 2, 3])
     }
 
     @Test("DESIGN-I1: a lost chunk in the middle is detected and resent")

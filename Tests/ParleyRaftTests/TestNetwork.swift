@@ -18,8 +18,12 @@ final class TestNetwork {
     var sent: [Message] = []
     /// Directed links that drop everything.
     var cut: Set<[NodeID]> = []
+    /// Readies that held a snapshot or entries but did not ask for a sync (must stay 0).
+    var unsyncedDurableReadies = 0
     /// Drops the messages it returns true for.
     var dropIf: ((Message) -> Bool)?
+    /// Rewrites messages in flight (e.g. strips some entries).
+    var rewrite: ((Message) -> Message)?
 
     var ids: [NodeID] { nodes.keys.sorted() }
 
@@ -41,12 +45,18 @@ final class TestNetwork {
         appliedIndex[id] = try storage.firstIndex() - 1
     }
 
-    /// Rebuilds a node from what its storage holds, as after a crash (its applied state is replayed).
-    func restart(_ id: NodeID) throws {
+    /// Rebuilds a node from what its storage holds, as after a crash: its applied state is replayed
+    /// from the snapshot, or, with `keepApplied`, survives and is passed as `config.applied`.
+    func restart(_ id: NodeID, keepApplied: Bool = false) throws {
         let storage = storages[id]!
-        nodes[id] = try RawNode(config: configs[id]!, storage: storage)
-        applied[id] = try Self.decodeState(storage.snapshot().data)
-        appliedIndex[id] = try storage.firstIndex() - 1
+        var config = configs[id]!
+        if keepApplied {
+            config.applied = appliedIndex[id]!
+        } else {
+            applied[id] = try Self.decodeState(storage.snapshot().data)
+            appliedIndex[id] = try storage.firstIndex() - 1
+        }
+        nodes[id] = try RawNode(config: config, storage: storage)
     }
 
     func node(_ id: NodeID) -> RawNode { nodes[id]! }
@@ -59,6 +69,7 @@ final class TestNetwork {
         guard node.hasReady else { return }
         let rd = node.ready()
         let storage = storages[id]!
+        if (rd.snapshot != nil || !rd.entries.isEmpty) && !rd.mustSync { unsyncedDurableReadies += 1 }
         if let snapshot = rd.snapshot {
             try! storage.applySnapshot(snapshot)
             applied[id] = Self.decodeState(snapshot.data)
@@ -101,7 +112,7 @@ final class TestNetwork {
             let batch = queue
             queue = []
             for m in batch where !isDropped(m) {
-                try? nodes[m.to]!.step(m)
+                try? nodes[m.to]!.step(rewrite?(m) ?? m)
                 delivered += 1
             }
             handleAllReady()
@@ -153,6 +164,7 @@ final class TestNetwork {
     func heal() {
         cut = []
         dropIf = nil
+        rewrite = nil
     }
 
     // MARK: - Application state
