@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "parley", targets: ["parley"]),
         .library(name: "ParleyRooms", targets: ["ParleyRooms"]),
+        .library(name: "ParleySimulation", targets: ["ParleySimulation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -32,5 +33,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyRooms"], swiftSettings: strict),
+        .target(name: "ParleySimulation", dependencies: [], swiftSettings: strict),
+        .testTarget(name: "ParleySimulationTests", dependencies: ["ParleySimulation"], swiftSettings: strict),
     ]
 )
