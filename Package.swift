@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "parley", targets: ["parley"]),
         .library(name: "ParleyRooms", targets: ["ParleyRooms"]),
+        .library(name: "ParleyRaft", targets: ["ParleyRaft"]),
         .library(name: "ParleySimulation", targets: ["ParleySimulation"]),
     ],
     dependencies: [
@@ -28,12 +29,19 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyRooms",
+                "ParleyRaft",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyRooms"], swiftSettings: strict),
-        .target(name: "ParleySimulation", dependencies: [], swiftSettings: strict),
+        .target(name: "ParleyRaft", swiftSettings: strict),
+        .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
+        .target(
+            name: "ParleySimulation",
+            dependencies: ["ParleyRaft", .product(name: "Collections", package: "swift-collections")],
+            swiftSettings: strict
+        ),
         .testTarget(name: "ParleySimulationTests", dependencies: ["ParleySimulation"], swiftSettings: strict),
     ]
 )

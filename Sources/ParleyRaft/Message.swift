@@ -1,0 +1,75 @@
+/// The kinds of messages Raft peers exchange.
+public enum MessageKind: UInt8, Sendable {
+    case append, appendResponse, vote, voteResponse, preVote, preVoteResponse
+    case heartbeat, heartbeatResponse
+    /// One chunk of a snapshot (see `Message.snapshotOffset`).
+    case snapshot
+    /// A follower's acknowledgement of the snapshot bytes it holds.
+    case snapshotResponse
+    /// Tells the transferee to campaign at once (leadership transfer).
+    case timeoutNow
+    /// A follower forwards a read request to the leader; the leader answers with the read index.
+    case readIndex, readIndexResponse
+    /// A follower forwards a leadership transfer request to the leader.
+    case transferLeader
+}
+
+/// A message between two members of one group.
+///
+/// Snapshot chunking: a `.snapshot` message carries in `snapshot` the metadata and the bytes
+/// `[snapshotOffset, snapshotOffset + snapshot.data.count)` of a snapshot that is `snapshotTotalBytes`
+/// long. The follower answers `.snapshotResponse` with `index` = the snapshot's index and
+/// `snapshotOffset` = how many leading bytes of that snapshot it holds (`reject` when the chunk did not
+/// fit, e.g. a gap); the leader continues from that offset. When the follower holds the whole snapshot
+/// it restores it and answers with an ordinary `.appendResponse`.
+public struct Message: Sendable, Hashable {
+    public var kind: MessageKind
+    public var from: NodeID
+    public var to: NodeID
+    public var term: Term
+    /// Term of the entry at `index` (append: the entry before `entries`; vote: the candidate's last term).
+    public var logTerm: Term
+    public var index: LogIndex
+    public var entries: [Entry]
+    public var commit: LogIndex
+    public var reject: Bool
+    public var rejectHint: LogIndex
+    /// Opaque request context (read index requests and the heartbeats that confirm them).
+    public var context: [UInt8]
+    public var snapshot: Snapshot?
+    /// Offset of this chunk in the snapshot's data (`.snapshot`), or bytes held (`.snapshotResponse`).
+    public var snapshotOffset: UInt64
+    /// Total size of the snapshot's data (`.snapshot`).
+    public var snapshotTotalBytes: UInt64
+    /// On a heartbeat: the leader goes quiet after this one; on its response: an echo, which does not
+    /// wake the quiesced leader.
+    public var quiesce: Bool
+    /// On a vote request: the campaign was started by a leadership transfer, so the leader lease is ignored.
+    public var campaignTransfer: Bool
+
+    public init(kind: MessageKind, from: NodeID = 0, to: NodeID = 0, term: Term = 0, logTerm: Term = 0,
+                index: LogIndex = 0, entries: [Entry] = [], commit: LogIndex = 0, reject: Bool = false,
+                rejectHint: LogIndex = 0, context: [UInt8] = [], snapshot: Snapshot? = nil,
+                snapshotOffset: UInt64 = 0, snapshotTotalBytes: UInt64 = 0, quiesce: Bool = false,
+                campaignTransfer: Bool = false) {
+        self.kind = kind
+        self.from = from
+        self.to = to
+        self.term = term
+        self.logTerm = logTerm
+        self.index = index
+        self.entries = entries
+        self.commit = commit
+        self.reject = reject
+        self.rejectHint = rejectHint
+        self.context = context
+        self.snapshot = snapshot
+        self.snapshotOffset = snapshotOffset
+        self.snapshotTotalBytes = snapshotTotalBytes
+        self.quiesce = quiesce
+        self.campaignTransfer = campaignTransfer
+    }
+
+    /// Approximate wire size, for transports that batch by bytes.
+    public var byteSize: Int { 64 + entries.byteSize + context.count + (snapshot?.data.count ?? 0) }
+}

@@ -1,0 +1,17 @@
+/// Why the core refused a request.
+public enum RaftError: Error, Equatable, Sendable {
+    /// The proposal was refused; `reason` says why (e.g. a configuration change is pending).
+    case proposalDropped(reason: String)
+    /// Appending the proposal would exceed `maxUncommittedEntriesSize`; retry once entries commit.
+    case proposalsOverUncommittedCap
+    /// Only the leader takes proposals; `leader` is the one this node knows of (0 = none).
+    case notLeader(leader: NodeID)
+    /// The leader is handing over leadership and takes no proposals until it is done.
+    case transferInProgress
+    /// This node is not a voter (a learner, or not in the configuration) and cannot campaign.
+    case notVoter
+    /// A configuration setting is out of range.
+    case invalidConfig(String)
+    /// Storage answered with an error the core cannot work around.
+    case storage(String)
+}
