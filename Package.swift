@@ -30,6 +30,7 @@ let package = Package(
             dependencies: [
                 "ParleyRooms",
                 "ParleyRaft",
+                "ParleySimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

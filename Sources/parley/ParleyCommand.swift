@@ -7,7 +7,7 @@ struct ParleyCommand: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: a clustered chat-room server.",
         version: ParleyVersion.string,
-        subcommands: [BenchCommand.self]
+        subcommands: [BenchCommand.self, SimulateCommand.self]
     )
 }
 

@@ -1,0 +1,53 @@
+/// Everything about a run except its seed. Defaults suit the 500-seed test; the CLI raises `steps`.
+public struct SimulationConfig: Sendable, Hashable {
+    /// Founding voters (3 or 5).
+    public var nodes = 3
+    /// Extra node ids that membership changes may add (ids are never reused after removal).
+    public var spareNodes = 3
+    /// Events processed in the fault phase (each tick, message delivery, client action or fault is one).
+    public var steps = 1_500
+    public var clients = 4
+    /// Registers used by the workload; key 0 also takes compare-and-set.
+    public var keys = 3
+
+    /// Virtual milliseconds between ticks of one node (each incarnation drifts by up to ±20%).
+    public var tickInterval = 10
+    public var electionTick = 10
+    public var heartbeatTick = 1
+    public var preVote = true
+    public var checkQuorum = true
+    /// Small chunks so snapshot transfer takes several messages.
+    public var snapshotChunkBytes = 64
+    /// Each node snapshots and compacts its log after applying this many entries (0: never).
+    public var snapshotEvery = 25
+
+    /// Usual one-way delay in virtual ms.
+    public var messageDelay: ClosedRange<Int> = 1...6
+    /// Share of messages held back much longer (so they arrive out of order).
+    public var longDelayRate = 0.05
+    public var longDelay: ClosedRange<Int> = 20...150
+    public var dropRate = 0.03
+    public var duplicateRate = 0.02
+
+    /// Virtual ms between two fault actions.
+    public var faultInterval: ClosedRange<Int> = 40...250
+    public var partitions = true
+    public var crashes = true
+    public var membershipChanges = true
+    public var leadershipTransfers = true
+    /// Virtual ms a crashed node stays down.
+    public var downtime: ClosedRange<Int> = 20...400
+
+    /// Virtual ms a client waits for an answer before its operation counts as unknown.
+    public var clientTimeout = 400
+    /// Share of reads sent through the log rather than ReadIndex.
+    public var logReadRate = 0.15
+    /// Bound on the quiet period: a leader must be elected and a final write committed within it.
+    public var livenessBound = 6_000
+    /// Bound on the linearizability search per key.
+    public var checkerSteps = 2_000_000
+    /// Record a trace of the run in the report.
+    public var trace = false
+
+    public init() {}
+}
