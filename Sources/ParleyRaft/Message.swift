@@ -46,12 +46,14 @@ public struct Message: Sendable, Hashable {
     public var quiesce: Bool
     /// On a vote request: the campaign was started by a leadership transfer, so the leader lease is ignored.
     public var campaignTransfer: Bool
+    /// On `.transferLeader`: the node leadership should go to.
+    public var transferee: NodeID
 
     public init(kind: MessageKind, from: NodeID = 0, to: NodeID = 0, term: Term = 0, logTerm: Term = 0,
                 index: LogIndex = 0, entries: [Entry] = [], commit: LogIndex = 0, reject: Bool = false,
                 rejectHint: LogIndex = 0, context: [UInt8] = [], snapshot: Snapshot? = nil,
                 snapshotOffset: UInt64 = 0, snapshotTotalBytes: UInt64 = 0, quiesce: Bool = false,
-                campaignTransfer: Bool = false) {
+                campaignTransfer: Bool = false, transferee: NodeID = 0) {
         self.kind = kind
         self.from = from
         self.to = to
@@ -68,6 +70,7 @@ public struct Message: Sendable, Hashable {
         self.snapshotTotalBytes = snapshotTotalBytes
         self.quiesce = quiesce
         self.campaignTransfer = campaignTransfer
+        self.transferee = transferee
     }
 
     /// Approximate wire size, for transports that batch by bytes.

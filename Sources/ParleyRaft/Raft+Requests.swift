@@ -1,0 +1,108 @@
+extension Raft {
+    /// Checks that this node may take a proposal now.
+    private func checkCanPropose() throws {
+        guard role == .leader else { throw RaftError.notLeader(leader: lead) }
+        guard tracker.progress[id] != nil else {
+            throw RaftError.proposalDropped(reason: "this leader is no longer in the configuration")
+        }
+        guard leadTransferee == 0 else { throw RaftError.transferInProgress }
+    }
+
+    /// Appends application commands as leader; they are broadcast when the next `Ready` is built.
+    func propose(_ payloads: [[UInt8]]) throws {
+        wake()
+        try checkCanPropose()
+        let ents = payloads.map { Entry(term: 0, index: 0, kind: .normal, data: $0) }
+        guard appendEntries(ents, checkCap: true) else { throw RaftError.proposalsOverUncommittedCap }
+        broadcastPending = true
+    }
+
+    /// Appends a configuration change after checking it against the current configuration.
+    func proposeConfChange(_ cc: ConfChange) throws {
+        wake()
+        try checkCanPropose()
+        if pendingConfIndex > log.applied {
+            throw RaftError.proposalDropped(
+                reason: "configuration change at index \(pendingConfIndex) is not applied yet (applied \(log.applied))")
+        }
+        do {
+            _ = try ConfChanger(tracker: tracker, lastIndex: log.lastIndex).apply(cc)
+        } catch let error as ConfChangeError {
+            throw RaftError.proposalDropped(reason: error.reason)
+        }
+        let entry = Entry(term: 0, index: 0, kind: .confChange, data: cc.encoded())
+        guard appendEntries([entry], checkCap: true) else { throw RaftError.proposalsOverUncommittedCap }
+        pendingConfIndex = log.lastIndex
+        broadcastPending = true
+    }
+
+    func readIndex(_ context: [UInt8]) {
+        wake()
+        if role == .leader {
+            handleReadIndexRequest(Message(kind: .readIndex, context: context))
+        } else if lead != 0 {
+            send(Message(kind: .readIndex, to: lead, context: context))
+        }
+    }
+
+    func transferLeadership(to transferee: NodeID) {
+        wake()
+        if role == .leader {
+            handleTransferLeader(to: transferee)
+        } else if lead != 0 {
+            send(Message(kind: .transferLeader, to: lead, transferee: transferee))
+        }
+    }
+
+    func reportUnreachable(_ pid: NodeID) {
+        wake()
+        guard role == .leader, let pr = tracker.progress[pid] else { return }
+        // Messages may have been lost: stop streaming and probe again.
+        if pr.state == .replicate { pr.becomeProbe() }
+    }
+
+    func reportSnapshot(_ pid: NodeID, success: Bool) {
+        guard role == .leader, let pr = tracker.progress[pid], pr.state == .snapshot else { return }
+        if !success { pr.pendingSnapshot = 0 }
+        pr.becomeProbe()
+        // Wait for a heartbeat answer before probing, as the peer may be down.
+        pr.msgAppFlowPaused = true
+    }
+
+    // MARK: - Quiescence
+
+    /// The leader may go quiet: nothing proposed for `quiesceAfterTicks`, every member holds the whole
+    /// log, everything is committed and applied, and no read or transfer is under way.
+    var canQuiesce: Bool {
+        guard let after = quiesceAfterTicks, role == .leader, idleTicks >= after else { return false }
+        guard leadTransferee == 0, readOnly.isEmpty, pendingReadIndexMessages.isEmpty, !broadcastPending else {
+            return false
+        }
+        let last = log.lastIndex
+        guard log.committed == last, log.applied == last else { return false }
+        return tracker.memberIDs.allSatisfy { tracker.progress[$0]!.match == last }
+    }
+
+    /// Sends a last heartbeat telling followers to stop their election timers, then stops ticking.
+    func quiesce() {
+        broadcastHeartbeat(context: nil, quiesce: true)
+        quiesced = true
+    }
+
+    /// Any message except the quiesce heartbeat (and its echo) wakes a quiet node.
+    func wakeIfNeeded(by m: Message) {
+        guard quiesced else { return }
+        if m.quiesce && (m.kind == .heartbeat || m.kind == .heartbeatResponse) && m.term == term { return }
+        wake()
+    }
+
+    func wake() {
+        guard quiesced else { return }
+        quiesced = false
+        idleTicks = 0
+        electionElapsed = 0
+        heartbeatElapsed = 0
+        // The lease lapsed while quiet: confirm reads by a heartbeat round until a quorum answers again.
+        leaseValid = false
+    }
+}
