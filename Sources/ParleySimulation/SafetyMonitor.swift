@@ -73,14 +73,9 @@ struct SafetyMonitor {
     }
 
     /// Log matching: two logs holding an entry with the same index and term hold the same entry and agree
-    /// on the entry before it (so, by induction, on the whole prefix). Also: a committed entry is never
-    /// overwritten by a different one.
+    /// on the entry before it (so, by induction, on the whole prefix).
     mutating func observeAppend(_ node: NodeID, entry: Entry, previousTerm: Term?) throws(InvariantViolation) {
         let digest = Self.digest(entry)
-        if let known = committed[entry.index], known.term != entry.term || known.digest != digest {
-            throw InvariantViolation("committed entry overwritten", "node \(node) wrote index \(entry.index) "
-                + "term \(entry.term); committed there: term \(known.term) (applied by \(known.node))")
-        }
         guard let previousTerm else { return }
         let id = EntryID(index: entry.index, term: entry.term)
         let shape = EntryShape(previousTerm: previousTerm, digest: digest)

@@ -85,7 +85,12 @@ final class SimulatedNode {
             try apply(ready, monitor: &monitor, outcome: &outcome)
             raw.advance(ready)
             answerReads(&outcome)
-            if snapshotEvery > 0, applied >= snapshotIndex + LogIndex(snapshotEvery) {
+            // ParleyRaft (like etcd) restores only snapshots whose configuration names the node, and a
+            // group bootstrapped from a snapshot has no log before it: a node joining needs a snapshot
+            // taken after its addition, so take one whenever the configuration outgrows the snapshot's.
+            let snapshotMembers = try storage.snapshot().metadata.confState.allMembers
+            let outgrown = !outcome.configurations.isEmpty && !Set(confState.allMembers).isSubset(of: snapshotMembers)
+            if outgrown || (snapshotEvery > 0 && applied >= snapshotIndex + LogIndex(snapshotEvery)) {
                 try takeSnapshot()
                 outcome.snapshotsTaken += 1
             }
@@ -94,6 +99,7 @@ final class SimulatedNode {
     }
 
     private func persist(_ ready: Ready, monitor: inout SafetyMonitor) throws {
+        let commitBefore = commit
         if let soft = ready.softState {
             role = soft.role
             leader = soft.leader
@@ -114,6 +120,12 @@ final class SimulatedNode {
             disk.write(.snapshot(snapshot, hardState))
         }
         if !ready.entries.isEmpty {
+            // A node never replaces an entry it already knows to be committed.
+            for entry in ready.entries where entry.index <= commitBefore {
+                guard let held = termIfKnown(entry.index), held != entry.term else { continue }
+                throw InvariantViolation("committed entry overwritten", "node \(id) replaces index \(entry.index) "
+                    + "term \(held) with term \(entry.term) while its commit index is \(commitBefore)")
+            }
             try storage.append(ready.entries)
             for entry in ready.entries {
                 disk.write(.entry(entry))

@@ -48,6 +48,8 @@ public struct SimulationConfig: Sendable, Hashable {
     public var checkerSteps = 2_000_000
     /// Record a trace of the run in the report.
     public var trace = false
+    /// Also trace every delivered message (with `trace`).
+    public var traceMessages = false
 
     public init() {}
 }

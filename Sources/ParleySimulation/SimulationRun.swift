@@ -122,9 +122,8 @@ final class SimulationRun {
             try handle(event)
         }
         guard finalWriteDone else {
-            let leaders = runningIDs.filter { nodes[$0]!.isLeader }
             throw InvariantViolation("liveness", "no leader committed the final write within "
-                + "\(config.livenessBound) ms of healing (leaders now: \(leaders), running: \(runningIDs))")
+                + "\(config.livenessBound) ms of healing; nodes: \(clusterSummary)")
         }
         note("quiet period: final write committed after \(now - start) ms")
     }
@@ -266,6 +265,12 @@ final class SimulationRun {
             }
             return
         }
+        if config.traceMessages {
+            note("n\(message.from)→n\(message.to) \(message.kind) term \(message.term) index \(message.index) "
+                + "logTerm \(message.logTerm) entries \(message.entries.count) commit \(message.commit)"
+                + (message.reject ? " reject hint \(message.rejectHint)" : "")
+                + (message.snapshot.map { " snapshot@\($0.metadata.index) offset \(message.snapshotOffset)/\(message.snapshotTotalBytes)" } ?? ""))
+        }
         do {
             try target.raw.step(message)
         } catch {
@@ -275,6 +280,18 @@ final class SimulationRun {
     }
 
     // MARK: cluster view
+
+    /// One line per running node: role, term, commit, applied, log bounds, configuration.
+    var clusterSummary: String {
+        runningIDs.map { id in
+            let node = nodes[id]!
+            let status = node.raw.status
+            return "n\(id) \(node.role) term \(node.term) commit \(node.commit) applied \(node.applied) "
+                + "log \(status.firstIndex)...\(status.lastIndex) voters \(node.confState.voters)"
+                + (node.confState.votersOutgoing.isEmpty ? "" : " outgoing \(node.confState.votersOutgoing)")
+                + (node.confState.learners.isEmpty ? "" : " learners \(node.confState.learners)")
+        }.joined(separator: "; ")
+    }
 
     /// The running leader with the highest term, if any.
     var leader: SimulatedNode? {

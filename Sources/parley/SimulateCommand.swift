@@ -30,6 +30,9 @@ struct SimulateCommand: ParsableCommand {
     @Flag(help: "Print one line per seed (or, with --seed, the trace even when it passes).")
     var verbose = false
 
+    @Flag(help: "With --seed: also trace every delivered message.")
+    var messages = false
+
     static let defaultSteps = 4_000
 
     func validate() throws {
@@ -59,6 +62,7 @@ struct SimulateCommand: ParsableCommand {
     private func runOne(_ seed: UInt64) throws {
         var config = self.config
         config.trace = true
+        config.traceMessages = messages
         let report = Simulation(seed: seed, config: config).run()
         if verbose || !report.passed {
             for line in report.trace { print(line) }
