@@ -16,6 +16,9 @@ public struct SimulationConfig: Sendable, Hashable {
     public var heartbeatTick = 1
     public var preVote = true
     public var checkQuorum = true
+    /// Small limits so logs travel in several messages and flow control engages.
+    public var maxSizePerMessage = 512
+    public var maxInflightMessages = 4
     /// Small chunks so snapshot transfer takes several messages.
     public var snapshotChunkBytes = 64
     /// Each node snapshots and compacts its log after applying this many entries (0: never).
@@ -51,5 +54,27 @@ public struct SimulationConfig: Sendable, Hashable {
     /// Also trace every delivered message (with `trace`).
     public var traceMessages = false
 
+    /// Swarm testing: each seed also draws its own message limits, loss, delay and fault rate (below),
+    /// so different seeds stress different corners instead of all sharing one average setting.
+    public var swarm = true
+
     public init() {}
+
+    /// Redraws the knobs that swarm testing varies.
+    mutating func vary(using random: inout SimulationRandom) {
+        maxSizePerMessage = random.pick([64, 200, 512, 4096])
+        maxInflightMessages = random.pick([1, 2, 4, 64])
+        dropRate = random.pick([0, 0.01, 0.03, 0.1])
+        duplicateRate = random.pick([0, 0.02, 0.05])
+        longDelayRate = random.pick([0, 0.05, 0.2])
+        faultInterval = random.pick([20...100, 40...250, 100...600])
+        snapshotEvery = random.pick([5, 25, 100])
+    }
+
+    /// The knobs in one line, for traces.
+    var knobs: String {
+        "maxSizePerMessage \(maxSizePerMessage), maxInflight \(maxInflightMessages), drop \(dropRate), "
+            + "duplicate \(duplicateRate), long delays \(longDelayRate), faults every \(faultInterval) ms, "
+            + "snapshot every \(snapshotEvery)"
+    }
 }

@@ -41,12 +41,16 @@ final class SimulationRun {
 
     init(seed: UInt64, config: SimulationConfig) {
         self.seed = seed
-        self.config = config
-        random = SimulationRandom(seed: seed)
+        var random = SimulationRandom(seed: seed)
+        var chosen = config
+        if config.swarm { chosen.vary(using: &random) }
+        self.config = chosen
+        self.random = random
         allIDs = (1...NodeID(config.nodes + config.spareNodes)).map { $0 }
         everMember = Set(allIDs.prefix(config.nodes))
         // The last client writes the quiet period's final value.
         clients = (0...config.clients).map { SimulatedClient(id: $0) }
+        note("seed \(seed): \(chosen.nodes) nodes; \(chosen.knobs)")
     }
 
     /// Ids of running nodes, sorted.
@@ -160,8 +164,8 @@ final class SimulationRun {
         incarnation[id] = generation
         let config = RaftConfig(id: id, electionTick: self.config.electionTick,
                                 heartbeatTick: self.config.heartbeatTick, preVote: self.config.preVote,
-                                checkQuorum: self.config.checkQuorum, maxSizePerMessage: 512,
-                                maxInflightMessages: 4, snapshotChunkBytes: self.config.snapshotChunkBytes,
+                                checkQuorum: self.config.checkQuorum, maxSizePerMessage: self.config.maxSizePerMessage,
+                                maxInflightMessages: self.config.maxInflightMessages, snapshotChunkBytes: self.config.snapshotChunkBytes,
                                 randomSeed: random.next())
         let node = try SimulatedNode(id: id, disk: disk, config: config)
         nodes[id] = node
