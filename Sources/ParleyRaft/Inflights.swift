@@ -33,6 +33,11 @@ struct Inflights {
         if count == 0 { start = 0 }
     }
 
+    mutating func freeFirstOne() {
+        guard count > 0 else { return }
+        freeLE(ring[start].index)
+    }
+
     mutating func reset() {
         start = 0
         count = 0

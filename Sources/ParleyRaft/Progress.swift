@@ -17,6 +17,8 @@ final class Progress {
     var snapshotAcked: UInt64 = 0
     var snapshotSent: UInt64 = 0
     var snapshotAckSeen = false
+    /// `snapshotAcked` at the previous heartbeat answer: no progress between two means a chunk was lost.
+    var snapshotAckedAtHeartbeat: UInt64 = .max
 
     init(match: LogIndex, next: LogIndex, inflights: Inflights, isLearner: Bool, recentActive: Bool) {
         self.match = match
@@ -36,6 +38,7 @@ final class Progress {
         p.snapshotAcked = snapshotAcked
         p.snapshotSent = snapshotSent
         p.snapshotAckSeen = snapshotAckSeen
+        p.snapshotAckedAtHeartbeat = snapshotAckedAtHeartbeat
         return p
     }
 
@@ -46,6 +49,7 @@ final class Progress {
         snapshotAcked = 0
         snapshotSent = 0
         snapshotAckSeen = false
+        snapshotAckedAtHeartbeat = .max
         self.state = state
         inflights.reset()
     }

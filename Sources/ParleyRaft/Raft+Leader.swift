@@ -112,14 +112,21 @@ extension Raft {
 
     private func handleHeartbeatResponse(_ m: Message, _ pr: Progress) {
         pr.msgAppFlowPaused = false
+        // The peer is alive but its answers to a full window may have been lost: let one more through.
+        if pr.state == .replicate && pr.inflights.isFull { pr.inflights.freeFirstOne() }
         if pr.state == .snapshot {
-            // A chunk may have been lost: resend from what the follower acknowledged.
-            pr.snapshotSent = pr.snapshotAcked
-            sendSnapshotChunks(to: m.from, pr)
+            // No acknowledgement since the last heartbeat answer: a chunk was lost; resend from what
+            // the follower holds.
+            if pr.snapshotAcked == pr.snapshotAckedAtHeartbeat {
+                pr.snapshotSent = pr.snapshotAcked
+                sendSnapshotChunks(to: m.from, pr)
+            }
+            pr.snapshotAckedAtHeartbeat = pr.snapshotAcked
         } else if pr.match < log.lastIndex || pr.sentCommit < log.committed {
             sendAppend(to: m.from)
         }
-        guard readOnly.option == .safe, !m.context.isEmpty,
+        // Lease-based reads fall back to this round while the lease is not established.
+        guard !m.context.isEmpty,
               let acks = readOnly.recvAck(from: m.from, context: m.context) else { return }
         guard tracker.config.voters.voteResult({ acks.contains($0) ? true : nil }) == .won else { return }
         for status in readOnly.advance(through: m.context) {

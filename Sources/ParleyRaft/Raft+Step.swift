@@ -194,8 +194,9 @@ extension Raft {
             becomeFollower(term: term + 1, lead: 0)
             return false
         }
+        // The snapshot may predate this node's addition (the leader sends us a snapshot because it
+        // counts us as a member); the entries that follow it add us, so it is not refused for that.
         let cs = meta.confState
-        guard (cs.voters + cs.votersOutgoing + cs.learners).contains(id) else { return false }
         if log.matchTerm(meta.index, meta.term) {
             // Our log already has the snapshot's last entry: just fast-forward the commit.
             log.commit(to: meta.index)

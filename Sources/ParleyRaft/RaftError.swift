@@ -12,6 +12,8 @@ public enum RaftError: Error, Equatable, Sendable {
     case notVoter
     /// A configuration setting is out of range.
     case invalidConfig(String)
+    /// A message addressed to another node was delivered here.
+    case wrongRecipient(NodeID)
     /// Storage answered with an error the core cannot work around.
     case storage(String)
 }

@@ -49,11 +49,9 @@ public final class RawNode {
         try raft.proposeConfChange(cc)
     }
 
-    /// Delivers a message from a peer. Messages of other groups or for other nodes are refused.
+    /// Delivers a message from a peer. A message addressed to another node is refused.
     public func step(_ message: Message) throws {
-        guard message.to == raft.id else {
-            throw RaftError.proposalDropped(reason: "message for node \(message.to) delivered to \(raft.id)")
-        }
+        guard message.to == raft.id else { throw RaftError.wrongRecipient(message.to) }
         raft.step(message)
     }
 

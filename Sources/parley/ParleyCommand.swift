@@ -20,6 +20,6 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Run a benchmark and print its figures.",
-        subcommands: []
+        subcommands: [BenchRaftCommand.self]
     )
 }

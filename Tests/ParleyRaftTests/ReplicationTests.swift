@@ -1,0 +1,168 @@
+import Testing
+@testable import ParleyRaft
+
+@Suite struct ReplicationTests {
+    @Test("DESIGN-I2: every replica applies the same entries in the same order")
+    func replicatesInOrder() throws {
+        let net = try TestNetwork(voters: [1, 2, 3])
+        net.campaign(1)
+        for i in 0..<50 {
+            try net.node(1).propose(payload(i))
+            if i % 7 == 0 { net.deliverAll() }
+        }
+        net.deliverAll()
+        let expected = (0..<50).map { payload($0) }
+        for id in net.ids {
+            #expect(net.applied[id] == expected)
+            #expect(net.log(id) == net.log(1))
+        }
+    }
+
+    /// Logs of Figure 7 of the Raft paper (terms of indexes 2…; index 1 is the bootstrap snapshot).
+    static let leaderTerms: [Term] = [1, 1, 1, 4, 4, 5, 5, 6, 6, 6]
+    static let followerLogs: [[Term]] = [
+        [1, 1, 1, 4, 4, 5, 5, 6, 6],          // missing one entry
+        [1, 1, 1, 4],                          // missing many
+        [1, 1, 1, 4, 4, 5, 5, 6, 6, 6, 6],    // one extra uncommitted entry
+        [1, 1, 1, 4, 4, 5, 5, 6, 6, 6, 7, 7], // extra entries of a later term
+        [1, 1, 1, 4, 4, 4, 4],                 // divergent tail of term 4
+        [1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 3],    // long divergent tail of older terms
+    ]
+
+    static func storage(terms: [Term], term: Term) throws -> MemoryStorage {
+        let s = MemoryStorage(bootstrap: ConfState(voters: [1, 2, 3]))
+        try s.append(terms.enumerated().map { Entry(term: $0.element, index: LogIndex($0.offset + 2), data: [UInt8($0.offset)]) })
+        s.setHardState(HardState(term: term, vote: 0, commit: 1))
+        return s
+    }
+
+    @Test("DESIGN-I1 DESIGN-I2: a new leader repairs divergent follower logs (Figure 7 cases)",
+          arguments: 0..<6)
+    func repairsDivergentLog(_ variant: Int) throws {
+        let net = TestNetworkBuilder.empty()
+        try net.add(1, storage: Self.storage(terms: Self.leaderTerms, term: 8))
+        try net.add(2, storage: Self.storage(terms: Self.leaderTerms, term: 8))
+        try net.add(3, storage: Self.storage(terms: Self.followerLogs[variant], term: 8))
+        net.campaign(1)
+        #expect(net.role(1) == .leader)
+        net.tickAll(3)
+        let leaderLog = net.log(1)
+        #expect(net.log(3) == leaderLog)
+        #expect(net.commit(3) == leaderLog.last!.index)
+        // The leader's entries survive, a follower's extra entries are gone.
+        #expect(Array(leaderLog.prefix(10).map(\.term)) == Self.leaderTerms)
+    }
+
+    @Test("DESIGN-I1: a rejected append skips a whole divergent term per round trip")
+    func conflictHintSkipsTerms() throws {
+        let net = TestNetworkBuilder.empty()
+        try net.add(1, storage: Self.storage(terms: Self.leaderTerms, term: 8))
+        try net.add(2, storage: Self.storage(terms: Self.leaderTerms, term: 8))
+        try net.add(3, storage: Self.storage(terms: Self.followerLogs[5], term: 8))
+        net.campaign(1)
+        net.tickAll(3)
+        let rejections = net.sent.filter { $0.kind == .appendResponse && $0.from == 3 && $0.reject }
+        // One entry at a time would take 8 rejections; by term it takes at most 3.
+        #expect(rejections.count >= 1 && rejections.count <= 3)
+        #expect(net.log(3) == net.log(1))
+    }
+
+    @Test("DESIGN-I1: old-term entries commit only through an entry of the current term (Figure 8)")
+    func commitOnlyCurrentTerm() throws {
+        let net = TestNetworkBuilder.empty()
+        for id: NodeID in 1...3 { try net.add(id, storage: Self.storage(terms: [1, 1], term: 1)) }
+        // Followers never see the new leader's entries; their acks are injected below.
+        net.dropIf = { $0.kind == .append && $0.from == 1 }
+        net.campaign(1)
+        #expect(net.role(1) == .leader)
+        let term = net.term(1)
+        #expect(net.node(1).status.lastIndex == 4)  // 2, 3 of term 1 and the leader's empty entry
+        // A quorum (1 and 2) holds index 3 of term 1: not enough to commit it.
+        try net.node(1).step(Message(kind: .appendResponse, from: 2, to: 1, term: term, index: 3))
+        net.handleAllReady()
+        #expect(net.commit(1) == 1)
+        // Once the entry of the current term is on a quorum, it and everything before it commit.
+        try net.node(1).step(Message(kind: .appendResponse, from: 2, to: 1, term: term, index: 4))
+        net.handleAllReady()
+        #expect(net.commit(1) == 4)
+    }
+
+    @Test("DESIGN-I1: in-flight appends per peer are bounded by count and by bytes")
+    func inflightLimits() throws {
+        for (messages, bytes, expected) in [(2, 0, 2), (100, 3 * payload(0, size: 100).count + 3 * 24, 3)] {
+            let net = try TestNetwork(voters: [1, 2, 3]) {
+                $0.maxInflightMessages = messages
+                $0.maxInflightBytes = bytes
+                $0.maxSizePerMessage = 1  // one entry per message
+            }
+            net.campaign(1)
+            net.cut.insert([2, 1])  // node 2's answers are lost
+            let mark = net.sent.count
+            for i in 0..<10 {
+                try net.node(1).propose(payload(i, size: 100))
+                net.deliverAll()
+            }
+            let toTwo = net.sent[mark...].filter { $0.kind == .append && $0.to == 2 && !$0.entries.isEmpty }
+            let toThree = net.sent[mark...].filter { $0.kind == .append && $0.to == 3 && !$0.entries.isEmpty }
+            #expect(toTwo.count == expected)
+            #expect(toThree.count == 10)
+            #expect(net.node(1).status.progress[2]?.inflightMessages == expected)
+            net.heal()
+            net.tickAll(2)
+            #expect(net.applied[2]!.count == 10)
+        }
+    }
+
+    @Test("DESIGN-I1: proposals over the uncommitted cap are refused with an error, never dropped silently")
+    func uncommittedCap() throws {
+        let net = try TestNetwork(voters: [1, 2, 3]) { $0.maxUncommittedEntriesSize = 1000 }
+        net.campaign(1)
+        net.isolate(1)
+        var accepted = 0
+        var refusal: RaftError?
+        for i in 0..<20 {
+            do {
+                try net.node(1).propose(payload(i, size: 100))
+                accepted += 1
+            } catch let error as RaftError {
+                refusal = error
+                break
+            }
+        }
+        #expect(accepted == 10)
+        #expect(refusal == .proposalsOverUncommittedCap)
+        let last = net.node(1).status.lastIndex
+        #expect(net.node(1).status.uncommittedBytes == 1000)
+        // Once they commit, the cap frees up.
+        net.heal()
+        net.deliverAll()
+        net.tickAll(2)
+        #expect(net.applied[2]!.count == 10)
+        #expect(net.node(1).status.uncommittedBytes == 0)
+        try net.node(1).propose(payload(99, size: 100))
+        #expect(net.node(1).status.lastIndex == last + 1)
+    }
+
+    @Test("DESIGN-I1: only the leader takes proposals; a follower names the leader")
+    func followerRefusesProposals() throws {
+        let net = try TestNetwork(voters: [1, 2, 3])
+        net.campaign(1)
+        #expect(throws: RaftError.notLeader(leader: 1)) { try net.node(2).propose([1]) }
+    }
+
+    @Test("DESIGN-I1: proposals made before a Ready travel in one append per follower (batching)")
+    func batchesProposals() throws {
+        let net = try TestNetwork(voters: [1, 2, 3])
+        net.campaign(1)
+        let mark = net.sent.count
+        for i in 0..<20 { try net.node(1).propose(payload(i)) }
+        net.handleReady(1)
+        let appends = net.sent[mark...].filter { $0.kind == .append && $0.from == 1 }
+        #expect(appends.count == 2)
+        #expect(appends.allSatisfy { $0.entries.count == 20 })
+    }
+}
+
+enum TestNetworkBuilder {
+    static func empty() -> TestNetwork { try! TestNetwork(voters: []) }
+}
