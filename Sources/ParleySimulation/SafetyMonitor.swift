@@ -31,6 +31,9 @@ struct SafetyMonitor {
         var term: Term
         var digest: UInt64
         var node: NodeID
+        /// The lowest current term of a node when it applied the entry: the entry was committed in this
+        /// term or earlier, so every leader of a later term must hold it.
+        var committedBy: Term
     }
 
     private var leaderOfTerm: [Term: NodeID] = [:]
@@ -46,7 +49,8 @@ struct SafetyMonitor {
     }
 
     /// Election safety (at most one leader per term) and leader completeness (a new leader's log holds
-    /// every entry known to be committed). `termAt` reads the leader's log (nil: compacted).
+    /// every entry known to be committed in an earlier term; a leader counting late vote answers may be
+    /// elected for a term older than some commits). `termAt` reads the leader's log (nil: compacted).
     mutating func observeLeader(_ node: NodeID, term: Term, firstIndex: LogIndex, lastIndex: LogIndex,
                                 termAt: (LogIndex) -> Term?) throws(InvariantViolation) {
         if let other = leaderOfTerm[term] {
@@ -59,7 +63,7 @@ struct SafetyMonitor {
         leadersElected += 1
         guard highestCommitted >= firstIndex else { return }
         for index in firstIndex...highestCommitted {
-            guard let entry = committed[index] else { continue }
+            guard let entry = committed[index], entry.committedBy < term else { continue }
             guard index <= lastIndex else {
                 throw InvariantViolation("leader completeness", "leader \(node) of term \(term) has last index "
                     + "\(lastIndex) but entry \(index) (term \(entry.term)) was committed (applied by \(entry.node))")
@@ -91,7 +95,8 @@ struct SafetyMonitor {
     }
 
     /// State machine safety: no two nodes apply different entries at one index, nor reach different states.
-    mutating func observeApply(_ node: NodeID, entry: Entry, stateDigest: UInt64) throws(InvariantViolation) {
+    mutating func observeApply(_ node: NodeID, entry: Entry, currentTerm: Term, stateDigest: UInt64)
+        throws(InvariantViolation) {
         let digest = Self.digest(entry)
         if let known = committed[entry.index] {
             guard known.term == entry.term, known.digest == digest else {
@@ -99,8 +104,9 @@ struct SafetyMonitor {
                     + "term \(entry.term); node \(known.node) applied term \(known.term) there (digests "
                     + "\(digest) vs \(known.digest))")
             }
+            committed[entry.index]!.committedBy = min(known.committedBy, currentTerm)
         } else {
-            committed[entry.index] = CommittedEntry(term: entry.term, digest: digest, node: node)
+            committed[entry.index] = CommittedEntry(term: entry.term, digest: digest, node: node, committedBy: currentTerm)
             highestCommitted = max(highestCommitted, entry.index)
         }
         try observeState(node, index: entry.index, stateDigest: stateDigest, how: "after applying")

@@ -180,7 +180,7 @@ final class SimulatedNode {
                 outcome.configurations.append((entry.index, confState))
             }
             applied = entry.index
-            try monitor.observeApply(id, entry: entry, stateDigest: stateMachine.digest)
+            try monitor.observeApply(id, entry: entry, currentTerm: term, stateDigest: stateMachine.digest)
         }
         for state in ready.readStates {
             guard let (client, request) = RegisterCommand.decodeReadContext(state.requestContext),

@@ -5,7 +5,7 @@ public struct SimulationConfig: Sendable, Hashable {
     /// Extra node ids that membership changes may add (ids are never reused after removal).
     public var spareNodes = 3
     /// Events processed in the fault phase (each tick, message delivery, client action or fault is one).
-    public var steps = 1_500
+    public var steps = 3_000
     public var clients = 4
     /// Registers used by the workload; key 0 also takes compare-and-set.
     public var keys = 3
