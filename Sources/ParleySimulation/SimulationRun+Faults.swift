@@ -3,13 +3,13 @@ import ParleyRaft
 /// The nemesis: partitions that come and go, crashes, membership changes and leadership transfers.
 extension SimulationRun {
     private enum Fault: CaseIterable {
-        case split, isolateLeader, oneWay, heal, crash, membership, transfer
+        case split, isolateLeader, oneWay, heal, crash, crashLeader, membership, transfer
     }
 
     func injectFault() throws {
         var choices: [Fault] = []
         if config.partitions { choices += [.split, .isolateLeader, .oneWay, .heal, .heal, .heal] }
-        if config.crashes { choices += [.crash, .crash] }
+        if config.crashes { choices += [.crash, .crash, .crashLeader] }
         if config.membershipChanges { choices += [.membership, .membership, .membership] }
         if config.leadershipTransfers { choices += [.transfer] }
         guard !choices.isEmpty else { return }
@@ -21,6 +21,7 @@ extension SimulationRun {
             if !blocked.isEmpty { note("heal all links") }
             blocked.removeAll()
         case .crash: crashSomeone()
+        case .crashLeader: crashSomeone(leaderOnly: true)
         case .membership: try changeMembership()
         case .transfer: try transferLeadership()
         }
@@ -67,8 +68,10 @@ extension SimulationRun {
         note("cut one way n\(from) → \(targets)")
     }
 
-    private func crashSomeone() {
-        let candidates = runningIDs.filter { !tornCrashPending.contains($0) }
+    /// Crashes a node (or the leader: a leader dying while its log is half replicated is where commit
+    /// rules matter most).
+    private func crashSomeone(leaderOnly: Bool = false) {
+        let candidates = leaderOnly ? [leader?.id].compactMap { $0 } : runningIDs.filter { !tornCrashPending.contains($0) }
         let allowedDown = max(1, (config.nodes - 1) / 2)
         guard !candidates.isEmpty, downDisks.count + tornCrashPending.count < allowedDown else { return }
         let victim = random.pick(candidates)
