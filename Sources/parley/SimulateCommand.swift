@@ -1,5 +1,10 @@
 import ArgumentParser
 import ParleySimulation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `parley simulate …`: deterministic simulation of a ParleyRaft cluster under faults, seed by seed.
 struct SimulateCommand: ParsableCommand {
@@ -59,7 +64,15 @@ struct SimulateCommand: ParsableCommand {
         }
     }
 
+    /// If the Raft core traps (a failed precondition), the process dies inside a seed: say which one, and
+    /// how to replay it, from the signal handler (only `write` and `_exit`, which are safe there).
+    private func announce(_ seed: UInt64) {
+        CrashNotice.set("\nparley simulate: crashed in seed \(seed)\nreproduce: \(reproduce(seed))\n")
+    }
+
     private func runOne(_ seed: UInt64) throws {
+        CrashNotice.install()
+        announce(seed)
         var config = self.config
         config.trace = true
         config.traceMessages = messages
@@ -84,7 +97,9 @@ struct SimulateCommand: ParsableCommand {
         var undecided: [UInt64] = []
         var totals = SimulationStatistics()
         var virtualTime: UInt64 = 0
+        CrashNotice.install()
         for seed in from..<(from + UInt64(seeds)) {
+            announce(seed)
             let report = Simulation(seed: seed, config: config).run()
             totals.add(report.statistics)
             virtualTime += report.virtualTime
@@ -107,6 +122,29 @@ struct SimulateCommand: ParsableCommand {
         if !failures.isEmpty {
             print("failed seeds: \(failures.map(String.init).joined(separator: " "))")
             throw ExitCode(1)
+        }
+    }
+}
+
+/// A preformatted message for the trap handler (a handler may not allocate or format).
+enum CrashNotice {
+    private static let capacity = 512
+    nonisolated(unsafe) private static let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+    nonisolated(unsafe) private static var length = 0
+
+    static func set(_ text: String) {
+        let bytes = Array(text.utf8.prefix(capacity))
+        length = 0
+        bytes.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress!, count: bytes.count) }
+        length = bytes.count
+    }
+
+    static func install() {
+        for number in [SIGILL, SIGTRAP, SIGABRT, SIGSEGV] {
+            _ = signal(number) { _ in
+                _ = write(2, CrashNotice.buffer, CrashNotice.length)
+                _exit(70)
+            }
         }
     }
 }
