@@ -11,6 +11,8 @@ final class Progress {
     var recentActive: Bool
     /// The commit index last sent to this peer, so a heartbeat answer can trigger a commit update.
     var sentCommit: LogIndex = 0
+    /// The leader's tick stamp of the latest heartbeat this peer acknowledged (lease reads).
+    var heartbeatAckTick: UInt64 = 0
     /// Snapshot transfer (state `.snapshot`): its index and term, and the bytes acknowledged and sent.
     var pendingSnapshot: LogIndex = 0
     var pendingSnapshotTerm: Term = 0
@@ -33,6 +35,7 @@ final class Progress {
         p.state = state
         p.msgAppFlowPaused = msgAppFlowPaused
         p.sentCommit = sentCommit
+        p.heartbeatAckTick = heartbeatAckTick
         p.pendingSnapshot = pendingSnapshot
         p.pendingSnapshotTerm = pendingSnapshotTerm
         p.snapshotAcked = snapshotAcked

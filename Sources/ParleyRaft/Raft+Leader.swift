@@ -48,7 +48,7 @@ extension Raft {
             return startSnapshot(to: pid, pr)
         }
         var ents: [Entry] = []
-        // A probe carries no entries beyond one message; a replicating peer gets the whole tail.
+        // Up to maxSizePerMessage of entries; in probe state the peer is then paused until it answers.
         if pr.next <= log.lastIndex {
             guard let e = try? log.entries(from: pr.next, maxBytes: maxMsgSize) else {
                 return startSnapshot(to: pid, pr)
@@ -112,6 +112,7 @@ extension Raft {
 
     private func handleHeartbeatResponse(_ m: Message, _ pr: Progress) {
         pr.msgAppFlowPaused = false
+        pr.heartbeatAckTick = max(pr.heartbeatAckTick, m.index)
         // The peer is alive but its answers to a full window may have been lost: let one more through.
         if pr.state == .replicate && pr.inflights.isFull { pr.inflights.freeFirstOne() }
         if pr.state == .snapshot {
@@ -141,7 +142,8 @@ extension Raft {
             let pr = tracker.progress[pid]!
             // Never tell a follower to commit past what it is known to hold.
             let commit = min(pr.match, log.committed)
-            send(Message(kind: .heartbeat, to: pid, commit: commit, context: context ?? [], quiesce: quiesce))
+            send(Message(kind: .heartbeat, to: pid, index: leaderTicks, commit: commit, context: context ?? [],
+                         quiesce: quiesce))
             pr.sentCommit = max(pr.sentCommit, commit)
         }
     }
@@ -213,13 +215,23 @@ extension Raft {
     var committedEntryInCurrentTerm: Bool { log.termOrZero(log.committed) == term }
 
     private func confirmAndAnswerReadIndex(_ m: Message) {
-        if readOnly.option == .leaseBased && leaseValid {
+        if readOnly.option == .leaseBased && leaseHolds {
             answerReadIndex(m, index: log.committed)
             return
         }
         readOnly.addRequest(index: log.committed, m)
         _ = readOnly.recvAck(from: id, context: m.context)
         broadcastHeartbeat(context: m.context)
+    }
+
+    /// True while no other leader can have been elected: a quorum acknowledged a heartbeat sent less
+    /// than `leaseTicks` ago (followers refuse votes for an election timeout after hearing from us).
+    var leaseHolds: Bool {
+        guard checkQuorum, !leaseRevoked, leaderTicks > 0 else { return false }
+        let acked = tracker.config.voters.committedIndex { pid in
+            pid == self.id ? self.leaderTicks : self.tracker.progress[pid]?.heartbeatAckTick
+        }
+        return acked > 0 && leaderTicks < acked + leaseTicks
     }
 
     func releasePendingReadIndexMessages() {

@@ -93,16 +93,25 @@ extension Raft {
     func wakeIfNeeded(by m: Message) {
         guard quiesced else { return }
         if m.quiesce && (m.kind == .heartbeat || m.kind == .heartbeatResponse) && m.term == term { return }
-        wake()
+        wake(notifyLeader: m.from != lead)
     }
 
-    func wake() {
+    /// Resumes ticking. A follower tells its leader (with an ordinary heartbeat answer) so that a live
+    /// leader resumes heartbeats instead of the follower timing out and forcing an election.
+    func wake(notifyLeader: Bool = true) {
         guard quiesced else { return }
         quiesced = false
         idleTicks = 0
         electionElapsed = 0
         heartbeatElapsed = 0
-        // The lease lapsed while quiet: confirm reads by a heartbeat round until a quorum answers again.
-        leaseValid = false
+        if role == .leader {
+            // Liveness must be heard afresh (and the lease re-earned) after a quiet spell.
+            for pid in tracker.memberIDs where pid != id {
+                tracker.progress[pid]!.recentActive = false
+                tracker.progress[pid]!.heartbeatAckTick = 0
+            }
+        } else if notifyLeader && lead != 0 && lead != id {
+            send(Message(kind: .heartbeatResponse, to: lead))
+        }
     }
 }

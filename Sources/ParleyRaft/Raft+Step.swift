@@ -9,7 +9,7 @@ extension Raft {
             if m.kind == .vote || m.kind == .preVote {
                 // Within the lease of a live leader, ignore disruptive candidates (check-quorum),
                 // unless the leader itself asked for the election.
-                let inLease = checkQuorum && lead != 0 && electionElapsed < electionTimeout
+                let inLease = checkQuorum && (lead != 0 || assumeLeaseAtStart) && electionElapsed < electionTimeout
                 if inLease && !m.campaignTransfer { return }
             }
             switch m.kind {
@@ -139,7 +139,8 @@ extension Raft {
     func handleHeartbeat(_ m: Message) {
         log.commit(to: min(m.commit, log.lastIndex))
         if m.quiesce { quiesced = true }
-        send(Message(kind: .heartbeatResponse, to: m.from, context: m.context, quiesce: m.quiesce))
+        // `index` echoes the leader's tick stamp (its lease clock).
+        send(Message(kind: .heartbeatResponse, to: m.from, index: m.index, context: m.context, quiesce: m.quiesce))
     }
 
     /// Accumulates snapshot chunks; restores the snapshot when it is complete.

@@ -49,8 +49,16 @@ final class Raft {
     var quiesced = false
     var idleTicks = 0
     let quiesceAfterTicks: Int?
-    /// The leader heard from a quorum within the last election timeout (lease reads are safe).
-    var leaseValid = false
+    /// Leader lease (lease-based reads): the leader's own tick count, stamped on heartbeats and echoed
+    /// back, so the lease runs from when a quorum-acknowledged heartbeat was SENT.
+    var leaderTicks: UInt64 = 0
+    let leaseTicks: UInt64
+    /// Set once this leader ordered a transfer: the transferee's election ignores leases, so this leader
+    /// must not serve lease reads again in its term.
+    var leaseRevoked = false
+    /// A node that just started does not know whether a leader holds a lease, so (with lease reads)
+    /// it refuses votes for one election timeout, as if it had just heard from a leader.
+    var assumeLeaseAtStart: Bool
 
     /// A snapshot being received in chunks.
     var incomingSnapshot: (metadata: SnapshotMetadata, total: UInt64, data: [UInt8])?
@@ -67,6 +75,8 @@ final class Raft {
         maxUncommittedSize = config.maxUncommittedEntriesSize
         snapshotChunkBytes = config.snapshotChunkBytes
         quiesceAfterTicks = config.quiesceAfterTicks
+        leaseTicks = UInt64(max(0, config.electionTick - config.leaseDriftMarginTicks))
+        assumeLeaseAtStart = config.readOnlyOption == .leaseBased
         // Mix the id in so members sharing a seed still draw different timeouts.
         self.random = random ?? SplitMix64(seed: config.randomSeed ^ (config.id &* 0x9E37_79B9_7F4A_7C15))
         readOnly = ReadOnly(option: config.readOnlyOption)
@@ -146,7 +156,7 @@ final class Raft {
         broadcastPending = false
         quiesced = false
         idleTicks = 0
-        leaseValid = false
+        leaseRevoked = false
     }
 
     func resetRandomizedElectionTimeout() {
@@ -196,6 +206,7 @@ final class Raft {
 
     private func tickElection() {
         electionElapsed += 1
+        if electionElapsed >= electionTimeout { assumeLeaseAtStart = false }
         if promotable && electionElapsed >= randomizedElectionTimeout {
             electionElapsed = 0
             hup(preVote ? .preElection : .election)
@@ -203,13 +214,13 @@ final class Raft {
     }
 
     private func tickHeartbeat() {
+        leaderTicks += 1
         heartbeatElapsed += 1
         electionElapsed += 1
         if electionElapsed >= electionTimeout {
             electionElapsed = 0
             if checkQuorum {
-                leaseValid = tracker.quorumActive()
-                if !leaseValid {
+                if !tracker.quorumActive() {
                     becomeFollower(term: term, lead: 0)
                     return
                 }
@@ -313,6 +324,7 @@ final class Raft {
     }
 
     func sendTimeoutNow(to target: NodeID) {
+        leaseRevoked = true
         send(Message(kind: .timeoutNow, to: target))
     }
 }

@@ -41,6 +41,9 @@ public struct RaftConfig: Sendable {
     public var randomSeed: UInt64 = 0
     /// The last index the application applied before a restart (0 = replay from the snapshot).
     public var applied: LogIndex = 0
+    /// Lease reads: the lease lasts `electionTick - leaseDriftMarginTicks` of the leader's ticks from
+    /// the send of a quorum-acknowledged heartbeat; the margin covers tick-rate drift between nodes.
+    public var leaseDriftMarginTicks: Int = 2
     /// A leader removed from the configuration steps down (and hands over to an up-to-date voter).
     public var stepDownOnRemoval: Bool = true
 
@@ -78,5 +81,7 @@ public struct RaftConfig: Sendable {
         try check(snapshotChunkBytes > 0, "snapshotChunkBytes must be > 0")
         try check((quiesceAfterTicks ?? 1) > 0, "quiesceAfterTicks must be > 0")
         try check(readOnlyOption == .safe || checkQuorum, "leaseBased reads need checkQuorum")
+        try check(leaseDriftMarginTicks >= 0 && leaseDriftMarginTicks < electionTick,
+                  "leaseDriftMarginTicks must be in [0, electionTick)")
     }
 }

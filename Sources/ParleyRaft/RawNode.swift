@@ -124,7 +124,10 @@ public final class RawNode {
         r.msgs.removeAll(keepingCapacity: true)
         rd.readStates = r.readStates
         r.readStates.removeAll()
-        rd.mustSync = !rd.entries.isEmpty || hard.term != prevHardState.term || hard.vote != prevHardState.vote
+        // A vote, a term, entries or a snapshot must be on disk before any message that reveals them;
+        // a commit index alone can be learned again.
+        rd.mustSync = !rd.entries.isEmpty || rd.snapshot != nil || hard.term != prevHardState.term
+            || hard.vote != prevHardState.vote
         return rd
     }
 

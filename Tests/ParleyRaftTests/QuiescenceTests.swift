@@ -73,3 +73,18 @@ import Testing
         }
     }
 }
+
+extension QuiescenceTests {
+    @Test("DESIGN-I1: a follower woken by another node's message wakes its live leader, so no election follows")
+    func wokenFollowerWakesLeader() throws {
+        let net = try Self.quietNetwork()
+        let term = net.term(1)
+        // Node 3 is cut off from the leader only, so the leader never hears its pre-votes.
+        net.cut.insert([3, 1])
+        net.cut.insert([1, 3])
+        net.node(3).wake()
+        net.tickAll(40)
+        #expect(net.leader() == 1)
+        #expect(net.term(1) == term && net.term(2) == term)
+    }
+}

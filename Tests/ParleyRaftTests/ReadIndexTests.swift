@@ -57,19 +57,40 @@ import Testing
     @Test("DESIGN-I4: lease-based reads skip the heartbeat round only while the lease holds")
     func leaseRead() throws {
         let net = try TestNetwork(voters: [1, 2, 3]) { $0.readOnlyOption = .leaseBased }
-        net.campaign(1)
-        // Right after the election there is no lease yet: a heartbeat round confirms the read.
-        var mark = net.sent.count
-        net.node(1).readIndex([1])
+        // Freshly started nodes assume a lease may exist and refuse votes for an election timeout.
+        #expect(throws: Never.self) { try net.node(1).campaign() }
         net.deliverAll()
-        #expect(net.readStates[1]?.count == 1)
-        #expect(net.sent[mark...].contains { $0.kind == .heartbeat && $0.context == [1] })
-        // After a check-quorum round the lease holds: answered without any message.
-        net.tickAll(10)
-        mark = net.sent.count
-        net.node(1).readIndex([2])
-        net.handleReady(1)
-        #expect(net.readStates[1]?.last == ReadState(index: net.commit(1), requestContext: [2]))
+        #expect(net.leader() == nil)
+        let leader = try #require(net.electLeader())
+        net.tickAll(2)
+        // A quorum acknowledged a recent heartbeat: answered at once, without any message.
+        var mark = net.sent.count
+        net.node(leader).readIndex([2])
+        net.handleReady(leader)
+        #expect(net.readStates[leader]?.last == ReadState(index: net.commit(leader), requestContext: [2]))
         #expect(!net.sent[mark...].contains { $0.context == [2] })
+        // Cut off, the lease runs out after electionTick - margin ticks; then reads need a quorum round.
+        net.isolate(leader)
+        for _ in 0..<8 { net.node(leader).tick() }
+        net.deliverAll()
+        mark = net.sent.count
+        net.node(leader).readIndex([3])
+        net.deliverAll()
+        #expect(!(net.readStates[leader] ?? []).contains { $0.requestContext == [3] })
+        #expect(net.sent[mark...].contains { $0.kind == .heartbeat && $0.context == [3] })
+    }
+
+    @Test("DESIGN-I4: a leader that ordered a transfer serves no more lease reads")
+    func leaseRevokedByTransfer() throws {
+        let net = try TestNetwork(voters: [1, 2, 3]) { $0.readOnlyOption = .leaseBased }
+        let leader = try #require(net.electLeader())
+        net.tickAll(2)
+        let other = net.ids.first { $0 != leader }!
+        net.dropIf = { $0.kind == .timeoutNow }  // the transferee never hears it
+        net.node(leader).transferLeadership(to: other)
+        net.deliverAll()
+        net.node(leader).readIndex([4])
+        net.handleReady(leader)
+        #expect(net.readStates[leader, default: []].isEmpty)
     }
 }

@@ -25,6 +25,8 @@ import Testing
         #expect(chunks.allSatisfy { ($0.snapshot?.data.count ?? 0) <= 64 })
         #expect(net.applied[3] == net.applied[1])
         #expect(try net.storages[3]!.snapshot().metadata.index == net.storages[1]!.snapshot().metadata.index)
+        // The restored snapshot had to be synced before the follower acknowledged it.
+        #expect(net.unsyncedDurableReadies == 0)
         // Replication continues with ordinary appends afterwards.
         try net.node(1).propose(payload(100))
         net.deliverAll()

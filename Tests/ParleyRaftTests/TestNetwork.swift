@@ -18,6 +18,8 @@ final class TestNetwork {
     var sent: [Message] = []
     /// Directed links that drop everything.
     var cut: Set<[NodeID]> = []
+    /// Readies that held a snapshot or entries but did not ask for a sync (must stay 0).
+    var unsyncedDurableReadies = 0
     /// Drops the messages it returns true for.
     var dropIf: ((Message) -> Bool)?
 
@@ -59,6 +61,7 @@ final class TestNetwork {
         guard node.hasReady else { return }
         let rd = node.ready()
         let storage = storages[id]!
+        if (rd.snapshot != nil || !rd.entries.isEmpty) && !rd.mustSync { unsyncedDurableReadies += 1 }
         if let snapshot = rd.snapshot {
             try! storage.applySnapshot(snapshot)
             applied[id] = Self.decodeState(snapshot.data)
