@@ -1,3 +1,5 @@
+import ParleyRaft
+
 /// Everything about a run except its seed. Defaults suit the 500-seed test; the CLI raises `steps`.
 public struct SimulationConfig: Sendable, Hashable {
     /// Founding voters (3 or 5).
@@ -16,6 +18,13 @@ public struct SimulationConfig: Sendable, Hashable {
     public var heartbeatTick = 1
     public var preVote = true
     public var checkQuorum = true
+    /// How reads are confirmed; `.leaseBased` needs `leaseDriftMarginTicks` to cover the tick drift.
+    public var readOnlyOption: ReadOnlyOption = .safe
+    /// Covers the ±20% tick-rate drift between nodes: relative drift d = 1.2/0.8 − 1 = 0.5, and
+    /// electionTick · 2d / (1 + d) = 6.7 ticks (docs/raft.md, Reads).
+    public var leaseDriftMarginTicks = 7
+    /// Leaders go quiet after this many idle ticks (nil: never). The host wakes quiet nodes now and then.
+    public var quiesceAfterTicks: Int?
     /// Small limits so logs travel in several messages and flow control engages.
     public var maxSizePerMessage = 512
     public var maxInflightMessages = 4
@@ -69,12 +78,14 @@ public struct SimulationConfig: Sendable, Hashable {
         longDelayRate = random.pick([0, 0.05, 0.2])
         faultInterval = random.pick([20...100, 40...250, 100...600])
         snapshotEvery = random.pick([5, 25, 100])
+        readOnlyOption = random.pick([ReadOnlyOption.safe, .safe, .leaseBased])
+        quiesceAfterTicks = random.pick([nil, nil, 20])
     }
 
     /// The knobs in one line, for traces.
     var knobs: String {
         "maxSizePerMessage \(maxSizePerMessage), maxInflight \(maxInflightMessages), drop \(dropRate), "
             + "duplicate \(duplicateRate), long delays \(longDelayRate), faults every \(faultInterval) ms, "
-            + "snapshot every \(snapshotEvery)"
+            + "snapshot every \(snapshotEvery), reads \(readOnlyOption), quiesce after \(quiesceAfterTicks.map(String.init) ?? "never")"
     }
 }

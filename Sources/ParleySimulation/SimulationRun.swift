@@ -137,6 +137,8 @@ final class SimulationRun {
         case .tick(let id, let generation):
             guard let node = nodes[id], incarnation[id] == generation else { return }
             node.raw.tick()
+            // The host wakes quiet groups now and then, so a dead quiet leader is noticed (docs/raft.md).
+            if config.quiesceAfterTicks != nil, random.chance(0.02) { node.raw.wake() }
             try drain(id)
             // Background flush of writes that did not need an fsync (commit-index-only hard states).
             if random.chance(0.3) { nodes[id]?.disk.sync() }
@@ -162,11 +164,14 @@ final class SimulationRun {
     func start(_ id: NodeID, disk: SimulatedDisk) throws {
         let generation = (incarnation[id] ?? 0) + 1
         incarnation[id] = generation
-        let config = RaftConfig(id: id, electionTick: self.config.electionTick,
+        var config = RaftConfig(id: id, electionTick: self.config.electionTick,
                                 heartbeatTick: self.config.heartbeatTick, preVote: self.config.preVote,
                                 checkQuorum: self.config.checkQuorum, maxSizePerMessage: self.config.maxSizePerMessage,
-                                maxInflightMessages: self.config.maxInflightMessages, snapshotChunkBytes: self.config.snapshotChunkBytes,
-                                randomSeed: random.next())
+                                maxInflightMessages: self.config.maxInflightMessages,
+                                readOnlyOption: self.config.readOnlyOption,
+                                quiesceAfterTicks: self.config.quiesceAfterTicks,
+                                snapshotChunkBytes: self.config.snapshotChunkBytes, randomSeed: random.next())
+        config.leaseDriftMarginTicks = self.config.leaseDriftMarginTicks
         let node = try SimulatedNode(id: id, disk: disk, config: config)
         nodes[id] = node
         roles[id] = .follower
