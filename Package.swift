@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "parley", targets: ["parley"]),
         .library(name: "ParleyRooms", targets: ["ParleyRooms"]),
         .library(name: "ParleyRaft", targets: ["ParleyRaft"]),
+        .library(name: "ParleySimulation", targets: ["ParleySimulation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -40,6 +41,7 @@ let package = Package(
                 "ParleyCluster",
                 "ParleyNode",
                 "ParleyAPI",
+                "ParleySimulation",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -87,5 +89,10 @@ let package = Package(
         ),
         .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
+            name: "ParleySimulation",
+            dependencies: ["ParleyRaft", .product(name: "Collections", package: "swift-collections")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "ParleySimulationTests", dependencies: ["ParleySimulation"], swiftSettings: strict),
     ]
 )

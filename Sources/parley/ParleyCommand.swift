@@ -7,7 +7,8 @@ struct ParleyCommand: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: a clustered chat-room server.",
         version: ParleyVersion.string,
-        subcommands: [NodeCommand.self, DevCommand.self, StatusCommand.self, BenchCommand.self, StorageCommand.self]
+        subcommands: [NodeCommand.self, DevCommand.self, StatusCommand.self, SimulateCommand.self, BenchCommand.self,
+                      StorageCommand.self]
     )
 }
 
