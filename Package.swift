@@ -89,6 +89,7 @@ let package = Package(
         ),
         .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
+        .target(
             name: "ParleySimulation",
             dependencies: ["ParleyRaft", .product(name: "Collections", package: "swift-collections")],
             swiftSettings: strict
