@@ -47,6 +47,36 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         }
     }
 
+    /// The meta group as this node sees it.
+    public struct Meta: Codable, Sendable, Equatable {
+        public struct Node: Codable, Sendable, Equatable {
+            public var id: UInt64
+            public var peerAddress: String
+            public var httpAddress: String
+            public var state: String
+
+            public init(id: UInt64, peerAddress: String, httpAddress: String, state: String) {
+                self.id = id
+                self.peerAddress = peerAddress
+                self.httpAddress = httpAddress
+                self.state = state
+            }
+        }
+
+        /// The meta leader this node knows of (nil when it holds no meta replica).
+        public var leader: UInt64?
+        public var placementVersion: UInt64
+        public var nodes: [Node]
+        public var apps: Int
+
+        public init(leader: UInt64?, placementVersion: UInt64, nodes: [Node], apps: Int) {
+            self.leader = leader
+            self.placementVersion = placementVersion
+            self.nodes = nodes
+            self.apps = apps
+        }
+    }
+
     public var node: UInt64
     public var version: String
     public var uptimeSeconds: Double
@@ -56,9 +86,11 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     public var healthy: Bool
     public var peers: [Peer]
     public var shards: [Shard]
+    /// Nil when no meta replica could be reached.
+    public var meta: Meta?
 
     public init(node: UInt64, version: String, uptimeSeconds: Double, httpAddress: String, peerAddress: String,
-                shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard]) {
+                shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard], meta: Meta?) {
         self.node = node
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -68,6 +100,7 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         self.healthy = healthy
         self.peers = peers
         self.shards = shards
+        self.meta = meta
     }
 
     /// Every hosted shard knows a leader.

@@ -27,9 +27,10 @@ public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {
     }
 }
 
-/// The leader's answer to a forwarded command.
-public enum ForwardedAnswer: Sendable, Hashable, BinaryCodable {
-    case applied(ApplyOutcome)
+/// A group leader's answer to a forwarded proposal.
+public enum GroupAnswer<Outcome: BinaryCodable & Sendable & Hashable>: Sendable, Hashable, BinaryCodable {
+    case applied(Outcome)
+    /// This node is not the leader; the one it knows of (0 = none).
     case notLeader(NodeID)
     case failed(String)
 
@@ -46,7 +47,10 @@ public enum ForwardedAnswer: Sendable, Hashable, BinaryCodable {
         case 0: self = .applied(try r.read())
         case 1: self = .notLeader(try r.readUInt64())
         case 2: self = .failed(try r.readString())
-        case let t: throw .badTag("ForwardedAnswer", UInt64(t))
+        case let t: throw .badTag("GroupAnswer", UInt64(t))
         }
     }
 }
+
+/// The answer to a forwarded room command.
+public typealias ForwardedAnswer = GroupAnswer<ApplyOutcome>

@@ -94,83 +94,170 @@ public final class RaftDriver: @unchecked Sendable {
         loop.flatSubmit { self.attempt(ForwardedCommand(shard: shard, actor: actor, command: command), deadline) }
     }
 
-    private func attempt(_ request: ForwardedCommand, _ deadline: NIODeadline) -> EventLoopFuture<ApplyOutcome> {
-        proposeHere(request).flatMap { answer in
+    /// How to reach a group's leader: propose on the local replica, or forward to a node with `path`
+    /// (an RPC that proposes there only, so a command makes at most one more hop).
+    private struct GroupRoute<Outcome: BinaryCodable & Sendable & Hashable> {
+        var what: String
+        var path: String
+        var body: [UInt8]
+        /// The nodes that hold the group, asked in turn when this node holds none.
+        var replicas: [NodeID]
+        var here: (() -> EventLoopFuture<GroupAnswer<Outcome>>)?
+    }
+
+    private func route<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, attempt: Int = 0)
+        -> EventLoopFuture<Outcome> {
+        let first: EventLoopFuture<GroupAnswer<Outcome>>
+        if let here = r.here {
+            first = here()
+        } else if !r.replicas.isEmpty {
+            first = forward(r, to: r.replicas[attempt % r.replicas.count])
+        } else {
+            first = loop.makeSucceededFuture(.failed("no replica of \(r.what)"))
+        }
+        return first.flatMap { answer -> EventLoopFuture<Outcome> in
             switch answer {
             case .applied(let outcome):
                 return self.loop.makeSucceededFuture(outcome)
             case .notLeader(let leader) where leader != 0 && leader != self.nodeID:
-                return self.forward(request, to: leader).flatMap { answer in
-                    if case .applied(let outcome) = answer { return self.loop.makeSucceededFuture(outcome) }
-                    return self.retry(request, deadline, after: answer)
-                }.flatMapError { _ in self.retry(request, deadline, after: .notLeader(0)) }
+                return self.forward(r, to: leader).flatMap { second -> EventLoopFuture<Outcome> in
+                    if case .applied(let outcome) = second { return self.loop.makeSucceededFuture(outcome) }
+                    return self.retry(r, deadline, attempt, after: "\(second)")
+                }
             default:
-                return self.retry(request, deadline, after: answer)
+                return self.retry(r, deadline, attempt, after: "\(answer)")
             }
+        }.flatMapError { error in
+            if let e = error as? RouteError, case .noLeader = e { return self.loop.makeFailedFuture(e) }
+            return self.retry(r, deadline, attempt, after: "\(error)")
         }
     }
 
-    private func retry(_ request: ForwardedCommand, _ deadline: NIODeadline, after answer: ForwardedAnswer)
-        -> EventLoopFuture<ApplyOutcome> {
+    private func retry<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, _ attempt: Int, after last: String)
+        -> EventLoopFuture<Outcome> {
         guard NIODeadline.now() + .milliseconds(50) < deadline else {
-            return loop.makeFailedFuture(RouteError.noLeader(shard: request.shard, last: "\(answer)"))
+            return loop.makeFailedFuture(RouteError.noLeader(what: r.what, last: last))
         }
-        return loop.scheduleTask(in: .milliseconds(50)) {}.futureResult.flatMap { self.attempt(request, deadline) }
+        return loop.scheduleTask(in: .milliseconds(50)) {}.futureResult.flatMap { self.route(r, deadline, attempt: attempt + 1) }
+    }
+
+    private func forward<Outcome>(_ r: GroupRoute<Outcome>, to node: NodeID) -> EventLoopFuture<GroupAnswer<Outcome>> {
+        transport.call(node, path: r.path, body: r.body).hop(to: loop).flatMapThrowing { response in
+            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
+            return try GroupAnswer<Outcome>(decoding: response.body)
+        }
+    }
+
+    private func attempt(_ request: ForwardedCommand, _ deadline: NIODeadline) -> EventLoopFuture<ApplyOutcome> {
+        let held = host.leader(of: request.shard) != nil
+        return route(GroupRoute<ApplyOutcome>(
+            what: "shard \(request.shard)", path: "/rpc/v1/propose", body: request.encoded(),
+            replicas: host.replicaNodes(of: request.shard),
+            here: held ? { self.proposeHere(request) } : nil), deadline)
+    }
+
+    /// Applies a change to the meta group wherever its leader is.
+    public func submitMeta(_ command: MetaCommand, deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<MetaOutcome> {
+        loop.flatSubmit {
+            self.route(GroupRoute<MetaOutcome>(
+                what: "the meta group", path: "/rpc/v1/meta/propose", body: command.encoded(),
+                replicas: self.shardMap.metaReplicas(nodes: self.host.config.nodes),
+                here: self.host.metaLeader != nil ? { self.proposeMetaHere(command) } : nil), deadline)
+        }
     }
 
     /// Proposes on this node's replica; answers `notLeader` with a hint when it is not the leader.
     func proposeHere(_ request: ForwardedCommand) -> EventLoopFuture<ForwardedAnswer> {
         loop.preconditionInEventLoop()
         let promise = loop.makePromise(of: ForwardedAnswer.self)
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: now) { result in
-            switch result {
-            case .success(let outcome): promise.succeed(.applied(outcome))
-            case .failure(.notLeader(_, let leader)): promise.succeed(.notLeader(leader))
-            case .failure(.shardNotHere): promise.succeed(.notLeader(0))
-            case .failure(let error): promise.succeed(.failed("\(error)"))
-            }
+        host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now()) {
+            promise.succeed(Self.answer($0))
         }
         scheduleReady()
         return promise.futureResult
     }
 
-    private func forward(_ request: ForwardedCommand, to leader: NodeID) -> EventLoopFuture<ForwardedAnswer> {
-        transport.call(leader, path: "/rpc/v1/propose", body: request.encoded()).hop(to: loop).flatMapThrowing { response in
-            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
-            return try ForwardedAnswer(decoding: response.body)
+    func proposeMetaHere(_ command: MetaCommand) -> EventLoopFuture<GroupAnswer<MetaOutcome>> {
+        loop.preconditionInEventLoop()
+        let promise = loop.makePromise(of: GroupAnswer<MetaOutcome>.self)
+        host.proposeMeta(command, timestamp: Self.now()) { promise.succeed(Self.answer($0)) }
+        scheduleReady()
+        return promise.futureResult
+    }
+
+    private static func answer<O>(_ result: Result<O, ClusterError>) -> GroupAnswer<O> {
+        switch result {
+        case .success(let outcome): .applied(outcome)
+        case .failure(.notLeader(let leader)): .notLeader(leader)
+        case .failure(.shardNotHere), .failure(.metaNotHere): .notLeader(0)
+        case .failure(let error): .failed("\(error)")
         }
     }
 
-    /// Serves the command RPCs:
-    /// - `POST /rpc/v1/propose` (node to node): propose on this replica only, never forward again (one hop);
-    /// - `POST /rpc/v1/submit` (tools, edges): route to the shard leader wherever it is, as `submit` does.
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Serves the internal RPCs:
+    /// - `/rpc/v1/propose` and `/rpc/v1/meta/propose` (node to node): propose on this replica only, never
+    ///   forward again (one hop);
+    /// - `/rpc/v1/submit` (tools, edges): route a room command to its shard leader wherever it is;
+    /// - `/rpc/v1/leader`: the leader this node knows for a shard;
+    /// - `/rpc/v1/meta/state`: this node's copy of the meta state (for nodes that hold no meta replica).
     public func handle(_ request: PeerRequest) -> EventLoopFuture<PeerResponse> {
-        if request.path == "/rpc/v1/leader" {
+        func reply(_ status: Int, _ text: String) -> EventLoopFuture<PeerResponse> {
+            loop.makeSucceededFuture(PeerResponse(status: status, body: Array(text.utf8)))
+        }
+        switch request.path {
+        case "/rpc/v1/leader":
             var r = ByteReader(request.body)
-            guard let shard = try? r.readInt(), r.isAtEnd else {
-                return loop.makeSucceededFuture(PeerResponse(status: 400, body: Array("bad shard".utf8)))
-            }
+            guard let shard = try? r.readInt(), r.isAtEnd else { return reply(400, "bad shard") }
             return loop.submit {
                 var w = ByteWriter()
                 w.write(self.host.leader(of: shard) ?? 0)
                 return PeerResponse(status: 200, body: w.bytes)
             }
+        case "/rpc/v1/meta/propose":
+            guard let command = try? MetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
+            return loop.flatSubmit { self.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+        case "/rpc/v1/meta/state":
+            return loop.submit {
+                guard let state = self.host.metaState else { return PeerResponse(status: 404, body: []) }
+                return PeerResponse(status: 200, body: state.snapshot())
+            }
+        case "/rpc/v1/propose", "/rpc/v1/submit":
+            guard let command = try? ForwardedCommand(decoding: request.body),
+                  (0..<shardMap.shardCount).contains(command.shard) else {
+                return reply(400, "undecodable command")
+            }
+            if request.path == "/rpc/v1/propose" {
+                return loop.flatSubmit { self.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+            }
+            return submit(command.command, shard: command.shard, actor: command.actor)
+                .map { PeerResponse(status: 200, body: ForwardedAnswer.applied($0).encoded()) }
+                .recover { PeerResponse(status: 200, body: ForwardedAnswer.failed("\($0)").encoded()) }
+        default:
+            return reply(404, "no such call")
         }
-        guard request.path == "/rpc/v1/propose" || request.path == "/rpc/v1/submit" else {
-            return loop.makeSucceededFuture(PeerResponse(status: 404, body: Array("no such call".utf8)))
-        }
-        guard let command = try? ForwardedCommand(decoding: request.body),
-              (0..<shardMap.shardCount).contains(command.shard) else {
-            return loop.makeSucceededFuture(PeerResponse(status: 400, body: Array("undecodable command".utf8)))
-        }
-        if request.path == "/rpc/v1/propose" {
-            return loop.flatSubmit { self.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
-        }
-        return submit(command.command, shard: command.shard, actor: command.actor)
-            .map { PeerResponse(status: 200, body: ForwardedAnswer.applied($0).encoded()) }
-            .recover { PeerResponse(status: 200, body: ForwardedAnswer.failed("\($0)").encoded()) }
     }
+
+    /// The meta state: this node's replica, or a copy fetched from a meta replica.
+    public func metaState() -> EventLoopFuture<MetaState?> {
+        loop.flatSubmit {
+            if let state = self.host.metaState { return self.loop.makeSucceededFuture(state) }
+            let holders = self.shardMap.metaReplicas(nodes: self.host.config.nodes)
+            return self.fetchMeta(from: holders[...])
+        }
+    }
+
+    private func fetchMeta(from nodes: ArraySlice<NodeID>) -> EventLoopFuture<MetaState?> {
+        guard let next = nodes.first else { return loop.makeSucceededFuture(nil) }
+        return transport.call(next, path: "/rpc/v1/meta/state", body: []).hop(to: loop).flatMapThrowing { response in
+            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
+            return try MetaState(restoring: response.body)
+        }.flatMapError { _ in self.fetchMeta(from: nodes.dropFirst()) }
+    }
+
+    /// The meta leader this node knows of (0 = none; nil when it holds no meta replica).
+    public func metaLeader() -> EventLoopFuture<NodeID?> { loop.submit { self.host.metaLeader } }
 
     // MARK: Placement
 
@@ -229,6 +316,6 @@ public final class RaftDriver: @unchecked Sendable {
 }
 
 public enum RouteError: Error, Equatable {
-    case noLeader(shard: ShardID, last: String)
+    case noLeader(what: String, last: String)
     case peerRefused(Int)
 }

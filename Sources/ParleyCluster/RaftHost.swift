@@ -13,12 +13,12 @@ public struct RaftEnvelope: Sendable, Hashable {
     }
 }
 
-/// What a proposer hears back: what applying its command did, or why it could not be applied.
+/// What a proposer of a room command hears back: what applying it did, or why it could not be applied.
 public typealias ProposalCompletion = (Result<ApplyOutcome, ClusterError>) -> Void
 
-/// The multi-Raft host of one node: every shard replica the node holds, driven by one tick, one ready loop
-/// and one group commit per cycle. Single-threaded by design; the node runtime serializes calls to it,
-/// and tests drive it directly with no clock and no network.
+/// The multi-Raft host of one node: every shard replica it holds and, on the nodes chosen for it, the meta
+/// group — driven by one tick, one ready loop and one group commit per cycle. Single-threaded by design;
+/// the driver serializes calls to it, and tests drive it directly with no clock and no network.
 public final class RaftHost {
     public struct Config: Sendable {
         public var nodeID: NodeID
@@ -30,7 +30,7 @@ public final class RaftHost {
         public var limits: RoomLimits
         /// Distinguishes this process's proposals from those of its earlier lives.
         public var boot: UInt64
-        /// Take a shard snapshot after this many applied entries, keeping `snapshotKeep` entries behind it.
+        /// Take a group snapshot after this many applied entries, keeping `snapshotKeep` entries behind it.
         public var snapshotEvery: LogIndex = 10_000
         public var snapshotKeep: LogIndex = 1_000
 
@@ -47,40 +47,60 @@ public final class RaftHost {
 
     public let config: Config
     private let database: NodeDatabase
-    /// Replicas by shard, in shard order (the ready loop walks them in a stable order).
-    private var replicas: [ShardID: ShardReplica] = [:]
+    /// Replicas by shard; `shardOrder` walks them in a stable order.
+    private var replicas: [ShardID: GroupReplica<RoomsState>] = [:]
     private let shardOrder: [ShardID]
-    private var pending: [ProposalID: (shard: ShardID, term: Term, completion: ProposalCompletion)] = [:]
+    private let meta: GroupReplica<MetaState>?
+    /// Every group, shards first, in the order the ready loop walks them.
+    private let groups: [HostedGroup]
     private var nextSequence: UInt64 = 0
     private let send: (NodeID, [RaftEnvelope]) -> Void
-    private let publish: (ShardID, [RoomEvent]) -> Void
 
-    /// Opens (or, on first start, creates) every shard replica placed on this node.
+    /// Opens (or, on first start, creates) every group placed on this node.
     /// - Parameters:
     ///   - send: hands one peer the cycle's messages for it (all groups in one batch).
-    ///   - publish: receives the room events of each applied batch, per shard, in log order.
+    ///   - publish: receives the room events of each applied command, per shard, in log order.
     public init(config: Config, database: NodeDatabase,
                 send: @escaping (NodeID, [RaftEnvelope]) -> Void,
                 publish: @escaping (ShardID, [RoomEvent]) -> Void) throws {
         self.config = config
         self.database = database
         self.send = send
-        self.publish = publish
         let held = Set(try database.groupIDs())
-        var order: [ShardID] = []
-        for shard in 0..<config.shardMap.shardCount {
-            let members = config.shardMap.replicas(of: shard, nodes: config.nodes)
-            guard members.contains(config.nodeID) else { continue }
-            let group = config.shardMap.group(of: shard)
+        func open(_ group: GroupID, members: [NodeID]) throws -> (DurableGroupLog, RaftConfig) {
             let log = held.contains(group) ? try database.openGroup(group)
                                            : try database.createGroup(group, bootstrap: ConfState(voters: members))
             var raft = config.raft
             raft.id = config.nodeID
             raft.randomSeed = StableHash.mix(config.nodeID &* 0x1_0000_0001 ^ group ^ config.boot << 32)
-            replicas[shard] = try ShardReplica(shard: shard, group: group, log: log, config: raft, limits: config.limits)
+            return (log, raft)
+        }
+        var order: [ShardID] = []
+        var all: [HostedGroup] = []
+        for shard in 0..<config.shardMap.shardCount {
+            let members = config.shardMap.replicas(of: shard, nodes: config.nodes)
+            guard members.contains(config.nodeID) else { continue }
+            let (log, raft) = try open(config.shardMap.group(of: shard), members: members)
+            let limits = config.limits
+            let replica = try GroupReplica<RoomsState>(group: config.shardMap.group(of: shard), log: log, config: raft) {
+                RoomsState(limits: limits)
+            }
+            replica.onApplied = { outcome in if !outcome.events.isEmpty { publish(shard, outcome.events) } }
+            replicas[shard] = replica
             order.append(shard)
+            all.append(replica)
+        }
+        let metaMembers = config.shardMap.metaReplicas(nodes: config.nodes)
+        if metaMembers.contains(config.nodeID) {
+            let (log, raft) = try open(ShardMap.metaGroup, members: metaMembers)
+            let replica = try GroupReplica<MetaState>(group: ShardMap.metaGroup, log: log, config: raft) { MetaState() }
+            meta = replica
+            all.append(replica)
+        } else {
+            meta = nil
         }
         shardOrder = order
+        groups = all
     }
 
     /// The shards this node holds a replica of, ascending.
@@ -88,51 +108,54 @@ public final class RaftHost {
 
     /// Advances every group's logical clock by one tick (elections, heartbeats, quiescence).
     public func tick() {
-        for shard in shardOrder { replicas[shard]!.raft.tick() }
+        for g in groups { g.raft.tick() }
     }
 
     /// Steps messages received from peers into their groups; messages for groups this node does not hold
     /// are dropped (the sender's placement is stale).
     public func receive(_ envelopes: [RaftEnvelope]) {
         for envelope in envelopes {
-            guard let shard = config.shardMap.shard(ofGroup: envelope.group), let replica = replicas[shard] else { continue }
-            try? replica.raft.step(envelope.message)  // a message from an unknown peer or a stale term is dropped
+            // A message from an unknown peer or a stale term is dropped by the group itself.
+            try? hostedGroup(envelope.group)?.raft.step(envelope.message)
         }
+    }
+
+    private func hostedGroup(_ group: GroupID) -> HostedGroup? {
+        if group == ShardMap.metaGroup { return meta }
+        return config.shardMap.shard(ofGroup: group).flatMap { replicas[$0] }
     }
 
     /// The connection to `peer` broke: every group is told, so quiet followers of a dead leader wake up and
     /// leaders probe the peer afresh.
     public func peerUnreachable(_ peer: NodeID) {
-        for shard in shardOrder { replicas[shard]!.raft.reportUnreachable(peer) }
+        for g in groups { g.raft.reportUnreachable(peer) }
+    }
+
+    private func nextProposalID() -> ProposalID {
+        nextSequence += 1
+        return ProposalID(node: config.nodeID, boot: config.boot, sequence: nextSequence)
     }
 
     /// Proposes a room command to the shard that holds `roomID`. Completes once the command has been applied
     /// on this node (after a quorum made it durable), or at once when this replica cannot take it.
     public func propose(_ command: RoomCommand, roomID: String, actor: CommandActor, timestamp: Int64,
                         completion: @escaping ProposalCompletion) {
-        let shard = config.shardMap.shard(ofRoom: roomID)
-        propose(command, shard: shard, actor: actor, timestamp: timestamp, completion: completion)
+        propose(command, shard: config.shardMap.shard(ofRoom: roomID), actor: actor, timestamp: timestamp,
+                completion: completion)
     }
 
     /// Proposes a command to a given shard (commands that are not about one room, such as a lost edge).
     public func propose(_ command: RoomCommand, shard: ShardID, actor: CommandActor, timestamp: Int64,
                         completion: @escaping ProposalCompletion) {
         guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
-        guard replica.isLeader else { return completion(.failure(.notLeader(shard: shard, leader: replica.leader))) }
-        nextSequence += 1
-        let id = ProposalID(node: config.nodeID, boot: config.boot, sequence: nextSequence)
-        let proposal = ShardProposal(id: id, timestamp: timestamp, actor: actor, command: command)
-        do {
-            try replica.raft.propose(proposal.encoded())
-        } catch let error as RaftError {
-            switch error {
-            case .notLeader(let leader): return completion(.failure(.notLeader(shard: shard, leader: leader)))
-            default: return completion(.failure(.proposalRefused("\(error)")))
-            }
-        } catch {
-            return completion(.failure(.proposalRefused("\(error)")))
-        }
-        pending[id] = (shard, replica.raft.status.hardState.term, completion)
+        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp, completion: completion)
+    }
+
+    /// Proposes a change to the meta group (node registry, placement, app credentials).
+    public func proposeMeta(_ command: MetaCommand, timestamp: Int64,
+                            completion: @escaping (Result<MetaOutcome, ClusterError>) -> Void) {
+        guard let meta else { return completion(.failure(.metaNotHere)) }
+        meta.propose(command, id: nextProposalID(), actor: .appServer, timestamp: timestamp, completion: completion)
     }
 
     /// One cycle of the ready loop: collect every group's Ready, make all of it durable in one transaction,
@@ -141,59 +164,29 @@ public final class RaftHost {
     @discardableResult
     public func processReady() throws -> Int {
         var batch = StorageBatch()
-        var readies: [(ShardReplica, Ready)] = []
-        var termBefore: [ShardID: Term] = [:]
-        for shard in shardOrder {
-            let replica = replicas[shard]!
-            guard replica.raft.hasReady else { continue }
-            termBefore[shard] = replica.log.hardState.term
-            let rd = replica.raft.ready()
-            if let snapshot = rd.snapshot, !snapshot.isEmpty {
-                try replica.log.applySnapshot(snapshot)
-                try replica.restore(from: snapshot)
-            }
-            try replica.log.append(rd.entries)
-            if let hs = rd.hardState { replica.log.setHardState(hs) }
-            replica.log.stage(into: &batch)
-            readies.append((replica, rd))
+        var readies: [(HostedGroup, Ready)] = []
+        for g in groups {
+            if let rd = try g.collectReady(into: &batch) { readies.append((g, rd)) }
         }
         guard !readies.isEmpty else { return 0 }
         try database.commit(batch)  // nothing below is sent or answered before this is durable
 
         var outbox: [NodeID: [RaftEnvelope]] = [:]
-        for (replica, rd) in readies {
-            for m in rd.messages { outbox[m.to, default: []].append(RaftEnvelope(group: replica.group, message: m)) }
+        for (g, rd) in readies {
+            for m in rd.messages { outbox[m.to, default: []].append(RaftEnvelope(group: g.group, message: m)) }
         }
         for node in outbox.keys.sorted() { send(node, outbox[node]!) }
 
-        for (replica, rd) in readies {
-            var events: [RoomEvent] = []
-            for entry in rd.committedEntries {
-                guard let (proposal, outcome) = replica.apply(entry) else { continue }
-                events.append(contentsOf: outcome.events)
-                if let waiting = pending.removeValue(forKey: proposal.id) { waiting.completion(.success(outcome)) }
-            }
-            if !events.isEmpty { publish(replica.shard, events) }
-            replica.raft.advance(rd)
-            // Only a change of role or term can orphan a proposal.
-            if rd.softState != nil || rd.hardState.map({ $0.term != termBefore[replica.shard] }) == true {
-                failProposalsOrphaned(in: replica)
-            }
-            try replica.snapshotIfDue(every: config.snapshotEvery, keep: config.snapshotKeep)
+        for (g, rd) in readies {
+            try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)
         }
         return readies.count
     }
 
-    /// A proposal made in an earlier term, or on a replica that is no longer leader, may never apply
-    /// (a new leader can overwrite it): its caller is told the outcome is unknown rather than left waiting.
-    private func failProposalsOrphaned(in replica: ShardReplica) {
-        let term = replica.raft.status.hardState.term
-        let stillLeader = replica.isLeader
-        let orphaned = pending.filter { $0.value.shard == replica.shard && (!stillLeader || $0.value.term < term) }
-        for id in orphaned.keys.sorted(by: { $0.sequence < $1.sequence }) {
-            pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown))
-        }
-    }
+    /// Proposals waiting to be applied, over all groups.
+    public var pendingProposals: Int { replicas.values.reduce(meta?.pendingCount ?? 0) { $0 + $1.pendingCount } }
+
+    // MARK: Observation
 
     /// The leader this node knows of for `shard` (0 = none known), or nil when no replica is held here.
     public func leader(of shard: ShardID) -> NodeID? { replicas[shard]?.leader }
@@ -203,10 +196,11 @@ public final class RaftHost {
         config.shardMap.replicas(of: shard, nodes: config.nodes)
     }
 
-    /// Proposals waiting to be applied.
-    public var pendingProposals: Int { pending.count }
+    /// The meta leader this node knows of (0 = none known), or nil when it holds no meta replica.
+    public var metaLeader: NodeID? { meta?.leader }
 
-    // MARK: Observation
+    /// The meta state as this node's replica has applied it (nil when it holds no meta replica).
+    public var metaState: MetaState? { meta?.machine }
 
     /// What `/status` shows of one shard replica.
     public struct ShardStatus: Sendable, Hashable {
@@ -229,11 +223,11 @@ public final class RaftHost {
             let s = r.raft.status
             return ShardStatus(shard: shard, role: s.softState.role, term: s.hardState.term, leader: s.softState.leader,
                                commit: s.hardState.commit, applied: r.applied, firstIndex: s.firstIndex,
-                               lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.rooms.roomIds.count,
+                               lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.roomIds.count,
                                isQuiesced: s.isQuiesced)
         }
     }
 
     /// The rooms state of a shard replica as bytes (tests compare replicas with it).
-    public func roomsSnapshot(shard: ShardID) -> [UInt8]? { replicas[shard]?.rooms.snapshot() }
+    public func roomsSnapshot(shard: ShardID) -> [UInt8]? { replicas[shard]?.machine.snapshot() }
 }

@@ -29,6 +29,14 @@ public struct ShardMap: Sendable, Hashable {
             .prefix(replicationFactor))
     }
 
+    /// The nodes that hold the meta group (node registry, placement table, app credentials).
+    public func metaReplicas(nodes: [NodeID]) -> [NodeID] {
+        Array(StableHash.rendezvousOrder(item: StableHash.of("parley-meta-group"), candidates: nodes).prefix(replicationFactor))
+    }
+
+    /// The meta group's id.
+    public static let metaGroup: UInt64 = 0
+
     /// The Raft group that runs `shard` (group 0 is the meta group).
     public func group(of shard: ShardID) -> UInt64 { UInt64(shard) + 1 }
 

@@ -65,6 +65,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public func run() async throws {
         driver.start()
         let hosted = try await driver.status().get().count
+        let joining = Task { await self.joinMeta() }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
         ])
@@ -78,11 +79,48 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let services = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint],
                                                          logger: logger))
         try await services.run()
+        joining.cancel()
         logger.info("node stopping", metadata: ["node": "\(config.id)"])
         try await driver.stop().get()
         await transport.shutdown()
         try await raftLoop.shutdownGracefully()
         try await network.shutdownGracefully()
+    }
+
+    /// Registers this node in the meta group and, if no placement table exists yet, installs the one every
+    /// node computes from `--peers` (compare-and-set: only the first of the nodes succeeds). Retries until
+    /// done or the node stops.
+    private func joinMeta() async {
+        let me = NodeRecord(id: config.id, peerAddress: "\(config.peerListen)", httpAddress: "\(config.listen)")
+        var registered = false
+        while !Task.isCancelled {
+            do {
+                if !registered {
+                    if case .refused(_, let why) = try await driver.submitMeta(.registerNode(me)).get() {
+                        logger.error("meta refused this node's registration", metadata: ["why": "\(why)"])
+                        return
+                    }
+                    registered = true
+                    logger.info("registered in the meta group")
+                }
+                guard let meta = try await driver.metaState().get() else { throw RouteError.peerRefused(0) }
+                if meta.placementVersion > 0 { return }
+                let nodes = config.peers.keys.sorted()
+                let table = (0..<config.shardCount).map { driver.shardMap.replicas(of: $0, nodes: nodes) }
+                switch try await driver.submitMeta(.setPlacement(expectedVersion: 0, replicas: table)).get() {
+                case .placement(let version):
+                    logger.info("installed the placement table", metadata: ["version": "\(version)"])
+                    return
+                case .refused(let code, _) where code == MetaRefusal.versionConflict.rawValue:
+                    return  // another node installed it first
+                default:
+                    break  // not every node has registered yet
+                }
+            } catch {
+                // No meta leader yet: try again shortly.
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
     }
 
     public var shardCount: Int { config.shardCount }
@@ -100,6 +138,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let shards = (try? await driver.status().get()) ?? []
         let digests = withDigests ? ((try? await driver.stateDigests().get()) ?? [:]) : [:]
         let links = await transport.linkStatus()
+        let metaState = try? await driver.metaState().get()
+        let metaLeader = try? await driver.metaLeader().get()
+        let meta = metaState.flatMap { $0 }.map { m in
+            NodeStatusReport.Meta(
+                leader: metaLeader.flatMap { $0 }, placementVersion: m.placementVersion,
+                nodes: m.nodes.keys.sorted().map { id in
+                    let n = m.nodes[id]!
+                    return .init(id: n.id, peerAddress: n.peerAddress, httpAddress: n.httpAddress, state: "\(n.state)")
+                },
+                apps: m.apps.count)
+        }
         return NodeStatusReport(
             node: config.id, version: ParleyNodeVersion.string, uptimeSeconds: Date().timeIntervalSince(started),
             httpAddress: "\(config.listen)", peerAddress: "\(config.peerListen)", shardCount: config.shardCount,
@@ -113,7 +162,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       applied: s.applied, logSize: s.lastIndex >= s.firstIndex ? s.lastIndex - s.firstIndex + 1 : 0,
                       lastSnapshot: s.snapshotIndex, rooms: s.rooms, quiesced: s.isQuiesced,
                       digest: digests[s.shard].map { String($0, radix: 16) })
-            })
+            },
+            meta: meta)
     }
 }
 

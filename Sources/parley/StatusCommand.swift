@@ -44,6 +44,12 @@ enum StatusTable {
         out += "peers: " + (r.peers.isEmpty ? "none" : r.peers.map {
             "\($0.id)@\($0.address) \($0.connected ? "up" : "down")" + ($0.droppedBatches > 0 ? " dropped=\($0.droppedBatches)" : "")
         }.joined(separator: ", ")) + "\n"
+        if let m = r.meta {
+            out += "meta: leader \(m.leader.map { $0 == 0 ? "-" : "\($0)" } ?? "(not held here)"), placement v\(m.placementVersion), "
+            out += "nodes " + m.nodes.map { "\($0.id)(\($0.state))" }.joined(separator: " ") + ", \(m.apps) apps\n"
+        } else {
+            out += "meta: unreachable\n"
+        }
         let rows = [["shard", "role", "term", "leader", "commit", "applied", "log", "snapshot", "rooms", "quiet"]]
             + r.shards.map { s in
                 ["\(s.shard)", s.role, "\(s.term)", s.leader == 0 ? "-" : "\(s.leader)", "\(s.commit)", "\(s.applied)",

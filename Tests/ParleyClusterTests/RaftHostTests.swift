@@ -39,7 +39,7 @@ import ParleyRooms
         let follower = cluster.nodes.first { $0 != leader }!
         var answer: Result<ApplyOutcome, ClusterError>?
         cluster.hosts[follower]!.propose(.reopenRoom(roomId: "r"), roomID: "r", actor: .appServer, timestamp: 0) { answer = $0 }
-        #expect(answer.map { if case .failure(.notLeader(shard, leader)) = $0 { true } else { false } } == true)
+        #expect(answer.map { if case .failure(.notLeader(leader)) = $0 { true } else { false } } == true)
     }
 
     @Test func aFullRestartKeepsEveryRoom() throws {
@@ -102,5 +102,31 @@ import ParleyRooms
         try cluster.start(lagging)
         try cluster.run(until: { cluster.replicasAgree(on: 0) }, "the lagging node to catch up")
         #expect(cluster.hosts[lagging]!.status()[0].snapshotIndex > 10)
+    }
+
+    @Test func theMetaGroupReplicatesTheRegistryAndPlacement() throws {
+        let cluster = try InProcessCluster(shards: 2)
+        try cluster.run(until: { cluster.hosts.values.filter { $0.metaLeader == $0.config.nodeID }.count == 1 }, "a meta leader")
+        let leader = cluster.hosts.values.first { $0.metaLeader == $0.config.nodeID }!
+        let follower = cluster.hosts.values.first { $0 !== leader }!
+        try cluster.run(until: { follower.metaLeader == leader.config.nodeID }, "the follower to learn the meta leader")
+        var refused: Result<MetaOutcome, ClusterError>?
+        follower.proposeMeta(.removeApp(appKey: "x"), timestamp: 0) { refused = $0 }
+        #expect(refused.map { if case .failure(.notLeader(leader.config.nodeID)) = $0 { true } else { false } } == true)
+
+        var answers: [MetaOutcome] = []
+        for id in cluster.nodes {
+            leader.proposeMeta(.registerNode(NodeRecord(id: id, peerAddress: "127.0.0.1:\(7100 + id)",
+                                                        httpAddress: "127.0.0.1:\(8100 + id)")), timestamp: 5) {
+                answers.append(try! $0.get())
+            }
+        }
+        let table = (0..<2).map { cluster.shardMap.replicas(of: $0, nodes: cluster.nodes) }
+        leader.proposeMeta(.setPlacement(expectedVersion: 0, replicas: table), timestamp: 6) { answers.append(try! $0.get()) }
+        try cluster.run(until: { answers.count == 4 }, "the meta commands to apply")
+        #expect(answers == [.done, .done, .done, .placement(version: 1)])
+        try cluster.run(until: { Set(cluster.hosts.values.map { $0.metaState!.placementVersion }) == [1] }, "every replica")
+        let states = cluster.hosts.values.map { $0.metaState! }
+        #expect(states.allSatisfy { $0 == states[0] && $0.placement == table && $0.nodes.count == 3 })
     }
 }

@@ -27,6 +27,16 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
             #expect(report.shards.map(\.shard) == Array(0..<16))  // 3 nodes, 3 replicas: every node holds every shard
             #expect(report.peers.count == 2 && report.healthy)
         }
+        // Every node registered itself in the meta group and one of them installed the placement table.
+        try await cluster.eventually("the meta group to know all nodes and placement v1") {
+            let all = await cluster.statuses()
+            return all.count == 3 && all.values.allSatisfy { r in
+                r.meta?.placementVersion == 1 && r.meta?.nodes.map(\.id) == [1, 2, 3]
+                    && r.meta?.nodes.allSatisfy { $0.state == "active" } == true
+            }
+        }
+        let meta = try #require(await cluster.statuses()[1]?.meta)
+        #expect(meta.nodes.map(\.httpAddress) == cluster.ids.map { cluster.http($0).replacingOccurrences(of: "http://", with: "") })
         }
     }
 

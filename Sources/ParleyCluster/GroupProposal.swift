@@ -15,18 +15,18 @@ public struct ProposalID: Sendable, Hashable {
     }
 }
 
-/// The payload of a normal entry in a shard's log: a room command, who issued it and when. The timestamp
-/// is fixed by the proposing node; replicas never read their own clocks when applying.
-public struct ShardProposal: Sendable, Hashable, BinaryCodable {
-    public static let version: UInt8 = 1
+/// The payload of a normal entry in a group's log: a command, who issued it and when. The timestamp is
+/// fixed by the proposing node; replicas never read their own clocks when applying.
+public struct GroupProposal<Command: BinaryCodable & Sendable>: Sendable, BinaryCodable {
+    public static var version: UInt8 { 1 }
 
     public var id: ProposalID
     /// Milliseconds since the epoch at the proposer.
     public var timestamp: Int64
     public var actor: CommandActor
-    public var command: RoomCommand
+    public var command: Command
 
-    public init(id: ProposalID, timestamp: Int64, actor: CommandActor, command: RoomCommand) {
+    public init(id: ProposalID, timestamp: Int64, actor: CommandActor, command: Command) {
         self.id = id
         self.timestamp = timestamp
         self.actor = actor
@@ -50,6 +50,9 @@ public struct ShardProposal: Sendable, Hashable, BinaryCodable {
         let context = try r.read(ApplyContext.self)
         timestamp = context.timestamp
         actor = context.actor
-        command = try r.read(RoomCommand.self)
+        command = try r.read(Command.self)
     }
 }
+
+/// A shard entry's payload.
+public typealias ShardProposal = GroupProposal<RoomCommand>

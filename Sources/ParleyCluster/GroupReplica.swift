@@ -1,0 +1,158 @@
+import ParleyRaft
+import ParleyRooms
+import ParleyStorage
+
+/// What the host needs of every group it drives, whatever state machine the group replicates.
+protocol HostedGroup: AnyObject {
+    var group: GroupID { get }
+    var raft: RawNode { get }
+    /// First half of a ready cycle: take the group's Ready and stage what must be durable into `batch`.
+    func collectReady(into batch: inout StorageBatch) throws -> Ready?
+    /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
+    func finishReady(_ ready: Ready, snapshotEvery: LogIndex, keep: LogIndex) throws
+}
+
+/// One group's replica on this node: its Raft node, its durable log, the state machine it applies to and
+/// the proposals made here that wait for their entries to apply.
+final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
+    typealias Completion = (Result<Machine.Outcome, ClusterError>) -> Void
+
+    let group: GroupID
+    let raft: RawNode
+    let log: DurableGroupLog
+    private(set) var machine: Machine
+    private(set) var applied: LogIndex
+    /// Entry time never goes backwards, even when proposers' clocks disagree.
+    private(set) var lastTimestamp: Int64 = 0
+    private(set) var confState: ConfState
+    /// Where the last local snapshot was taken.
+    private(set) var snapshotIndex: LogIndex
+    private var pending: [ProposalID: (term: Term, completion: Completion)] = [:]
+    private var termBeforeReady: Term = 0
+    /// Called with every applied outcome, in log order (the host publishes room events from it).
+    var onApplied: (Machine.Outcome) -> Void = { _ in }
+
+    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, fresh: () -> Machine) throws {
+        self.group = group
+        self.log = log
+        let snapshot = try log.snapshot()
+        if snapshot.data.isEmpty {
+            machine = fresh()
+        } else {
+            (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
+        }
+        applied = snapshot.metadata.index
+        snapshotIndex = snapshot.metadata.index
+        confState = snapshot.metadata.confState
+        var config = config
+        config.applied = applied
+        raft = try RawNode(config: config, storage: log)
+    }
+
+    /// A group snapshot is the entry clock followed by the machine's state, so a replica restored from it
+    /// continues exactly as one that applied the log.
+    private static func decodeSnapshot(_ data: [UInt8]) throws -> (Machine, Int64) {
+        do {
+            var r = ByteReader(data)
+            let clock = try r.readInt64()
+            return (try Machine(restoring: Array(data.suffix(r.remaining))), clock)
+        } catch {
+            throw ClusterError.snapshotUnreadable("\(error)")
+        }
+    }
+
+    func snapshotData() -> [UInt8] {
+        var w = ByteWriter()
+        w.write(lastTimestamp)
+        return w.bytes + machine.snapshot()
+    }
+
+    var isLeader: Bool { raft.status.softState.role == .leader }
+    var leader: NodeID { raft.status.softState.leader }
+    var pendingCount: Int { pending.count }
+
+    // MARK: Proposals
+
+    func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
+                 completion: @escaping Completion) {
+        let status = raft.status
+        guard status.softState.role == .leader else {
+            return completion(.failure(.notLeader(leader: status.softState.leader)))
+        }
+        let proposal = GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command)
+        do {
+            try raft.propose(proposal.encoded())
+        } catch let RaftError.notLeader(leader) {
+            return completion(.failure(.notLeader(leader: leader)))
+        } catch {
+            return completion(.failure(.proposalRefused("\(error)")))
+        }
+        pending[id] = (status.hardState.term, completion)
+    }
+
+    // MARK: Ready cycle
+
+    func collectReady(into batch: inout StorageBatch) throws -> Ready? {
+        guard raft.hasReady else { return nil }
+        termBeforeReady = log.hardState.term
+        let rd = raft.ready()
+        if let snapshot = rd.snapshot, !snapshot.isEmpty {
+            try log.applySnapshot(snapshot)
+            (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
+            applied = snapshot.metadata.index
+            snapshotIndex = snapshot.metadata.index
+            confState = snapshot.metadata.confState
+        }
+        try log.append(rd.entries)
+        if let hs = rd.hardState { log.setHardState(hs) }
+        log.stage(into: &batch)
+        return rd
+    }
+
+    func finishReady(_ rd: Ready, snapshotEvery: LogIndex, keep: LogIndex) throws {
+        for entry in rd.committedEntries { apply(entry) }
+        raft.advance(rd)
+        // Only a change of role or term can orphan a proposal.
+        if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { failOrphanedProposals() }
+        try snapshotIfDue(every: snapshotEvery, keep: keep)
+    }
+
+    /// Applies one committed entry. Entries without a command (the leader's empty entry, membership changes,
+    /// undecodable bytes) are skipped by every replica alike.
+    private func apply(_ entry: Entry) {
+        precondition(entry.index == applied + 1, "group \(group): applying \(entry.index) after \(applied)")
+        applied = entry.index
+        switch entry.kind {
+        case .confChange:
+            if let cc = try? ConfChange(decoding: entry.data) { confState = raft.applyConfChange(cc) }
+        case .normal:
+            guard !entry.data.isEmpty, let proposal = try? GroupProposal<Machine.Command>(decoding: entry.data) else { return }
+            lastTimestamp = max(lastTimestamp, proposal.timestamp)
+            let context = ApplyContext(logIndex: entry.index, timestamp: lastTimestamp, actor: proposal.actor)
+            let outcome = machine.apply(proposal.command, context: context)
+            onApplied(outcome)
+            if let waiting = pending.removeValue(forKey: proposal.id) { waiting.completion(.success(outcome)) }
+        }
+    }
+
+    /// A proposal made in an earlier term, or on a replica that is no longer leader, may never apply (a new
+    /// leader can overwrite it): its caller is told the outcome is unknown rather than left waiting.
+    private func failOrphanedProposals() {
+        let status = raft.status
+        let stillLeader = status.softState.role == .leader
+        let orphaned = pending.filter { !stillLeader || $0.value.term < status.hardState.term }
+        for id in orphaned.keys.sorted(by: { $0.sequence < $1.sequence }) {
+            pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown))
+        }
+    }
+
+    /// Takes a snapshot when the log has grown by `every` entries since the last one, keeping `keep`
+    /// entries behind it for followers that are only a little behind.
+    private func snapshotIfDue(every: LogIndex, keep: LogIndex) throws {
+        guard applied >= snapshotIndex + every else { return }
+        try log.createSnapshot(at: applied, confState: confState, data: snapshotData())
+        snapshotIndex = applied
+        let first = try log.firstIndex()
+        if applied > keep, applied - keep > first { try log.compact(upTo: applied - keep) }
+    }
+}

@@ -1,0 +1,253 @@
+import ParleyRaft
+import ParleyRooms
+
+/// What the cluster knows of one node.
+public struct NodeRecord: Sendable, Hashable, Codable {
+    public enum State: UInt8, Sendable, Hashable, Codable { case active = 0, draining = 1, removed = 2 }
+
+    public var id: NodeID
+    /// host:port for other nodes (HTTP/2).
+    public var peerAddress: String
+    /// host:port for clients, the server API and /status.
+    public var httpAddress: String
+    public var state: State
+    /// Entry time when the node first registered.
+    public var registeredAt: Int64
+
+    public init(id: NodeID, peerAddress: String, httpAddress: String, state: State = .active, registeredAt: Int64 = 0) {
+        self.id = id
+        self.peerAddress = peerAddress
+        self.httpAddress = httpAddress
+        self.state = state
+        self.registeredAt = registeredAt
+    }
+}
+
+/// An app server's credentials for the signed server API (NIM-style AppKey + AppSecret).
+public struct AppCredential: Sendable, Hashable {
+    public var appKey: String
+    public var secret: String
+    public var createdAt: Int64
+
+    public init(appKey: String, secret: String, createdAt: Int64 = 0) {
+        self.appKey = appKey
+        self.secret = secret
+        self.createdAt = createdAt
+    }
+}
+
+/// A change to the cluster's meta state.
+public enum MetaCommand: Sendable, Hashable {
+    /// Adds a node or updates its addresses (a removed node stays removed).
+    case registerNode(NodeRecord)
+    case setNodeState(NodeID, NodeRecord.State)
+    /// Replaces the shard placement table if its version is still `expectedVersion` (compare-and-set, so
+    /// two nodes that compute a table at once cannot both install one).
+    case setPlacement(expectedVersion: UInt64, replicas: [[NodeID]])
+    case putApp(AppCredential)
+    case removeApp(appKey: String)
+}
+
+/// What applying a meta command did.
+public enum MetaOutcome: Sendable, Hashable {
+    case done
+    /// The placement table now has this version.
+    case placement(version: UInt64)
+    case refused(code: Int, message: String)
+
+    public static func refusal(_ code: MetaRefusal, _ message: String) -> MetaOutcome {
+        .refused(code: code.rawValue, message: message)
+    }
+}
+
+/// Stable codes of refused meta commands.
+public enum MetaRefusal: Int, Sendable {
+    case noPermission = 403
+    case notFound = 404
+    case badParameter = 414
+    case versionConflict = 409
+}
+
+/// The meta group's state: the node registry, the shard placement table with its version, and the app
+/// credentials. Deterministic: serialized in sorted order, time only from the entry.
+public struct MetaState: ReplicatedMachine, Sendable, Equatable {
+    public private(set) var nodes: [NodeID: NodeRecord] = [:]
+    public private(set) var placementVersion: UInt64 = 0
+    /// Replicas of each shard, best first; empty until the first table is installed.
+    public private(set) var placement: [[NodeID]] = []
+    public private(set) var apps: [String: AppCredential] = [:]
+
+    public init() {}
+
+    public mutating func apply(_ command: MetaCommand, context: ApplyContext) -> MetaOutcome {
+        guard case .appServer = context.actor else { return .refusal(.noPermission, "only the cluster changes meta state") }
+        switch command {
+        case .registerNode(var record):
+            guard record.id != 0, Self.isAddress(record.peerAddress), Self.isAddress(record.httpAddress) else {
+                return .refusal(.badParameter, "a node needs a non-zero id and host:port addresses")
+            }
+            if let known = nodes[record.id] {
+                record.state = known.state
+                record.registeredAt = known.registeredAt
+            } else {
+                record.state = .active
+                record.registeredAt = context.timestamp
+            }
+            nodes[record.id] = record
+            return .done
+        case .setNodeState(let id, let state):
+            guard nodes[id] != nil else { return .refusal(.notFound, "no node \(id)") }
+            nodes[id]!.state = state
+            return .done
+        case .setPlacement(let expected, let replicas):
+            guard expected == placementVersion else {
+                return .refusal(.versionConflict, "placement is at version \(placementVersion), not \(expected)")
+            }
+            guard !replicas.isEmpty, replicas.allSatisfy({ !$0.isEmpty && Set($0).count == $0.count }),
+                  replicas.joined().allSatisfy({ nodes[$0] != nil }) else {
+                return .refusal(.badParameter, "every shard needs distinct, registered replicas")
+            }
+            placement = replicas
+            placementVersion += 1
+            return .placement(version: placementVersion)
+        case .putApp(var app):
+            guard (1...64).contains(app.appKey.utf8.count), (16...128).contains(app.secret.utf8.count),
+                  app.appKey.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                return .refusal(.badParameter, "appKey must be 1-64 printable bytes and the secret 16-128 bytes")
+            }
+            app.createdAt = apps[app.appKey]?.createdAt ?? context.timestamp
+            apps[app.appKey] = app
+            return .done
+        case .removeApp(let key):
+            guard apps.removeValue(forKey: key) != nil else { return .refusal(.notFound, "no app \(key)") }
+            return .done
+        }
+    }
+
+    private static func isAddress(_ s: String) -> Bool {
+        guard (3...256).contains(s.utf8.count), let colon = s.lastIndex(of: ":") else { return false }
+        return Int(s[s.index(after: colon)...]).map { (1...65535).contains($0) } ?? false
+    }
+
+    // MARK: Snapshot
+
+    public static let snapshotVersion: UInt8 = 1
+
+    public func snapshot() -> [UInt8] {
+        var w = ByteWriter()
+        w.write(Self.snapshotVersion)
+        w.write(UInt64(nodes.count))
+        for id in nodes.keys.sorted() { w.write(nodes[id]!) }
+        w.write(placementVersion)
+        w.write(UInt64(placement.count))
+        for replicas in placement { w.write(UInt64(replicas.count)); replicas.forEach { w.write($0) } }
+        w.write(UInt64(apps.count))
+        for key in apps.keys.sorted() { w.write(apps[key]!) }
+        return w.bytes
+    }
+
+    public init(restoring bytes: [UInt8]) throws {
+        var r = ByteReader(bytes)
+        let v = try r.readByte()
+        guard v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
+        for _ in 0..<(try r.readCount()) {
+            let n = try r.read(NodeRecord.self)
+            nodes[n.id] = n
+        }
+        placementVersion = try r.readUInt64()
+        for _ in 0..<(try r.readCount()) {
+            var replicas: [NodeID] = []
+            for _ in 0..<(try r.readCount()) { replicas.append(try r.readUInt64()) }
+            placement.append(replicas)
+        }
+        for _ in 0..<(try r.readCount()) {
+            let a = try r.read(AppCredential.self)
+            apps[a.appKey] = a
+        }
+        guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
+    }
+}
+
+extension NodeRecord: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(id)
+        w.write(peerAddress)
+        w.write(httpAddress)
+        w.write(state.rawValue)
+        w.write(registeredAt)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        id = try r.readUInt64()
+        peerAddress = try r.readString()
+        httpAddress = try r.readString()
+        state = try r.readEnum()
+        registeredAt = try r.readInt64()
+    }
+}
+
+extension AppCredential: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(appKey)
+        w.write(secret)
+        w.write(createdAt)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        appKey = try r.readString()
+        secret = try r.readString()
+        createdAt = try r.readInt64()
+    }
+}
+
+extension MetaCommand: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .registerNode(let n): w.write(UInt8(0)); w.write(n)
+        case .setNodeState(let id, let s): w.write(UInt8(1)); w.write(id); w.write(s.rawValue)
+        case .setPlacement(let v, let replicas):
+            w.write(UInt8(2)); w.write(v); w.write(UInt64(replicas.count))
+            for list in replicas { w.write(UInt64(list.count)); list.forEach { w.write($0) } }
+        case .putApp(let a): w.write(UInt8(3)); w.write(a)
+        case .removeApp(let key): w.write(UInt8(4)); w.write(key)
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        switch try r.readByte() {
+        case 0: self = .registerNode(try r.read())
+        case 1: self = .setNodeState(try r.readUInt64(), try r.readEnum())
+        case 2:
+            let v = try r.readUInt64()
+            var replicas: [[NodeID]] = []
+            for _ in 0..<(try r.readCount()) {
+                var list: [NodeID] = []
+                for _ in 0..<(try r.readCount()) { list.append(try r.readUInt64()) }
+                replicas.append(list)
+            }
+            self = .setPlacement(expectedVersion: v, replicas: replicas)
+        case 3: self = .putApp(try r.read())
+        case 4: self = .removeApp(appKey: try r.readString())
+        case let t: throw .badTag("MetaCommand", UInt64(t))
+        }
+    }
+}
+
+extension MetaOutcome: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .done: w.write(UInt8(0))
+        case .placement(let v): w.write(UInt8(1)); w.write(v)
+        case .refused(let code, let message): w.write(UInt8(2)); w.write(code); w.write(message)
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        switch try r.readByte() {
+        case 0: self = .done
+        case 1: self = .placement(version: try r.readUInt64())
+        case 2: self = .refused(code: try r.readInt(), message: try r.readString())
+        case let t: throw .badTag("MetaOutcome", UInt64(t))
+        }
+    }
+}
