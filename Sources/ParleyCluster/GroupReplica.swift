@@ -67,18 +67,16 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         return w.bytes + machine.snapshot()
     }
 
-    var isLeader: Bool { raft.status.softState.role == .leader }
-    var leader: NodeID { raft.status.softState.leader }
+    var isLeader: Bool { raft.softState.role == .leader }
+    var leader: NodeID { raft.softState.leader }
     var pendingCount: Int { pending.count }
 
     // MARK: Proposals
 
     func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
                  completion: @escaping Completion) {
-        let status = raft.status
-        guard status.softState.role == .leader else {
-            return completion(.failure(.notLeader(leader: status.softState.leader)))
-        }
+        let soft = raft.softState
+        guard soft.role == .leader else { return completion(.failure(.notLeader(leader: soft.leader))) }
         let proposal = GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command)
         do {
             try raft.propose(proposal.encoded())
@@ -87,7 +85,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         } catch {
             return completion(.failure(.proposalRefused("\(error)")))
         }
-        pending[id] = (status.hardState.term, completion)
+        pending[id] = (raft.term, completion)
     }
 
     // MARK: Ready cycle
@@ -138,9 +136,9 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// A proposal made in an earlier term, or on a replica that is no longer leader, may never apply (a new
     /// leader can overwrite it): its caller is told the outcome is unknown rather than left waiting.
     private func failOrphanedProposals() {
-        let status = raft.status
-        let stillLeader = status.softState.role == .leader
-        let orphaned = pending.filter { !stillLeader || $0.value.term < status.hardState.term }
+        let stillLeader = raft.softState.role == .leader
+        let term = raft.term
+        let orphaned = pending.filter { !stillLeader || $0.value.term < term }
         for id in orphaned.keys.sorted(by: { $0.sequence < $1.sequence }) {
             pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown))
         }

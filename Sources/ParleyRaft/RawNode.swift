@@ -148,6 +148,12 @@ public final class RawNode {
         }
     }
 
+    /// The role and the leader this node knows of, without building a whole `status` (hot path).
+    public var softState: SoftState { raft.softState }
+
+    /// The current term, without building a whole `status` (hot path).
+    public var term: Term { raft.term }
+
     /// A snapshot of the node's state for observation.
     public var status: RaftStatus {
         let r = raft

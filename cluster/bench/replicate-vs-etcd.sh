@@ -11,6 +11,8 @@ LEVELS=${LEVELS:-1,64,1000}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
 RUNS=${RUNS:-3}
 SIZE=${SIZE:-64}
+# A release build of parley; built here unless PARLEY_BIN names one.
+PARLEY_BIN=${PARLEY_BIN:-}
 
 need=()
 for p in etcd-server etcd-client golang-go golang-etcd-server-dev; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
@@ -25,8 +27,11 @@ trap cleanup EXIT
 
 echo "building the etcd load generator (Debian's etcd client sources)…" >&2
 GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$work/gocache" go build -o "$work/etcd-put" cluster/bench/etcd-put/main.go
-echo "building parley (release)…" >&2
-swift build -c release --product parley >&2
+if [ -z "$PARLEY_BIN" ]; then
+  echo "building parley (release)…" >&2
+  swift build -c release --product parley >&2
+  PARLEY_BIN=.build/release/parley
+fi
 
 peers="pb-e1=http://127.0.0.1:23801,pb-e2=http://127.0.0.1:23802,pb-e3=http://127.0.0.1:23803"
 for i in 1 2 3; do
@@ -52,7 +57,7 @@ pkill -f "etcd --name pb-e" || true
 wait 2>/dev/null || true
 
 echo "parley runs…" >&2
-.build/release/parley bench replicate --concurrency "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" \
+"$PARLEY_BIN" bench replicate --concurrency "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" \
   --size "$SIZE" --json | grep '^{' | tee -a "$work/results.jsonl" >&2
 
 python3 - "$work/results.jsonl" "$SIZE" <<'PY'
