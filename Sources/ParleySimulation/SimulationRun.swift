@@ -153,6 +153,8 @@ final class SimulationRun {
             schedule(after: UInt64(random.within(config.faultInterval)), .fault)
         case .restart(let id):
             if downDisks[id] != nil { try restart(id) }
+        case .crash(let id, let generation):
+            if faultsActive, incarnation[id] == generation, nodes[id] != nil { crash(id, torn: false) }
         case .finalProbe:
             try probeFinalWrite()
         }
@@ -224,6 +226,12 @@ final class SimulationRun {
         if roles[id] != node.role {
             note("n\(id) is \(node.role) in term \(node.term)")
             roles[id] = node.role
+            // Leaders that die young leave old-term entries half replicated: where the commit rule
+            // (Figure 8) and leader completeness are tested hardest.
+            if node.isLeader, faultsActive, config.crashes, downDisks.count < max(1, (config.nodes - 1) / 2),
+               random.chance(config.youngLeaderCrashRate) {
+                schedule(after: UInt64(random.within(1...15)), .crash(id, incarnation: incarnation[id]!))
+            }
         }
         statistics.snapshotsTaken += outcome.snapshotsTaken
         statistics.snapshotsReceived += outcome.snapshotsReceived
