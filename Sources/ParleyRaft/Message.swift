@@ -26,13 +26,19 @@ public struct Message: Sendable, Hashable {
     public var kind: MessageKind
     public var from: NodeID
     public var to: NodeID
+    /// The sender's term (0 on requests forwarded to the leader; the requested term on vote traffic).
     public var term: Term
     /// Term of the entry at `index` (append: the entry before `entries`; vote: the candidate's last term).
     public var logTerm: Term
+    /// Append: index of the entry before `entries`; append response: last index held; vote: the
+    /// candidate's last index; heartbeat and its response: the leader's tick stamp (lease clock);
+    /// read index response: the read index; snapshot response: the snapshot's index.
     public var index: LogIndex
     public var entries: [Entry]
+    /// The sender's commit index (append, heartbeat).
     public var commit: LogIndex
     public var reject: Bool
+    /// On a rejected append: the last index where the follower's log may match the leader's.
     public var rejectHint: LogIndex
     /// Opaque request context (read index requests and the heartbeats that confirm them).
     public var context: [UInt8]
@@ -71,6 +77,21 @@ public struct Message: Sendable, Hashable {
         self.quiesce = quiesce
         self.campaignTransfer = campaignTransfer
         self.transferee = transferee
+    }
+
+    /// Why the message cannot be right (checked before it is stepped), or nil.
+    var inconsistency: String? {
+        for (i, e) in entries.enumerated() {
+            if e.index != index + 1 + UInt64(i) { return "entry \(i) has index \(e.index), expected \(index + 1 + UInt64(i))" }
+            if e.term > term || (i > 0 && e.term < entries[i - 1].term) || e.term < logTerm {
+                return "entry \(e.index) has term \(e.term) out of order (message term \(term))"
+            }
+        }
+        if kind == .snapshot {
+            guard let s = snapshot else { return "snapshot chunk without a snapshot" }
+            if snapshotOffset + UInt64(s.data.count) > snapshotTotalBytes { return "snapshot chunk beyond the total size" }
+        }
+        return nil
     }
 
     /// Approximate wire size, for transports that batch by bytes.

@@ -153,12 +153,15 @@ extension Raft {
             send(Message(kind: .appendResponse, to: m.from, index: log.committed))
             return
         }
-        if incomingSnapshot?.metadata != meta {
+        let same = incomingSnapshot.map {
+            $0.from == m.from && $0.metadata == meta && $0.total == m.snapshotTotalBytes
+        } ?? false
+        if !same {
             guard m.snapshotOffset == 0 else {
                 send(Message(kind: .snapshotResponse, to: m.from, logTerm: meta.term, index: meta.index, reject: true))
                 return
             }
-            incomingSnapshot = (meta, m.snapshotTotalBytes, [])
+            incomingSnapshot = (m.from, meta, m.snapshotTotalBytes, [])
             incomingSnapshot!.data.reserveCapacity(Int(m.snapshotTotalBytes))
         }
         let held = UInt64(incomingSnapshot!.data.count)

@@ -13,7 +13,7 @@ final class Raft {
     let id: NodeID
     var term: Term = 0
     var vote: NodeID = 0
-    var log: RaftLog
+    let log: RaftLog
     var tracker: ProgressTracker
     var role: Role = .follower
     var isLearner = false
@@ -60,8 +60,9 @@ final class Raft {
     /// it refuses votes for one election timeout, as if it had just heard from a leader.
     var assumeLeaseAtStart: Bool
 
-    /// A snapshot being received in chunks.
-    var incomingSnapshot: (metadata: SnapshotMetadata, total: UInt64, data: [UInt8])?
+    /// A snapshot being received in chunks, and from whom: a transfer resumes only from the same
+    /// sender, as two nodes' snapshots at one index may be encoded differently.
+    var incomingSnapshot: (from: NodeID, metadata: SnapshotMetadata, total: UInt64, data: [UInt8])?
 
     init(config: RaftConfig, storage: RaftStorage, random: (any RaftRandom)?) throws {
         try config.validate()

@@ -14,6 +14,8 @@ public enum RaftError: Error, Equatable, Sendable {
     case invalidConfig(String)
     /// A message addressed to another node was delivered here.
     case wrongRecipient(NodeID)
+    /// A message is internally inconsistent (e.g. entries out of sequence); it was ignored.
+    case malformedMessage(String)
     /// Storage answered with an error the core cannot work around.
     case storage(String)
 }

@@ -1,6 +1,7 @@
 /// The log as the core sees it: stable storage followed by the unstable tail, plus the commit and
-/// apply positions.
-struct RaftLog {
+/// apply positions. A class, not a struct: reading a struct held by `Raft` across a call into the
+/// storage protocol makes Swift copy it whole (arrays retained and released) on every access.
+final class RaftLog {
     let storage: RaftStorage
     var unstable: UnstableLog
     private(set) var committed: LogIndex
@@ -53,7 +54,7 @@ struct RaftLog {
 
     /// Appends a leader's entries that follow (`index`, `logTerm`) if the logs match there; returns the
     /// index of the last new entry, or nil on a mismatch.
-    mutating func maybeAppend(index: LogIndex, logTerm: Term, commit: LogIndex, entries: [Entry]) -> LogIndex? {
+    func maybeAppend(index: LogIndex, logTerm: Term, commit: LogIndex, entries: [Entry]) -> LogIndex? {
         guard matchTerm(index, logTerm) else { return nil }
         let lastNew = index + LogIndex(entries.count)
         let conflict = findConflict(entries)
@@ -66,7 +67,7 @@ struct RaftLog {
     }
 
     @discardableResult
-    mutating func append(_ entries: ArraySlice<Entry>) -> LogIndex {
+    func append(_ entries: ArraySlice<Entry>) -> LogIndex {
         guard let first = entries.first else { return lastIndex }
         precondition(first.index > committed, "appending at \(first.index) would overwrite committed \(committed)")
         unstable.truncateAndAppend(entries)
@@ -130,29 +131,30 @@ struct RaftLog {
     }
 
     var hasNextCommittedEntries: Bool {
-        !hasPendingSnapshot && committed + 1 > max(applied + 1, firstIndex)
+        // Cheap checks first: this runs for every idle group on every loop.
+        committed > applied && !hasPendingSnapshot && committed + 1 > max(applied + 1, firstIndex)
     }
 
-    mutating func commit(to i: LogIndex) {
+    func commit(to i: LogIndex) {
         guard committed < i else { return }
         precondition(i <= lastIndex, "commit \(i) is past the last index \(lastIndex)")
         committed = i
     }
 
-    mutating func applied(to i: LogIndex) {
+    func applied(to i: LogIndex) {
         guard i != 0, i > applied else { return }
         precondition(i <= committed, "applied \(i) is past committed \(committed)")
         applied = i
     }
 
     /// Commits `index` only if its entry is of `term` (the leader's current term: Raft §5.4.2, Figure 8).
-    mutating func maybeCommit(index: LogIndex, term: Term) -> Bool {
+    func maybeCommit(index: LogIndex, term: Term) -> Bool {
         guard index > committed, index != .max, termOrZero(index) == term else { return false }
         commit(to: index)
         return true
     }
 
-    mutating func restore(_ s: Snapshot) {
+    func restore(_ s: Snapshot) {
         committed = s.metadata.index
         unstable.restore(s)
     }

@@ -52,6 +52,7 @@ public final class RawNode {
     /// Delivers a message from a peer. A message addressed to another node is refused.
     public func step(_ message: Message) throws {
         guard message.to == raft.id else { throw RaftError.wrongRecipient(message.to) }
+        if let problem = message.inconsistency { throw RaftError.malformedMessage(problem) }
         raft.step(message)
     }
 

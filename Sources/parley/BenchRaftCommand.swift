@@ -31,6 +31,31 @@ struct BenchRaftCommand: ParsableCommand {
                 print("\(pad("\(size) B", 7))  \(pad("\(proposers)", 9))  \(pad(String(Int(median)), 11))   (\(all))")
             }
         }
+        print("idle groups (\(idleGroups) groups of 3 nodes, \(idleRounds) ticks each):")
+        for quiesce in [false, true] {
+            let ns = try idleTickCost(quiesce: quiesce)
+            print("  \(quiesce ? "quiesced   " : "heartbeating") \(pad(String(Int(ns.rounded())), 6)) ns per group per tick")
+        }
+    }
+
+    @Option(help: "Idle groups in the quiescence measurement.")
+    var idleGroups = 1000
+
+    private var idleRounds: Int { 200 }
+
+    /// Cost of one tick (plus handling whatever it causes) of an idle group, with or without quiescence.
+    private func idleTickCost(quiesce: Bool) throws -> Double {
+        let groups = try (0..<idleGroups).map { try BenchGroup(seed: UInt64($0 + 1), quiesceAfterTicks: quiesce ? 5 : nil) }
+        for group in groups { try group.tickAndCycle(rounds: 10) }
+        if quiesce {
+            guard groups.allSatisfy(\.isQuiesced) else { throw ValidationError("groups did not quiesce") }
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        for group in groups { try group.tickAndCycle(rounds: idleRounds) }
+        let elapsed = clock.now - start
+        let ns = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+        return ns / Double(idleGroups * idleRounds)
     }
 
     private func pad(_ s: String, _ width: Int) -> String {
@@ -46,9 +71,10 @@ final class BenchGroup {
     private var inbox: [[Message]] = [[], [], []]
     private var appliedSinceCompaction = [0, 0, 0]
 
-    init(seed: UInt64) throws {
+    init(seed: UInt64, quiesceAfterTicks: Int? = nil) throws {
         for id in ids {
             var config = RaftConfig(id: id, randomSeed: seed)
+            config.quiesceAfterTicks = quiesceAfterTicks
             config.maxSizePerMessage = 1 << 20
             config.maxInflightMessages = 256
             let storage = MemoryStorage(bootstrap: ConfState(voters: ids))
@@ -58,6 +84,22 @@ final class BenchGroup {
         try nodes[0].campaign()
         for _ in 0..<10 { _ = try cycle() }
         guard nodes[0].status.softState.role == .leader else { throw ValidationError("no leader elected") }
+    }
+
+    var isQuiesced: Bool { nodes.allSatisfy { $0.status.isQuiesced } }
+
+    /// Ticks every node and handles what follows, `rounds` times.
+    func tickAndCycle(rounds: Int) throws {
+        for _ in 0..<rounds {
+            for node in nodes { node.tick() }
+            while try cycleSettles() {}
+        }
+    }
+
+    /// One cycle; true while there is still something to do.
+    private func cycleSettles() throws -> Bool {
+        _ = try cycle()
+        return nodes.contains { $0.hasReady } || inbox.contains { !$0.isEmpty }
     }
 
     /// Runs with `proposers` outstanding proposals for `seconds`; returns committed proposals per second.

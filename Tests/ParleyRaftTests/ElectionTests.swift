@@ -130,5 +130,10 @@ import Testing
         #expect(after.lastIndex == before.lastIndex)
         net.tickAll(3)
         #expect(net.applied[2] == [payload(1)])
+        // With the applied index passed in, nothing already applied is handed out again.
+        try net.restart(2, keepApplied: true)
+        #expect(net.node(2).status.applied == net.appliedIndex[2])
+        net.tickAll(3)
+        #expect(net.applied[2] == [payload(1)])
     }
 }

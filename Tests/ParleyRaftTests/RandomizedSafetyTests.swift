@@ -49,6 +49,29 @@ import Testing
         }
     }
 
+    @Test("DESIGN-I1 DESIGN-I2: quiescing groups stay safe and live through faults, with lease reads on",
+          arguments: UInt64(201)...206)
+    func safetyWithQuiescence(seed: UInt64) throws {
+        var rng = SplitMix64(seed: seed)
+        let net = try TestNetwork(voters: [1, 2, 3]) {
+            $0.randomSeed = seed
+            $0.quiesceAfterTicks = 3
+            $0.readOnlyOption = .leaseBased
+        }
+        try run(net, steps: 400, proposeEvery: 8, &rng) { net, rng, _ in
+            let id = NodeID(rng.next(upperBound: 3) + 1)
+            switch rng.next(upperBound: 30) {
+            case 0: net.isolate(id)
+            case 1, 2: net.heal()
+            case 3: try net.restart(id)
+            // The host's transport notices a dead peer, or a client request reaches a node.
+            case 4: net.node(id).reportUnreachable(NodeID(rng.next(upperBound: 3) + 1))
+            case 5: net.node(id).readIndex(payload(rng.next(upperBound: 1 << 30)))
+            default: break
+            }
+        }
+    }
+
     /// Runs `steps` ticks with a fault `event` before each, proposing on the leader; checks safety after
     /// every tick, then heals and requires every member to apply a final proposal.
     func run(_ net: TestNetwork, steps: Int, proposeEvery: Int, _ rng: inout SplitMix64,

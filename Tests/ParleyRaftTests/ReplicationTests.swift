@@ -166,3 +166,81 @@ import Testing
 enum TestNetworkBuilder {
     static func empty() -> TestNetwork { try! TestNetwork(voters: []) }
 }
+
+extension ReplicationTests {
+    @Test("DESIGN-I5: a malformed message is refused with a clear error and changes nothing")
+    func malformedMessagesRefused() throws {
+        let net = try TestNetwork(voters: [1, 2, 3])
+        net.campaign(1)
+        let before = net.node(2).status
+        let term = net.term(1)
+        let gap = Message(kind: .append, from: 1, to: 2, term: term, logTerm: term, index: before.lastIndex,
+                          entries: [Entry(term: term, index: before.lastIndex + 2)])
+        #expect(throws: RaftError.self) { try net.node(2).step(gap) }
+        let future = Message(kind: .append, from: 1, to: 2, term: term, logTerm: term, index: before.lastIndex,
+                             entries: [Entry(term: term + 5, index: before.lastIndex + 1)])
+        #expect(throws: RaftError.self) { try net.node(2).step(future) }
+        let chunk = Message(kind: .snapshot, from: 1, to: 2, term: term, snapshot: Snapshot(data: [1, 2, 3]),
+                            snapshotOffset: 0, snapshotTotalBytes: 2)
+        #expect(throws: RaftError.self) { try net.node(2).step(chunk) }
+        #expect(throws: RaftError.wrongRecipient(3)) { try net.node(2).step(Message(kind: .heartbeat, from: 1, to: 3, term: term)) }
+        #expect(!net.node(2).hasReady)
+        #expect(net.node(2).status.lastIndex == before.lastIndex)
+    }
+}
+
+extension ReplicationTests {
+    @Test("DESIGN-I1: Figure 8 on a network: an old-term entry on a majority is not committed and may be replaced")
+    func figure8Scenario() throws {
+        let net = try TestNetwork(voters: [1, 2, 3, 4, 5]) {
+            $0.preVote = false
+            $0.checkQuorum = false
+            $0.maxSizePerMessage = 1  // one entry per append
+        }
+        let x = payload(8)
+        // (a) S1 leads term 2 and gets X (index 3) onto S2 only.
+        net.campaign(1)
+        #expect(net.term(1) == 2)
+        net.dropIf = { $0.kind == .append && $0.from == 1 && $0.to > 2 }
+        try net.node(1).propose(x)
+        net.deliverAll()
+        #expect(net.log(2).last?.term == 2 && net.log(2).last?.index == 3)
+        // (b) S5 leads term 3 with votes of S3, S4; its entry at index 3 stays with it.
+        net.heal()
+        net.isolate(1)
+        net.isolate(2)
+        net.dropIf = { $0.kind == .append && $0.from == 5 }
+        net.campaign(5)
+        #expect(net.role(5) == .leader && net.term(5) == 3)
+        // (c) S5 is down; S1 leads term 4 and spreads X to S3, but its term-4 entry is held back.
+        net.heal()
+        net.isolate(5)
+        net.rewrite = { m in
+            var m = m
+            m.entries.removeAll { $0.term == 4 }
+            return m
+        }
+        // S1 (still leader of term 2 in its own eyes) hears of term 3, then campaigns in term 4.
+        try net.node(1).step(Message(kind: .heartbeatResponse, from: 3, to: 1, term: 3))
+        #expect(net.role(1) == .follower)
+        net.campaign(1)
+        #expect(net.role(1) == .leader && net.term(1) == 4)
+        let term = net.term(1)
+        net.tickAll(3)
+        #expect(try net.storages[3]!.term(at: 3) == 2)
+        // X is on S1, S2, S3 — a majority — but of an old term: not committed.
+        #expect(net.commit(1) == 2)
+        #expect(!net.applied.values.contains { $0.contains(x) })
+        // (d) S1 goes down; S5 (last term 3) wins and rightly replaces X everywhere.
+        net.heal()
+        net.isolate(1)
+        try net.node(5).step(Message(kind: .heartbeatResponse, from: 3, to: 5, term: term))
+        net.campaign(5)
+        #expect(net.role(5) == .leader && net.term(5) > term)
+        net.tickAll(3)
+        for id: NodeID in 2...5 {
+            #expect(try net.storages[id]!.term(at: 3) == 3)
+            #expect(!net.applied[id]!.contains(x))
+        }
+    }
+}

@@ -55,6 +55,27 @@ import Testing
         #expect(net.applied[3] == net.applied[1])
     }
 
+    @Test("DESIGN-I1: a partial snapshot from one sender is not completed with another sender's bytes")
+    func noSplicingAcrossSenders() throws {
+        let net = try Self.laggingNetwork(chunk: 64)
+        net.heal()
+        net.dropIf = { $0.kind == .snapshot && $0.to == 3 && $0.snapshotOffset >= 192 }
+        net.tickAll(4)
+        let partial = try #require(net.node(3).raft.incomingSnapshot)
+        #expect(partial.data.count == 192)
+        // The same snapshot position, claimed by another sender, must start over from 0.
+        var chunk = Message(kind: .snapshot, from: 2, to: 3, term: net.term(3),
+                            snapshot: Snapshot(metadata: partial.metadata, data: [1, 2, 3]),
+                            snapshotOffset: 192, snapshotTotalBytes: partial.total)
+        try net.node(3).step(chunk)
+        #expect(net.node(3).raft.incomingSnapshot?.data.count == 192)
+        #expect(net.node(3).raft.incomingSnapshot?.from == 1)
+        chunk.snapshotOffset = 0
+        try net.node(3).step(chunk)
+        #expect(net.node(3).raft.incomingSnapshot?.from == 2)
+        #expect(net.node(3).raft.incomingSnapshot?.data == [1, 2, 3])
+    }
+
     @Test("DESIGN-I1: a lost chunk in the middle is detected and resent")
     func lostChunkIsResent() throws {
         let net = try Self.laggingNetwork(chunk: 64)

@@ -22,6 +22,8 @@ final class TestNetwork {
     var unsyncedDurableReadies = 0
     /// Drops the messages it returns true for.
     var dropIf: ((Message) -> Bool)?
+    /// Rewrites messages in flight (e.g. strips some entries).
+    var rewrite: ((Message) -> Message)?
 
     var ids: [NodeID] { nodes.keys.sorted() }
 
@@ -43,12 +45,18 @@ final class TestNetwork {
         appliedIndex[id] = try storage.firstIndex() - 1
     }
 
-    /// Rebuilds a node from what its storage holds, as after a crash (its applied state is replayed).
-    func restart(_ id: NodeID) throws {
+    /// Rebuilds a node from what its storage holds, as after a crash: its applied state is replayed
+    /// from the snapshot, or, with `keepApplied`, survives and is passed as `config.applied`.
+    func restart(_ id: NodeID, keepApplied: Bool = false) throws {
         let storage = storages[id]!
-        nodes[id] = try RawNode(config: configs[id]!, storage: storage)
-        applied[id] = try Self.decodeState(storage.snapshot().data)
-        appliedIndex[id] = try storage.firstIndex() - 1
+        var config = configs[id]!
+        if keepApplied {
+            config.applied = appliedIndex[id]!
+        } else {
+            applied[id] = try Self.decodeState(storage.snapshot().data)
+            appliedIndex[id] = try storage.firstIndex() - 1
+        }
+        nodes[id] = try RawNode(config: config, storage: storage)
     }
 
     func node(_ id: NodeID) -> RawNode { nodes[id]! }
@@ -104,7 +112,7 @@ final class TestNetwork {
             let batch = queue
             queue = []
             for m in batch where !isDropped(m) {
-                try? nodes[m.to]!.step(m)
+                try? nodes[m.to]!.step(rewrite?(m) ?? m)
                 delivered += 1
             }
             handleAllReady()
@@ -156,6 +164,7 @@ final class TestNetwork {
     func heal() {
         cut = []
         dropIf = nil
+        rewrite = nil
     }
 
     // MARK: - Application state
