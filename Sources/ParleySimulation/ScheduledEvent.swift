@@ -10,6 +10,8 @@ struct ScheduledEvent: Comparable {
         case client(Int)
         case fault
         case restart(NodeID)
+        /// A crash planned at an election: the new leader dies before its first entry is replicated.
+        case crash(NodeID, incarnation: Int)
         /// The quiet period's probe: propose the final write through the leader once there is one.
         case finalProbe
     }

@@ -47,6 +47,8 @@ public struct SimulationConfig: Sendable, Hashable {
     public var crashes = true
     public var membershipChanges = true
     public var leadershipTransfers = true
+    /// Share of new leaders that crash 1–15 ms after their election.
+    public var youngLeaderCrashRate = 0.1
     /// Virtual ms a crashed node stays down.
     public var downtime: ClosedRange<Int> = 20...400
 
@@ -80,12 +82,14 @@ public struct SimulationConfig: Sendable, Hashable {
         snapshotEvery = random.pick([5, 25, 100])
         readOnlyOption = random.pick([ReadOnlyOption.safe, .safe, .leaseBased])
         quiesceAfterTicks = random.pick([nil, nil, 20])
+        youngLeaderCrashRate = random.pick([0, 0.1, 0.5])
     }
 
     /// The knobs in one line, for traces.
     var knobs: String {
         "maxSizePerMessage \(maxSizePerMessage), maxInflight \(maxInflightMessages), drop \(dropRate), "
             + "duplicate \(duplicateRate), long delays \(longDelayRate), faults every \(faultInterval) ms, "
-            + "snapshot every \(snapshotEvery), reads \(readOnlyOption), quiesce after \(quiesceAfterTicks.map(String.init) ?? "never")"
+            + "snapshot every \(snapshotEvery), reads \(readOnlyOption), quiesce after \(quiesceAfterTicks.map(String.init) ?? "never"), "
+            + "young leaders crash \(youngLeaderCrashRate)"
     }
 }

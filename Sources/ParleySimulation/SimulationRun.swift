@@ -27,6 +27,8 @@ final class SimulationRun {
     /// Nodes named by some applied configuration so far.
     var everMember: Set<NodeID>
     private var latestConfIndex: LogIndex = 0
+    /// Members of the configuration applied at `latestConfIndex`, sorted.
+    private var latestMembers: [NodeID]
     private var roles: [NodeID: Role] = [:]
     /// Nodes that crash during their next Ready, after writing and before syncing.
     var tornCrashPending: Set<NodeID> = []
@@ -48,6 +50,7 @@ final class SimulationRun {
         self.random = random
         allIDs = (1...NodeID(config.nodes + config.spareNodes)).map { $0 }
         everMember = Set(allIDs.prefix(config.nodes))
+        latestMembers = Array(allIDs.prefix(config.nodes))
         // The last client writes the quiet period's final value.
         clients = (0...config.clients).map { SimulatedClient(id: $0) }
         note("seed \(seed): \(chosen.nodes) nodes; \(chosen.knobs)")
@@ -119,17 +122,33 @@ final class SimulationRun {
         for id in downDisks.keys.sorted() { try restart(id) }
         let start = now
         schedule(after: 0, .finalProbe)
-        while !finalWriteDone, let event = queue.popMin() {
-            guard event.time <= start + UInt64(config.livenessBound) else { break }
-            now = event.time
-            steps += 1
-            try handle(event)
-        }
+        try run(until: { self.finalWriteDone }, deadline: start + UInt64(config.livenessBound))
         guard finalWriteDone else {
             throw InvariantViolation("liveness", "no leader committed the final write within "
                 + "\(config.livenessBound) ms of healing; nodes: \(clusterSummary)")
         }
         note("quiet period: final write committed after \(now - start) ms")
+        // Every member then catches up to it (by log or snapshot), so no replica is left behind for good.
+        let target = runningIDs.compactMap { nodes[$0]?.applied }.max() ?? 0
+        // Members of the latest configuration (a change proposed earlier may still commit meanwhile).
+        let members = { self.latestMembers.filter { !self.retired.contains($0) } }
+        let caughtUp = { members().allSatisfy { (self.nodes[$0]?.applied ?? 0) >= target } }
+        try run(until: caughtUp, deadline: now + UInt64(config.livenessBound))
+        guard caughtUp() else {
+            throw InvariantViolation("convergence", "members \(members()) did not all apply index \(target) within "
+                + "\(config.livenessBound) ms of the final write; nodes: \(clusterSummary)")
+        }
+        note("quiet period: members \(members()) applied \(target)")
+    }
+
+    /// Handles events until `done` holds or the next event is due after `deadline`.
+    private func run(until done: () -> Bool, deadline: UInt64) throws {
+        while !done(), let event = queue.popMin() {
+            guard event.time <= deadline else { break }
+            now = event.time
+            steps += 1
+            try handle(event)
+        }
     }
 
     private func handle(_ event: ScheduledEvent) throws {
@@ -153,6 +172,8 @@ final class SimulationRun {
             schedule(after: UInt64(random.within(config.faultInterval)), .fault)
         case .restart(let id):
             if downDisks[id] != nil { try restart(id) }
+        case .crash(let id, let generation):
+            if faultsActive, incarnation[id] == generation, nodes[id] != nil { crash(id, torn: false) }
         case .finalProbe:
             try probeFinalWrite()
         }
@@ -224,6 +245,12 @@ final class SimulationRun {
         if roles[id] != node.role {
             note("n\(id) is \(node.role) in term \(node.term)")
             roles[id] = node.role
+            // Leaders that die young leave old-term entries half replicated: where the commit rule
+            // (Figure 8) and leader completeness are tested hardest.
+            if node.isLeader, faultsActive, config.crashes, downDisks.count < max(1, (config.nodes - 1) / 2),
+               random.chance(config.youngLeaderCrashRate) {
+                schedule(after: UInt64(random.within(1...15)), .crash(id, incarnation: incarnation[id]!))
+            }
         }
         statistics.snapshotsTaken += outcome.snapshotsTaken
         statistics.snapshotsReceived += outcome.snapshotsReceived
@@ -235,6 +262,7 @@ final class SimulationRun {
             latestConfIndex = index
             note("configuration at \(index): voters \(conf.voters) outgoing \(conf.votersOutgoing) "
                 + "learners \(conf.learners) next \(conf.learnersNext)\(conf.autoLeave ? " autoLeave" : "")")
+            latestMembers = conf.allMembers.sorted()
             let members = Set(conf.allMembers)
             everMember.formUnion(members)
             for member in everMember.sorted() where !members.contains(member) && !retired.contains(member) {
