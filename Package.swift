@@ -27,9 +27,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
+        .target(name: "ParleyWire", swiftSettings: strict),
         .target(
             name: "ParleyRooms",
-            dependencies: [.product(name: "Collections", package: "swift-collections")],
+            dependencies: ["ParleyWire", .product(name: "Collections", package: "swift-collections")],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -42,25 +43,26 @@ let package = Package(
                 "ParleyNode",
                 "ParleyAPI",
                 "ParleySimulation",
+                "ParleyWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyRooms"], swiftSettings: strict),
+        .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyWire", "ParleyRooms"], swiftSettings: strict),
         .target(name: "ParleyRaft", swiftSettings: strict),
         .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
         .target(
             name: "ParleyStorage",
-            dependencies: ["ParleyRaft", "ParleyRooms", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms"], swiftSettings: strict),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire"], swiftSettings: strict),
         .target(
             name: "ParleyCluster",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyStorage",
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -88,12 +90,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
         .target(
             name: "ParleySimulation",
-            dependencies: ["ParleyRaft", .product(name: "Collections", package: "swift-collections")],
+            dependencies: ["ParleyRaft", "ParleyWire", .product(name: "Collections", package: "swift-collections")],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleySimulationTests", dependencies: ["ParleySimulation"], swiftSettings: strict),
+        .testTarget(name: "ParleySimulationTests", dependencies: ["ParleyWire", "ParleySimulation"], swiftSettings: strict),
     ]
 )

@@ -1,5 +1,6 @@
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 
 /// A room command sent to the node that leads its shard (`POST /rpc/v1/propose`).
 public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {

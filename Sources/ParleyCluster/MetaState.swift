@@ -1,5 +1,6 @@
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 
 /// What the cluster knows of one node.
 public struct NodeRecord: Sendable, Hashable, Codable {

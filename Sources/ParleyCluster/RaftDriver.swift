@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 
 /// Runs a node's `RaftHost` on one event loop: ticks it on a timer, feeds it peers' batches, runs its ready
 /// loop whenever there is work, and routes commands to shard leaders (here or on another node), retrying
@@ -304,9 +305,7 @@ public final class RaftDriver: @unchecked Sendable {
         loop.submit {
             var out: [ShardID: UInt64] = [:]
             for shard in self.host.shards {
-                out[shard] = StableHash.mix(self.host.roomsSnapshot(shard: shard)!.reduce(0xCBF2_9CE4_8422_2325) {
-                    ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01B3
-                })
+                out[shard] = StableHash.mix(StableDigest.of(self.host.roomsSnapshot(shard: shard)!))
             }
             return out
         }

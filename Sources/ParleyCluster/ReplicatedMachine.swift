@@ -1,4 +1,5 @@
 import ParleyRooms
+import ParleyWire
 
 /// A deterministic state machine a Raft group replicates: the rooms of a shard, or the cluster's meta
 /// state. Applying reads time only from the context and nothing from the host.

@@ -1,15 +1,12 @@
+import ParleyWire
+
 /// Hashes that must give the same answer on every node, in every process and every version: they decide
 /// where rooms live. Swift's `Hasher` is seeded per process, so it must never be used for placement.
 public enum StableHash {
     /// FNV-1a over the UTF-8 bytes, then the 64-bit finalizer of MurmurHash3 to spread the bits (jump
     /// hashing and rendezvous weights need well-mixed keys; plain FNV is weak in its high bits).
     public static func of(_ string: String) -> UInt64 {
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in string.utf8 {
-            h ^= UInt64(byte)
-            h = h &* 0x0000_0100_0000_01B3
-        }
-        return mix(h)
+        mix(StableDigest.of(string.utf8))
     }
 
     /// MurmurHash3's fmix64: a bijection that turns nearby inputs into unrelated outputs.

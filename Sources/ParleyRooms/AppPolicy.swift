@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// E7: what happens when a user enters a room from a second device.
 public enum DevicePolicy: UInt8, Sendable, CaseIterable {
     /// The new session kicks the older ones with reason 3 (ConflictLogin).

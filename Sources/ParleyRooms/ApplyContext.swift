@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// How a client session authenticated (E4, E5).
 public enum AuthMode: UInt8, Sendable, CaseIterable {
     /// Non-independent mode: logged in to the IM service.

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// N1 / N5: message types; `notification` marks server notifications in history filters and
 /// can never be sent by a client (N2).
 public enum MessageType: UInt8, Sendable, CaseIterable {

@@ -1,3 +1,5 @@
+import ParleyWire
+
 extension CreateRoom: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         w.write(roomId); w.write(creator); w.write(name); w.write(announcement); w.write(ext)

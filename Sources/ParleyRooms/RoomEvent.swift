@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// Who receives an event; the edge fans it out accordingly.
 public enum EventAudience: Sendable, Hashable {
     /// Every online session of the room.

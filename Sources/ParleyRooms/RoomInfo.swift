@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// R1 / Q7: who may change the queue.
 public enum QueueModificationLevel: UInt8, Sendable, CaseIterable {
     case anyone = 0

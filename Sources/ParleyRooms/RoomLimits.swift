@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// Every limit of the room domain in one place, with the seeds' values as defaults.
 ///
 /// Where the English (000) and Chinese (003) NIM guides differ we take the stricter reading

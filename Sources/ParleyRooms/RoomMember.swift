@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// M2: the role a member holds; restrictions (block, mute) are flags beside it.
 public enum MemberRole: UInt8, Sendable, CaseIterable, Comparable {
     case visitor = 0, common = 1, manager = 2, creator = 3

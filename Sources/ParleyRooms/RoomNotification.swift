@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// N3: the notification event types of seed 000.
 public enum NotificationType: UInt16, Sendable, CaseIterable {
     case enter = 301, exit, addBlock, removeBlock, addMute, removeMute, addManager, removeManager,

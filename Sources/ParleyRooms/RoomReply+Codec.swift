@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// Replies and errors travel from the shard leader back to the edge in the same binary form.
 
 extension RoomInfoView: BinaryCodable {

@@ -1,4 +1,5 @@
 import Collections
+import ParleyWire
 
 /// Snapshot and restore of a shard's rooms: a versioned, byte-deterministic binary form
 /// (every dictionary written in sorted key order) for Raft snapshots.

@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// A client's write as it travels through the Raft log: who asked (for deduplication and the answer) and what.
 struct RegisterCommand: Hashable, Sendable {
     var client: Int
@@ -33,7 +35,7 @@ struct RegisterCommand: Hashable, Sendable {
         case 1: input = .put(key: try reader.readInt(), value: try reader.readInt())
         case 2: input = .get(key: try reader.readInt())
         case 3: input = .cas(key: try reader.readInt(), expected: try reader.readOptionalInt(), new: try reader.readInt())
-        default: throw ByteReader.Truncated()
+        default: throw CodecError.badTag("RegisterCommand", 0)
         }
     }
 

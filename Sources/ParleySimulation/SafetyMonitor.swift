@@ -1,4 +1,5 @@
 import ParleyRaft
+import ParleyWire
 
 /// A broken invariant: which one, and the evidence.
 public struct InvariantViolation: Error, Hashable, Sendable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import Testing
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 
 @Suite struct MetaStateTests {
     static let app = ApplyContext(logIndex: 1, timestamp: 1_000, actor: .appServer)

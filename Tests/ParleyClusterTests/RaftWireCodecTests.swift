@@ -2,6 +2,7 @@ import Testing
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 
 @Suite struct RaftWireCodecTests {
     static let sample: [RaftEnvelope] = [

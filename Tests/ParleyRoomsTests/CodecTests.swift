@@ -1,5 +1,6 @@
 import Testing
 @testable import ParleyRooms
+import ParleyWire
 
 @Suite struct CodecTests {
     static var sampleCommands: [RoomCommand] {

@@ -1,5 +1,6 @@
 import Testing
 @testable import ParleyRooms
+import ParleyWire
 
 @Suite struct RoomLimitsTests {
     @Test("E3 M1 M5 N5 Q2 Q4 R1: default limits are the seeds' values")

@@ -3,6 +3,7 @@ import Testing
 import ParleyRaft
 import ParleyRooms
 @testable import ParleyStorage
+import ParleyWire
 
 /// A fresh database file in its own temporary folder.
 func temporaryDatabasePath(_ name: String = "node") throws -> String {

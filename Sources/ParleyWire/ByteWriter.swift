@@ -38,6 +38,12 @@ public struct ByteWriter: Sendable {
     /// An Int as a signed zig-zag varint.
     public mutating func write(_ value: Int) { write(Int64(value)) }
 
+    /// A presence byte, then the number when present.
+    public mutating func write(optional value: Int?) {
+        write(value != nil)
+        if let value { write(value) }
+    }
+
     /// A varint byte count followed by the UTF-8 bytes.
     public mutating func write(_ value: String) {
         var s = value

@@ -8,14 +8,6 @@ public enum CodecError: Error, Equatable, Sendable {
     case badMagic
     case trailingBytes(Int)
     case invalidValue(String)
-
-    /// The stable room error a malformed command maps to (unknown op vs. malformed payload).
-    public var roomError: RoomError {
-        switch self {
-        case .badTag("RoomCommand", _): return RoomError(.unknownOperation, "unknown command tag")
-        default: return RoomError(.malformedCommand, "malformed command: \(self)")
-        }
-    }
 }
 
 /// Reads the form `ByteWriter` writes. Every read checks bounds, so garbage throws cleanly.
@@ -109,6 +101,11 @@ public struct ByteReader: Sendable {
     }
 
     /// A presence byte, then a string when present.
+    /// What `ByteWriter.write(optional:)` wrote.
+    public mutating func readOptionalInt() throws(CodecError) -> Int? {
+        try readBool() ? try readInt() : nil
+    }
+
     public mutating func readOptionalString() throws(CodecError) -> String? {
         try readBool() ? try readString() : nil
     }
