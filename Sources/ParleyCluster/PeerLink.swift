@@ -117,10 +117,16 @@ final class PeerLink: @unchecked Sendable {
         return promise.futureResult
     }
 
+    /// Request headers per path: the token is a function of (node, path), so it is made once per path.
+    private var headersByPath: [String: HPACKHeaders] = [:]
+
     private func headers(path: String) -> HPACKHeaders {
-        HPACKHeaders([(":method", "POST"), (":scheme", "http"), (":authority", "\(address.host):\(address.port)"),
+        if let cached = headersByPath[path] { return cached }
+        let made = HPACKHeaders([(":method", "POST"), (":scheme", "http"), (":authority", "\(address.host):\(address.port)"),
                       (":path", path), ("x-parley-node", "\(settings.nodeID)"),
                       ("x-parley-auth", settings.auth.token(node: settings.nodeID, path: path))])
+        headersByPath[path] = made
+        return made
     }
 
     private func connectIfNeeded() {
@@ -211,7 +217,10 @@ final class PeerLink: @unchecked Sendable {
 
     /// Points the link at a new address (the peer moved); the next connection uses it.
     func update(host: String, port: Int) {
-        loop.execute { self.address = (host, port) }
+        loop.execute {
+            self.address = (host, port)
+            self.headersByPath = [:]  // :authority changed
+        }
     }
 
     func close() -> EventLoopFuture<Void> {

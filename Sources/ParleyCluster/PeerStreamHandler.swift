@@ -31,7 +31,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame.FramePayload
 
     struct Settings: Sendable {
-        var auth: PeerAuth
+        var auth: VerifiedPeerTokens
         var maxFrameBytes: Int
         var onRaft: @Sendable (NodeID, [RaftEnvelope]) -> Void
         var onRequest: @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>

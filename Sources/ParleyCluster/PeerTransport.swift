@@ -62,7 +62,7 @@ public final class PeerTransport: Sendable {
         self.onPeerDown = onPeerDown
         self.group = group
         auth = PeerAuth(secret: config.secret)
-        let settings = PeerStreamHandler.Settings(auth: auth, maxFrameBytes: config.maxFrameBytes,
+        let settings = PeerStreamHandler.Settings(auth: VerifiedPeerTokens(auth: auth), maxFrameBytes: config.maxFrameBytes,
                                                   onRaft: onRaft, onRequest: onRequest)
         server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
