@@ -28,7 +28,12 @@ final class PeerLink: @unchecked Sendable {
     private var multiplexer: NIOHTTP2Handler.StreamMultiplexer?
     private var connection: Channel?
     /// RPCs made while the connection is being set up.
-    private var connectWaiters: [EventLoopPromise<NIOHTTP2Handler.StreamMultiplexer>] = []
+    private var connectWaiters: [EventLoopPromise<Channel>] = []
+    /// The long-lived stream that carries this link's RPCs, and the calls waiting for their answers.
+    private var callStream: Channel?
+    private var nextCallID: UInt64 = 0
+    private var pendingCalls: [UInt64: EventLoopPromise<PeerResponse>] = [:]
+    static let callTimeout: TimeAmount = .seconds(10)
     private var raftStream: Channel?
     private var connecting = false
     private var backoff: TimeAmount
@@ -82,39 +87,43 @@ final class PeerLink: @unchecked Sendable {
     /// Calls an RPC path on the peer.
     func call(path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
         loop.flatSubmit {
-            self.multiplexerWhenConnected().flatMap { multiplexer in self.call(multiplexer, path: path, body: body) }
+            self.callStreamWhenConnected().flatMap { stream in self.call(on: stream, path: path, body: body) }
         }
     }
 
-    private func multiplexerWhenConnected() -> EventLoopFuture<NIOHTTP2Handler.StreamMultiplexer> {
-        if let multiplexer { return loop.makeSucceededFuture(multiplexer) }
+    private func callStreamWhenConnected() -> EventLoopFuture<Channel> {
+        if let callStream { return loop.makeSucceededFuture(callStream) }
         guard !closed else { return loop.makeFailedFuture(PeerLinkError.unavailable(peer)) }
-        let promise = loop.makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
+        let promise = loop.makePromise(of: Channel.self)
         connectWaiters.append(promise)
         connectIfNeeded()
         return promise.futureResult
     }
 
-    private func call(_ multiplexer: NIOHTTP2Handler.StreamMultiplexer, path: String, body: [UInt8])
-        -> EventLoopFuture<PeerResponse> {
+    /// Writes one call frame `[u32 length][u64 id][u16 path length][path][body]` on the RPC stream.
+    private func call(on stream: Channel, path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+        nextCallID += 1
+        let id = nextCallID
         let promise = loop.makePromise(of: PeerResponse.self)
-        let headers = headers(path: path)
-        let limit = settings.maxFrameBytes
-        multiplexer.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(PeerCallHandler(promise: promise, maxBytes: limit))
-            }
-        }.whenComplete { result in
-            switch result {
-            case .success(let stream):
-                stream.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
-                let data = HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(bytes: body)), endStream: true))
-                stream.writeAndFlush(data, promise: nil)
-            case .failure(let error):
-                promise.fail(error)
-            }
+        pendingCalls[id] = promise
+        let pathBytes = Array(path.utf8)
+        var frame = ByteBuffer()
+        frame.reserveCapacity(14 + pathBytes.count + body.count)
+        frame.writeInteger(UInt32(8 + 2 + pathBytes.count + body.count))
+        frame.writeInteger(id)
+        frame.writeInteger(UInt16(pathBytes.count))
+        frame.writeBytes(pathBytes)
+        frame.writeBytes(body)
+        stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(frame))), promise: nil)
+        loop.scheduleTask(in: Self.callTimeout) {
+            self.pendingCalls.removeValue(forKey: id)?.fail(PeerLinkError.timedOut(self.peer))
         }
         return promise.futureResult
+    }
+
+    /// An answer frame arrived on the RPC stream.
+    fileprivate func answered(_ id: UInt64, status: Int, body: [UInt8]) {
+        pendingCalls.removeValue(forKey: id)?.succeed(PeerResponse(status: status, body: body))
     }
 
     /// Request headers per path: the token is a function of (node, path), so it is made once per path.
@@ -171,14 +180,15 @@ final class PeerLink: @unchecked Sendable {
         let waiters = connectWaiters
         connectWaiters = []
         for w in waiters { w.fail(PeerLinkError.unavailable(peer)) }
+        let calls = pendingCalls
+        pendingCalls = [:]
+        for (_, p) in calls { p.fail(PeerLinkError.unavailable(peer)) }
     }
 
     private func connected(_ mux: NIOHTTP2Handler.StreamMultiplexer) {
         multiplexer = mux
         backoff = settings.backoff.initial
-        let waiters = connectWaiters
-        connectWaiters = []
-        for w in waiters { w.succeed(mux) }
+        openCallStream(mux)
         let headers = headers(path: "/raft/v1/stream")
         mux.createStreamChannel { stream in
             stream.eventLoop.makeCompletedFuture {
@@ -199,12 +209,36 @@ final class PeerLink: @unchecked Sendable {
         }
     }
 
+    private func openCallStream(_ mux: NIOHTTP2Handler.StreamMultiplexer) {
+        let headers = headers(path: "/rpc/v1/stream")
+        let maxBytes = settings.maxFrameBytes
+        mux.createStreamChannel { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(PeerCallStreamReader(link: self, maxBytes: maxBytes))
+            }
+        }.whenComplete { result in
+            guard case .success(let stream) = result else {
+                self.connection?.close(promise: nil)
+                return
+            }
+            stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+            stream.closeFuture.whenComplete { _ in
+                if self.callStream === stream { stream.parent?.close(promise: nil) }
+            }
+            self.callStream = stream
+            let waiters = self.connectWaiters
+            self.connectWaiters = []
+            for w in waiters { w.succeed(stream) }
+        }
+    }
+
     private func lost() {
         settings.onDown(peer)
         failWaiters()
         connection = nil
         multiplexer = nil
         raftStream = nil
+        callStream = nil
         retryLater()
     }
 
@@ -230,7 +264,9 @@ final class PeerLink: @unchecked Sendable {
             let connection = self.connection
             self.connection = nil
             self.raftStream = nil
+            self.callStream = nil
             self.multiplexer = nil
+            self.failWaiters()
             return connection?.close() ?? self.loop.makeSucceededVoidFuture()
         }
     }
@@ -243,54 +279,43 @@ final class PeerLink: @unchecked Sendable {
 
 enum PeerLinkError: Error, Equatable {
     case unavailable(NodeID)
+    case timedOut(NodeID)
     case responseTooLarge
 }
 
-/// Reads one RPC response: a status header, then body data until the end of the stream.
-final class PeerCallHandler: ChannelInboundHandler {
+/// Reads the answers on a link's RPC stream: frames `[u32 length][u64 id][u16 status][body]`. A refusal of
+/// the stream itself (non-200) or a malformed frame closes it, which fails the calls still waiting.
+final class PeerCallStreamReader: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
-    private let promise: EventLoopPromise<PeerResponse>
+    private let link: PeerLink
     private let maxBytes: Int
-    private var status = 0
-    private var body = ByteBuffer()
-    private var completed = false
+    private var buffer = ByteBuffer()
 
-    init(promise: EventLoopPromise<PeerResponse>, maxBytes: Int) {
-        self.promise = promise
+    init(link: PeerLink, maxBytes: Int) {
+        self.link = link
         self.maxBytes = maxBytes
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .headers(let h):
-            status = h.headers.first(name: ":status").flatMap(Int.init) ?? status
-            if h.endStream { done(context) }
+            if h.headers.first(name: ":status").map({ $0 != "200" }) ?? false { context.close(promise: nil) }
         case .data(let d):
-            if case .byteBuffer(var b) = d.data { body.writeBuffer(&b) }
-            if body.readableBytes > maxBytes {
-                completed = true
-                promise.fail(PeerLinkError.responseTooLarge)
-                context.close(promise: nil)
-            } else if d.endStream {
-                done(context)
+            guard case .byteBuffer(var bytes) = d.data else { return }
+            buffer.writeBuffer(&bytes)
+            while let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) {
+                guard Int(length) <= maxBytes + 10, length >= 10 else { return context.close(promise: nil) }
+                guard buffer.readableBytes >= 4 + Int(length) else { break }
+                buffer.moveReaderIndex(forwardBy: 4)
+                let id = buffer.readInteger(as: UInt64.self)!
+                let status = buffer.readInteger(as: UInt16.self)!
+                let body = buffer.readBytes(length: Int(length) - 10)!
+                link.answered(id, status: Int(status), body: body)
             }
+            buffer.discardReadBytes()
         default:
             break
         }
-    }
-
-    private func done(_ context: ChannelHandlerContext) {
-        guard !completed else { return }
-        completed = true
-        // Both ends have sent END_STREAM: the stream closes by itself. Closing it here would send a
-        // RST_STREAM, and the peer's rapid-reset protection drops connections that send many.
-        promise.succeed(PeerResponse(status: status, body: Array(buffer: body)))
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        guard !completed else { return }
-        completed = true
-        promise.fail(PeerLinkError.unavailable(0))
     }
 }
 

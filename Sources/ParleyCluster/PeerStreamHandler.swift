@@ -23,7 +23,9 @@ public struct PeerResponse: Sendable {
 
 /// The server side of one HTTP/2 stream from a peer. Three kinds of stream:
 /// - `POST /raft/v1/stream`: long-lived; carries length-prefixed Raft batches until the peer closes it;
-/// - `POST /rpc/v1/…`: one request, one response (forwarded commands, reads);
+/// - `POST /rpc/v1/stream`: long-lived; carries many RPCs as frames `[u32 length][u64 id][path][body]`
+///   and answers each with `[u32 length][u64 id][u16 status][body]`, in whatever order they complete;
+/// - `POST /rpc/v1/…`: one request, one response (external tools; nodes use the stream above);
 /// - `GET /health`: unauthenticated liveness for probes and external HTTP/2 clients.
 /// Every other path, a bad token, an oversized frame or undecodable bytes end the stream with a status.
 final class PeerStreamHandler: ChannelInboundHandler {
@@ -37,7 +39,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
         var onRequest: @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>
     }
 
-    private enum Mode { case awaitingHeaders, raft(NodeID), rpc(NodeID, String), finished }
+    private enum Mode { case awaitingHeaders, raft(NodeID), rpcStream(NodeID), rpc(NodeID, String), finished }
 
     private let settings: Settings
     private var mode = Mode.awaitingHeaders
@@ -58,6 +60,9 @@ final class PeerStreamHandler: ChannelInboundHandler {
             case .raft(let from):
                 buffer.writeBuffer(&bytes)
                 drainRaftFrames(context, from: from)
+            case .rpcStream(let from):
+                buffer.writeBuffer(&bytes)
+                drainCallFrames(context, from: from)
             case .rpc(let from, let path):
                 buffer.writeBuffer(&bytes)
                 guard buffer.readableBytes <= settings.maxFrameBytes else {
@@ -82,8 +87,8 @@ final class PeerStreamHandler: ChannelInboundHandler {
               settings.auth.verify(node: node, path: path, token: token) else {
             return finish(context, status: 401, "missing or bad cluster credentials")
         }
-        if path == "/raft/v1/stream" {
-            mode = .raft(node)
+        if path == "/raft/v1/stream" || path == "/rpc/v1/stream" {
+            mode = path == "/raft/v1/stream" ? .raft(node) : .rpcStream(node)
             // Accept at once: the peer keeps writing batches on this stream.
             let ok = HPACKHeaders([(":status", "200")])
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: ok))), promise: nil)
@@ -113,6 +118,39 @@ final class PeerStreamHandler: ChannelInboundHandler {
         buffer.discardReadBytes()
     }
 
+    /// Each frame of an RPC stream is one call; its answer goes back on the same stream with the call's id.
+    private func drainCallFrames(_ context: ChannelHandlerContext, from: NodeID) {
+        while let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) {
+            guard Int(length) <= settings.maxFrameBytes else {
+                return finish(context, status: 413, "call of \(length) bytes is over \(settings.maxFrameBytes)")
+            }
+            guard buffer.readableBytes >= 4 + Int(length) else { break }
+            buffer.moveReaderIndex(forwardBy: 4)
+            var frame = buffer.readSlice(length: Int(length))!
+            guard let id = frame.readInteger(as: UInt64.self), let pathLength = frame.readInteger(as: UInt16.self),
+                  let path = frame.readString(length: Int(pathLength)) else {
+                return finish(context, status: 400, "malformed call frame")
+            }
+            let request = PeerRequest(from: from, path: path, body: Array(buffer: frame))
+            let loop = context.eventLoop
+            let bound = NIOLoopBound(context, eventLoop: loop)
+            settings.onRequest(request, loop).hop(to: loop).whenComplete { result in
+                let response: PeerResponse
+                switch result {
+                case .success(let r): response = r
+                case .failure(let error): response = PeerResponse(status: 500, body: Array("\(error)".utf8))
+                }
+                var out = ByteBuffer()
+                out.writeInteger(UInt32(8 + 2 + response.body.count))
+                out.writeInteger(id)
+                out.writeInteger(UInt16(clamping: response.status))
+                out.writeBytes(response.body)
+                bound.value.writeAndFlush(NIOAny(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(out)))), promise: nil)
+            }
+        }
+        buffer.discardReadBytes()
+    }
+
     private func answer(_ context: ChannelHandlerContext, _ request: PeerRequest) {
         mode = .finished
         let loop = context.eventLoop
@@ -127,7 +165,8 @@ final class PeerStreamHandler: ChannelInboundHandler {
     }
 
     private func finish(_ context: ChannelHandlerContext, status: Int, _ message: String) {
-        if case .raft = mode {
+        if case .raft = mode { mode = .rpcStream(0) }
+        if case .rpcStream = mode {
             // The stream was already accepted with a 200: a reset is the only way left to refuse it.
             mode = .finished
             context.close(promise: nil)
