@@ -58,7 +58,7 @@ let package = Package(
             dependencies: ["ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire"], swiftSettings: strict),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire", "ParleyNode"], swiftSettings: strict),
         .target(
             name: "ParleyCluster",
             dependencies: [

@@ -60,10 +60,7 @@ final class PeerLink: @unchecked Sendable {
 
     private func enqueue(_ bytes: [UInt8]) {
         guard !closed, bytes.count <= settings.maxFrameBytes else { dropped += 1; return }
-        var frame = ByteBuffer()
-        frame.reserveCapacity(4 + bytes.count)
-        frame.writeInteger(UInt32(bytes.count))
-        frame.writeBytes(bytes)
+        let frame = ByteBuffer.lengthPrefixedFrame(capacity: bytes.count) { $0.writeBytes(bytes) }
         queue.append(frame)
         queuedBytes += frame.readableBytes
         while queuedBytes > settings.queueLimitBytes, queue.count > 1 {
@@ -107,13 +104,12 @@ final class PeerLink: @unchecked Sendable {
         let promise = loop.makePromise(of: PeerResponse.self)
         pendingCalls[id] = promise
         let pathBytes = Array(path.utf8)
-        var frame = ByteBuffer()
-        frame.reserveCapacity(14 + pathBytes.count + body.count)
-        frame.writeInteger(UInt32(8 + 2 + pathBytes.count + body.count))
-        frame.writeInteger(id)
-        frame.writeInteger(UInt16(pathBytes.count))
-        frame.writeBytes(pathBytes)
-        frame.writeBytes(body)
+        let frame = ByteBuffer.lengthPrefixedFrame(capacity: 10 + pathBytes.count + body.count) { frame in
+            frame.writeInteger(id)
+            frame.writeInteger(UInt16(pathBytes.count))
+            frame.writeBytes(pathBytes)
+            frame.writeBytes(body)
+        }
         stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(frame))), promise: nil)
         loop.scheduleTask(in: Self.callTimeout) {
             self.pendingCalls.removeValue(forKey: id)?.fail(PeerLinkError.timedOut(self.peer))
@@ -188,34 +184,29 @@ final class PeerLink: @unchecked Sendable {
     private func connected(_ mux: NIOHTTP2Handler.StreamMultiplexer) {
         multiplexer = mux
         backoff = settings.backoff.initial
-        openCallStream(mux)
-        let headers = headers(path: "/raft/v1/stream")
-        mux.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(PeerRaftStreamWatcher())
-            }
-        }.whenComplete { result in
-            guard case .success(let stream) = result else {
-                self.connection?.close(promise: nil)
-                return
-            }
-            stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
-            stream.closeFuture.whenComplete { _ in
-                // A refused or reset Raft stream: drop the whole connection and start afresh.
-                if self.raftStream === stream { stream.parent?.close(promise: nil) }
-            }
+        let maxBytes = settings.maxFrameBytes
+        openStream(mux, path: "/rpc/v1/stream", reader: { PeerCallStreamReader(link: self, maxBytes: maxBytes) },
+                   isCurrent: { self.callStream === $0 }) { stream in
+            self.callStream = stream
+            let waiters = self.connectWaiters
+            self.connectWaiters = []
+            for w in waiters { w.succeed(stream) }
+        }
+        openStream(mux, path: "/raft/v1/stream", reader: { PeerRaftStreamWatcher() },
+                   isCurrent: { self.raftStream === $0 }) { stream in
             self.raftStream = stream
             self.flushQueue()
         }
     }
 
-    private func openCallStream(_ mux: NIOHTTP2Handler.StreamMultiplexer) {
-        let headers = headers(path: "/rpc/v1/stream")
-        let maxBytes = settings.maxFrameBytes
+    /// Opens one of the link's long-lived streams. If it cannot be opened, or is refused or reset later
+    /// while still current, the whole connection is dropped and the link starts afresh.
+    private func openStream(_ mux: NIOHTTP2Handler.StreamMultiplexer, path: String,
+                            reader: @escaping @Sendable () -> some ChannelInboundHandler,
+                            isCurrent: @escaping (Channel) -> Bool, opened: @escaping (Channel) -> Void) {
+        let headers = headers(path: path)
         mux.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(PeerCallStreamReader(link: self, maxBytes: maxBytes))
-            }
+            stream.eventLoop.makeCompletedFuture { try stream.pipeline.syncOperations.addHandler(reader()) }
         }.whenComplete { result in
             guard case .success(let stream) = result else {
                 self.connection?.close(promise: nil)
@@ -223,12 +214,9 @@ final class PeerLink: @unchecked Sendable {
             }
             stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
             stream.closeFuture.whenComplete { _ in
-                if self.callStream === stream { stream.parent?.close(promise: nil) }
+                if isCurrent(stream) { stream.parent?.close(promise: nil) }
             }
-            self.callStream = stream
-            let waiters = self.connectWaiters
-            self.connectWaiters = []
-            for w in waiters { w.succeed(stream) }
+            opened(stream)
         }
     }
 
@@ -303,16 +291,20 @@ final class PeerCallStreamReader: ChannelInboundHandler {
         case .data(let d):
             guard case .byteBuffer(var bytes) = d.data else { return }
             buffer.writeBuffer(&bytes)
-            while let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) {
-                guard Int(length) <= maxBytes + 10, length >= 10 else { return context.close(promise: nil) }
-                guard buffer.readableBytes >= 4 + Int(length) else { break }
-                buffer.moveReaderIndex(forwardBy: 4)
-                let id = buffer.readInteger(as: UInt64.self)!
-                let status = buffer.readInteger(as: UInt16.self)!
-                let body = buffer.readBytes(length: Int(length) - 10)!
-                link.answered(id, status: Int(status), body: body)
+            while true {
+                switch buffer.readLengthPrefixedFrame(maxBytes: maxBytes + 10) {
+                case .incomplete:
+                    buffer.discardReadBytes()
+                    return
+                case .oversized:
+                    return context.close(promise: nil)
+                case .frame(var frame):
+                    guard let id = frame.readInteger(as: UInt64.self), let status = frame.readInteger(as: UInt16.self) else {
+                        return context.close(promise: nil)
+                    }
+                    link.answered(id, status: Int(status), body: Array(buffer: frame))
+                }
             }
-            buffer.discardReadBytes()
         default:
             break
         }

@@ -100,36 +100,41 @@ final class PeerStreamHandler: ChannelInboundHandler {
         }
     }
 
-    /// A Raft stream is a sequence of frames: a 4-byte big-endian length, then a `RaftWireCodec` batch.
-    private func drainRaftFrames(_ context: ChannelHandlerContext, from: NodeID) {
-        while let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) {
-            guard Int(length) <= settings.maxFrameBytes else {
+    /// Hands each whole frame in the buffer to `handle`, which returns false once it has ended the stream.
+    private func drainFrames(_ context: ChannelHandlerContext, _ handle: (inout ByteBuffer) -> Bool) {
+        while true {
+            switch buffer.readLengthPrefixedFrame(maxBytes: settings.maxFrameBytes) {
+            case .incomplete:
+                buffer.discardReadBytes()
+                return
+            case .oversized(let length):
                 return finish(context, status: 413, "frame of \(length) bytes is over \(settings.maxFrameBytes)")
-            }
-            guard buffer.readableBytes >= 4 + Int(length) else { break }
-            buffer.moveReaderIndex(forwardBy: 4)
-            let bytes = buffer.readBytes(length: Int(length))!
-            do {
-                settings.onRaft(from, try RaftWireCodec.decode(bytes))
-            } catch {
-                return finish(context, status: 400, "undecodable Raft batch: \(error)")
+            case .frame(var frame):
+                guard handle(&frame) else { return }
             }
         }
-        buffer.discardReadBytes()
+    }
+
+    /// A Raft stream is a sequence of frames, each a `RaftWireCodec` batch.
+    private func drainRaftFrames(_ context: ChannelHandlerContext, from: NodeID) {
+        drainFrames(context) { frame in
+            do {
+                settings.onRaft(from, try RaftWireCodec.decode(Array(buffer: frame)))
+                return true
+            } catch {
+                finish(context, status: 400, "undecodable Raft batch: \(error)")
+                return false
+            }
+        }
     }
 
     /// Each frame of an RPC stream is one call; its answer goes back on the same stream with the call's id.
     private func drainCallFrames(_ context: ChannelHandlerContext, from: NodeID) {
-        while let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) {
-            guard Int(length) <= settings.maxFrameBytes else {
-                return finish(context, status: 413, "call of \(length) bytes is over \(settings.maxFrameBytes)")
-            }
-            guard buffer.readableBytes >= 4 + Int(length) else { break }
-            buffer.moveReaderIndex(forwardBy: 4)
-            var frame = buffer.readSlice(length: Int(length))!
+        drainFrames(context) { frame in
             guard let id = frame.readInteger(as: UInt64.self), let pathLength = frame.readInteger(as: UInt16.self),
                   let path = frame.readString(length: Int(pathLength)) else {
-                return finish(context, status: 400, "malformed call frame")
+                finish(context, status: 400, "malformed call frame")
+                return false
             }
             let request = PeerRequest(from: from, path: path, body: Array(buffer: frame))
             let loop = context.eventLoop
@@ -140,15 +145,15 @@ final class PeerStreamHandler: ChannelInboundHandler {
                 case .success(let r): response = r
                 case .failure(let error): response = PeerResponse(status: 500, body: Array("\(error)".utf8))
                 }
-                var out = ByteBuffer()
-                out.writeInteger(UInt32(8 + 2 + response.body.count))
-                out.writeInteger(id)
-                out.writeInteger(UInt16(clamping: response.status))
-                out.writeBytes(response.body)
+                let out = ByteBuffer.lengthPrefixedFrame(capacity: 10 + response.body.count) { out in
+                    out.writeInteger(id)
+                    out.writeInteger(UInt16(clamping: response.status))
+                    out.writeBytes(response.body)
+                }
                 bound.value.writeAndFlush(NIOAny(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(out)))), promise: nil)
             }
+            return true
         }
-        buffer.discardReadBytes()
     }
 
     private func answer(_ context: ChannelHandlerContext, _ request: PeerRequest) {

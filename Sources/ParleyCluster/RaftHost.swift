@@ -223,7 +223,7 @@ public final class RaftHost {
             let s = r.raft.status
             return ShardStatus(shard: shard, role: s.softState.role, term: s.hardState.term, leader: s.softState.leader,
                                commit: s.hardState.commit, applied: r.applied, firstIndex: s.firstIndex,
-                               lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.roomIds.count,
+                               lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.roomCount,
                                isQuiesced: s.isQuiesced)
         }
     }

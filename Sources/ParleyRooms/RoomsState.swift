@@ -20,6 +20,9 @@ public struct RoomsState: Sendable {
     /// The ids of every room, sorted.
     public var roomIds: [String] { rooms.ids }
 
+    /// How many rooms the shard holds (cheaper than `roomIds.count`).
+    public var roomCount: Int { rooms.count }
+
     /// Applies one command; on failure the state is unchanged and there are no events.
     public mutating func apply(_ command: RoomCommand, context: ApplyContext) -> ApplyOutcome {
         // Expiry arithmetic adds durations to the entry time; a forged time must not overflow.

@@ -1,20 +1,16 @@
-/// The simulator's one source of randomness (SplitMix64): a seed fully determines a run.
-/// Kept separate from ParleyRaft's generator so the core can change its own without changing runs' meaning.
+import ParleyRaft
+
+/// The simulator's one source of randomness: a seed fully determines a run. The bits come from the
+/// project's SplitMix64 (ParleyRaft); this type adds the draws the simulator needs.
 public struct SimulationRandom: Sendable {
-    private var state: UInt64
+    private var generator: SplitMix64
 
     public init(seed: UInt64) {
-        state = seed
+        generator = SplitMix64(seed: seed)
     }
 
     /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.nextUInt64() }
 
     /// Uniform in 0..<bound (bound > 0).
     public mutating func below(_ bound: Int) -> Int {

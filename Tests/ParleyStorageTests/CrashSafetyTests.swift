@@ -2,25 +2,14 @@ import Foundation
 import Testing
 import ParleyRaft
 @testable import ParleyStorage
-
-/// The `parley` executable built beside this test binary.
-func parleyExecutable() throws -> URL {
-    let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-    var dir = here.deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent("parley")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    throw StorageError.corrupt("the parley executable was not built beside \(here.path); run `swift build` first")
-}
+import ParleyNode
 
 @Suite struct CrashSafetyTests {
     /// A writer killed with SIGKILL at an arbitrary moment loses nothing it reported durable and never
     /// leaves a torn log; the next writer carries on from what is on disk, and is killed in turn.
     @Test func killMinusNineLosesNothingReportedDurable() throws {
         let path = try temporaryDatabasePath("crash")
-        let parley = try parleyExecutable()
+        let parley = try LocalNodeProcesses.parleyExecutable()
         var lastReported: [GroupID: StorageTorture.Durable] = [:]
         for round in 1...4 {
             let process = Process()
