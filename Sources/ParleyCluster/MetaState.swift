@@ -37,6 +37,47 @@ public struct AppCredential: Sendable, Hashable {
     }
 }
 
+/// A chat user of an app, registered by the app server (E4, E5): the account and its current login token.
+/// The same token serves independent mode (username + token) and the IM-session mode of the edge.
+public struct UserRecord: Sendable, Hashable {
+    public var appKey: String
+    public var account: String
+    public var name: String
+    public var avatar: String
+    public var token: String
+    /// Entry time (ms) after which the token is refused; 0 = never expires.
+    public var tokenExpiresAt: Int64
+    /// A revoked token is refused until the app server sets a new one.
+    public var revoked: Bool
+    public var createdAt: Int64
+
+    public init(appKey: String, account: String, name: String = "", avatar: String = "", token: String,
+                tokenExpiresAt: Int64 = 0, revoked: Bool = false, createdAt: Int64 = 0) {
+        self.appKey = appKey
+        self.account = account
+        self.name = name
+        self.avatar = avatar
+        self.token = token
+        self.tokenExpiresAt = tokenExpiresAt
+        self.revoked = revoked
+        self.createdAt = createdAt
+    }
+
+    /// The key of the user table: accounts are unique per app.
+    public var key: String { Self.key(appKey: appKey, account: account) }
+    public static func key(appKey: String, account: String) -> String { appKey + "\u{1F}" + account }
+}
+
+/// Why a token check failed (or that it passed).
+public enum TokenVerdict: Sendable, Hashable {
+    case valid(UserRecord)
+    case unknownApp
+    case unknownUser
+    case badToken
+    case expired
+    case revoked
+}
+
 /// A change to the cluster's meta state.
 public enum MetaCommand: Sendable, Hashable {
     /// Adds a node or updates its addresses (a removed node stays removed).
@@ -47,6 +88,10 @@ public enum MetaCommand: Sendable, Hashable {
     case setPlacement(expectedVersion: UInt64, replicas: [[NodeID]])
     case putApp(AppCredential)
     case removeApp(appKey: String)
+    /// Creates a user of a registered app or replaces its name, avatar and token (refresh).
+    case putUser(UserRecord)
+    /// Refuses the user's current token from now on.
+    case revokeToken(appKey: String, account: String)
 }
 
 /// What applying a meta command did.
@@ -77,8 +122,37 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     /// Replicas of each shard, best first; empty until the first table is installed.
     public private(set) var placement: [[NodeID]] = []
     public private(set) var apps: [String: AppCredential] = [:]
+    /// Users by `UserRecord.key`.
+    public private(set) var users: [String: UserRecord] = [:]
+
+    /// Field limits of user records.
+    public static let maxAccountBytes = 128
+    public static let maxTokenBytes = 256
+    public static let maxUserNameBytes = 128
+    public static let maxAvatarBytes = 1024
 
     public init() {}
+
+    public func user(appKey: String, account: String) -> UserRecord? {
+        users[UserRecord.key(appKey: appKey, account: account)]
+    }
+
+    /// E4 / E5: checks a login token at time `now` (ms); tokens compare in constant time.
+    public func checkToken(appKey: String, account: String, token: String, now: Int64) -> TokenVerdict {
+        guard apps[appKey] != nil else { return .unknownApp }
+        guard let user = user(appKey: appKey, account: account) else { return .unknownUser }
+        guard Self.constantTimeEqual(user.token, token) else { return .badToken }
+        if user.revoked { return .revoked }
+        if user.tokenExpiresAt != 0, now >= user.tokenExpiresAt { return .expired }
+        return .valid(user)
+    }
+
+    private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<min(x.count, y.count) { diff |= x[i] ^ y[i] }
+        return diff == 0
+    }
 
     public mutating func apply(_ command: MetaCommand, context: ApplyContext) -> MetaOutcome {
         guard case .appServer = context.actor else { return .refusal(.noPermission, "only the cluster changes meta state") }
@@ -121,6 +195,26 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             return .done
         case .removeApp(let key):
             guard apps.removeValue(forKey: key) != nil else { return .refusal(.notFound, "no app \(key)") }
+            users = users.filter { $0.value.appKey != key }
+            return .done
+        case .putUser(var user):
+            guard apps[user.appKey] != nil else { return .refusal(.notFound, "no app \(user.appKey)") }
+            guard (1...Self.maxAccountBytes).contains(user.account.utf8.count),
+                  user.account.utf8.allSatisfy({ $0 > 32 && $0 < 127 }),
+                  (1...Self.maxTokenBytes).contains(user.token.utf8.count),
+                  user.name.utf8.count <= Self.maxUserNameBytes, user.avatar.utf8.count <= Self.maxAvatarBytes,
+                  user.tokenExpiresAt >= 0 else {
+                return .refusal(.badParameter,
+                                "account 1-\(Self.maxAccountBytes) printable bytes, token 1-\(Self.maxTokenBytes) bytes, name ≤ \(Self.maxUserNameBytes), avatar ≤ \(Self.maxAvatarBytes)")
+            }
+            user.createdAt = users[user.key]?.createdAt ?? context.timestamp
+            user.revoked = false
+            users[user.key] = user
+            return .done
+        case .revokeToken(let appKey, let account):
+            let key = UserRecord.key(appKey: appKey, account: account)
+            guard users[key] != nil else { return .refusal(.notFound, "no user \(account)") }
+            users[key]!.revoked = true
             return .done
         }
     }
@@ -132,7 +226,7 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
 
     // MARK: Snapshot
 
-    public static let snapshotVersion: UInt8 = 1
+    public static let snapshotVersion: UInt8 = 2
 
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
@@ -144,6 +238,8 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         for replicas in placement { w.write(UInt64(replicas.count)); replicas.forEach { w.write($0) } }
         w.write(UInt64(apps.count))
         for key in apps.keys.sorted() { w.write(apps[key]!) }
+        w.write(UInt64(users.count))
+        for key in users.keys.sorted() { w.write(users[key]!) }
         return w.bytes
     }
 
@@ -164,6 +260,10 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         for _ in 0..<(try r.readCount()) {
             let a = try r.read(AppCredential.self)
             apps[a.appKey] = a
+        }
+        for _ in 0..<(try r.readCount()) {
+            let u = try r.read(UserRecord.self)
+            users[u.key] = u
         }
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
     }
@@ -201,6 +301,30 @@ extension AppCredential: BinaryCodable {
     }
 }
 
+extension UserRecord: BinaryCodable {
+    public func encode(to w: inout ByteWriter) {
+        w.write(appKey)
+        w.write(account)
+        w.write(name)
+        w.write(avatar)
+        w.write(token)
+        w.write(tokenExpiresAt)
+        w.write(revoked)
+        w.write(createdAt)
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        appKey = try r.readString()
+        account = try r.readString()
+        name = try r.readString()
+        avatar = try r.readString()
+        token = try r.readString()
+        tokenExpiresAt = try r.readInt64()
+        revoked = try r.readBool()
+        createdAt = try r.readInt64()
+    }
+}
+
 extension MetaCommand: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         switch self {
@@ -211,6 +335,8 @@ extension MetaCommand: BinaryCodable {
             for list in replicas { w.write(UInt64(list.count)); list.forEach { w.write($0) } }
         case .putApp(let a): w.write(UInt8(3)); w.write(a)
         case .removeApp(let key): w.write(UInt8(4)); w.write(key)
+        case .putUser(let u): w.write(UInt8(5)); w.write(u)
+        case .revokeToken(let app, let account): w.write(UInt8(6)); w.write(app); w.write(account)
         }
     }
 
@@ -229,6 +355,8 @@ extension MetaCommand: BinaryCodable {
             self = .setPlacement(expectedVersion: v, replicas: replicas)
         case 3: self = .putApp(try r.read())
         case 4: self = .removeApp(appKey: try r.readString())
+        case 5: self = .putUser(try r.read())
+        case 6: self = .revokeToken(appKey: try r.readString(), account: try r.readString())
         case let t: throw .badTag("MetaCommand", UInt64(t))
         }
     }

@@ -107,4 +107,51 @@ import ParleyWire
         }
         #expect(throws: CodecError.self) { try MetaCommand(decoding: [9]) }
     }
+
+    /// E4 / E5: users and their tokens, checked at a given time; refreshing replaces the token and lifts a revoke.
+    @Test func usersTokensAreCheckedRefreshedAndRevoked() throws {
+        var m = MetaState()
+        _ = m.apply(.putApp(AppCredential(appKey: "app", secret: String(repeating: "s", count: 32))), context: Self.app)
+        let user = UserRecord(appKey: "app", account: "alice", name: "Alice", token: "t1", tokenExpiresAt: 10_000)
+        #expect(m.apply(.putUser(user), context: Self.app) == .done)
+        guard case .valid(let got) = m.checkToken(appKey: "app", account: "alice", token: "t1", now: 5_000) else {
+            Issue.record("a fresh token was refused")
+            return
+        }
+        #expect(got.name == "Alice" && got.createdAt == 1_000)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t2", now: 5_000) == .badToken)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t", now: 5_000) == .badToken)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t1", now: 10_000) == .expired)
+        #expect(m.checkToken(appKey: "app", account: "bob", token: "t1", now: 5_000) == .unknownUser)
+        #expect(m.checkToken(appKey: "other", account: "alice", token: "t1", now: 5_000) == .unknownApp)
+        #expect(m.apply(.revokeToken(appKey: "app", account: "alice"), context: Self.app) == .done)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t1", now: 5_000) == .revoked)
+        let later = ApplyContext(logIndex: 5, timestamp: 7_000, actor: .appServer)
+        #expect(m.apply(.putUser(UserRecord(appKey: "app", account: "alice", token: "t3")), context: later) == .done)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t3", now: 99_000_000) != .revoked)
+        #expect(m.user(appKey: "app", account: "alice")?.createdAt == 1_000)
+        // Survives a snapshot round trip.
+        #expect(try MetaState(restoring: m.snapshot()) == m)
+        // Bad users change nothing.
+        let before = m.snapshot()
+        for bad in [UserRecord(appKey: "nope", account: "x", token: "t"),
+                    UserRecord(appKey: "app", account: "", token: "t"),
+                    UserRecord(appKey: "app", account: "has space", token: "t"),
+                    UserRecord(appKey: "app", account: "x", token: ""),
+                    UserRecord(appKey: "app", account: "x", token: String(repeating: "t", count: 257)),
+                    UserRecord(appKey: "app", account: "x", token: "t", tokenExpiresAt: -1)] {
+            guard case .refused = m.apply(.putUser(bad), context: Self.app) else {
+                Issue.record("\(bad) was accepted")
+                continue
+            }
+        }
+        guard case .refused = m.apply(.revokeToken(appKey: "app", account: "ghost"), context: Self.app) else {
+            Issue.record("revoking an unknown user was accepted")
+            return
+        }
+        #expect(m.snapshot() == before)
+        // Removing the app removes its users.
+        #expect(m.apply(.removeApp(appKey: "app"), context: Self.app) == .done)
+        #expect(m.users.isEmpty)
+    }
 }

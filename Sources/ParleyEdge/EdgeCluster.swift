@@ -1,0 +1,37 @@
+import ParleyCluster
+import ParleyRooms
+
+/// What the edge needs from the cluster. `ParleyNode` provides it over the Raft driver (commands routed to
+/// shard leaders, event feeds long-polled from replicas, tokens read from the meta group); tests may provide
+/// it over an in-process `RoomsState`.
+public protocol EdgeCluster: Sendable {
+    /// This edge for this process run (node id and boot time), so the sessions of an earlier run of the same
+    /// node are never taken for live ones. Goes into every `SessionIdentity.edgeId`.
+    var edgeId: String { get }
+    var shardCount: Int { get }
+    func shard(ofRoom roomId: String) -> ShardID
+
+    /// Routes a command to the shard's leader and returns the applied outcome. Throws `EdgeClusterError`.
+    func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome
+
+    /// The shard's applied events after `cursor` (nil = start from the present: an empty page whose cursor is
+    /// the replica's current applied index), waiting up to `waitMillis` for at least one. Every call also
+    /// renews this edge's lease on the shard (its sessions end when it stops polling).
+    func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage
+
+    /// E4 / E5: checks a login token against the meta group's user table.
+    func checkToken(appKey: String, account: String, token: String) async -> TokenVerdict
+
+    /// E5 anonymous: whether the app key is registered.
+    func appExists(_ appKey: String) async -> Bool
+
+    /// E6: the edge addresses (host:port) that should serve the room, best first.
+    func roomAddresses(roomId: String) async -> [String]
+}
+
+public enum EdgeClusterError: Error, Sendable, Equatable {
+    /// No leader reachable for the shard (protocol error 5030).
+    case unavailable(String)
+    /// No answer in time; the command may have applied (protocol error 5040).
+    case timedOut
+}
