@@ -80,6 +80,24 @@ extension Room {
         return out
     }
 
+    /// X2: stored items after `seq`, oldest first; `historyGone` when retention already dropped some of them.
+    func history(after seq: UInt64, limit: Int, _ env: ApplyEnv) throws(RoomError) -> [HistoryItem] {
+        guard limit > 0, limit <= env.limits.maxResumeItems else {
+            throw RoomError(.badParameter, "limit must be 1 … \(env.limits.maxResumeItems)")
+        }
+        _ = try resolveOperator(env)
+        guard seq >= droppedThroughSeq else {
+            throw RoomError(.historyGone, "history no longer holds seq \(seq + 1) … \(droppedThroughSeq)")
+        }
+        // History is in seq order: find the first item after `seq` by binary search.
+        var lo = 0, hi = history.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if history[mid].seq <= seq { lo = mid + 1 } else { hi = mid }
+        }
+        return Array(history[lo ..< min(history.count, lo + limit)])
+    }
+
     /// R4: creator or managers update the room; 312 with notifyExt when asked.
     mutating func update(_ u: UpdateRoom, _ env: ApplyEnv, _ fx: inout ApplyEffects) throws(RoomError) {
         let limits = env.limits

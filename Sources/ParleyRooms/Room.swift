@@ -23,6 +23,8 @@ struct Room: Sendable {
     var queueMaxSize: Int
     /// N5: messages and notifications, oldest first.
     var history: Deque<HistoryItem> = []
+    /// X2: the highest seq ever dropped from history (retention or cap): a resume from before it has a gap.
+    var droppedThroughSeq: UInt64 = 0
 
     init(info: RoomInfo, queueMaxSize: Int) {
         self.info = info
@@ -32,7 +34,7 @@ struct Room: Sendable {
     /// R1: distinct users with at least one online session.
     var onlineUserCount: Int { userSessions.count }
 
-    var view: RoomInfoView { RoomInfoView(info: info, onlineUserCount: onlineUserCount) }
+    var view: RoomInfoView { RoomInfoView(info: info, onlineUserCount: onlineUserCount, seq: seq) }
 
     var fixedMemberCount: Int { members.values.reduce(0) { $0 + ($1.isFixed ? 1 : 0) } }
 
@@ -94,7 +96,7 @@ struct Room: Sendable {
         history.append(item)
         let oldest = env.now - env.limits.historyRetentionMillis
         while let first = history.first, first.time < oldest || history.count > env.limits.maxHistoryPerRoom {
-            history.removeFirst()
+            droppedThroughSeq = max(droppedThroughSeq, history.removeFirst().seq)
         }
     }
 }

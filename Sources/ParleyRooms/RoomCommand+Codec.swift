@@ -221,6 +221,7 @@ extension RoomCommand: BinaryCodable {
         case .queuePoll(let id, let key): w.write(UInt8(28)); w.write(id); w.write(key)
         case .queueList(let id): w.write(UInt8(29)); w.write(id)
         case .queueDrop(let id): w.write(UInt8(30)); w.write(id)
+        case .historySince(let id, let after, let limit): w.write(UInt8(31)); w.write(id); w.write(after); w.write(limit)
         }
     }
 
@@ -256,6 +257,7 @@ extension RoomCommand: BinaryCodable {
         case 28: self = .queuePoll(roomId: try r.readString(), key: try r.readString())
         case 29: self = .queueList(roomId: try r.readString())
         case 30: self = .queueDrop(roomId: try r.readString())
+        case 31: self = .historySince(roomId: try r.readString(), afterSeq: try r.readUInt64(), limit: try r.readInt())
         case let t: throw .badTag("RoomCommand", UInt64(t))
         }
     }

@@ -18,6 +18,8 @@ public enum RoomCommand: Sendable, Hashable {
     // Messages (N1, N5)
     case sendMessage(SendMessage)
     case fetchHistory(HistoryQuery)
+    /// X2: history items with seq > afterSeq, oldest first (a reconnecting client's resume).
+    case historySince(roomId: String, afterSeq: UInt64, limit: Int)
     // Members (M2-M9, R5, R6)
     case fetchMembers(FetchMembers)
     case fetchMembersByIds(RoomUsers)
@@ -43,7 +45,7 @@ public enum RoomCommand: Sendable, Hashable {
     /// Read-only commands go through apply for linearizability but never change state.
     public var isReadOnly: Bool {
         switch self {
-        case .fetchRoomInfo, .fetchMembers, .fetchMembersByIds, .queueList, .fetchHistory: return true
+        case .fetchRoomInfo, .fetchMembers, .fetchMembersByIds, .queueList, .fetchHistory, .historySince: return true
         default: return false
         }
     }

@@ -43,6 +43,8 @@ public enum RoomErrorCode: Int, Sendable, CaseIterable {
     case invalidRoleTransition = 13110
     /// The session id is already in the room.
     case sessionAlreadyEntered = 13111
+    /// X2: a resume asked for items that retention already dropped ("gap too old").
+    case historyGone = 13112
 }
 
 /// A failed command: a stable code and a human-readable message.

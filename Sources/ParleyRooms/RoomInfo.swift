@@ -46,6 +46,8 @@ public struct RoomInfoView: Sendable, Hashable {
     public var info: RoomInfo
     /// Distinct users with at least one online session.
     public var onlineUserCount: Int
+    /// The room's latest sequence number (X2: a client resumes after the last one it saw).
+    public var seq: UInt64 = 0
 }
 
 extension RoomInfo: BinaryCodable {

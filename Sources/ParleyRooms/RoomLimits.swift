@@ -57,6 +57,8 @@ public struct RoomLimits: Sendable, Hashable, Codable {
     public var maxBanMinutes: Int = 43_200
     /// R6: user ids per allowlist change.
     public var maxAllowlistIdsPerRequest: Int = 20
+    /// X2: history items one resume request returns at most (the edge pages beyond it).
+    public var maxResumeItems: Int = 1000
 
     public init() {}
 }
@@ -71,7 +73,7 @@ extension RoomLimits: BinaryCodable {
         \.maxAvatarBytes, \.maxMemberExtBytes, \.maxNotifyExtBytes, \.maxMessageBodyBytes,
         \.maxMessageExtBytes, \.maxQueueKeyBytes, \.maxQueueBatchKeyBytes, \.maxQueueValueBytes,
         \.maxQueueBatchElements, \.maxQueueNotifyExtBytes, \.maxQueueSize, \.maxBanMinutes,
-        \.maxAllowlistIdsPerRequest,
+        \.maxAllowlistIdsPerRequest, \.maxResumeItems,
         ]
     }
 

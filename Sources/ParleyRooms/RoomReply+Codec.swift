@@ -6,11 +6,13 @@ extension RoomInfoView: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         w.write(info)
         w.write(onlineUserCount)
+        w.write(seq)
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
         info = try r.read()
         onlineUserCount = try r.readInt()
+        seq = try r.readUInt64()
     }
 }
 

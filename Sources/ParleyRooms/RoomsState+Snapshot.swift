@@ -6,7 +6,7 @@ import ParleyWire
 extension RoomsState {
     static let snapshotMagic: [UInt8] = [0x50, 0x52, 0x4D, 0x53]  // "PRMS"
     /// Bump when the layout changes; restore refuses versions it does not know.
-    public static let snapshotVersion: UInt8 = 1
+    public static let snapshotVersion: UInt8 = 2
 
     /// The whole state as bytes.
     public func snapshot() -> [UInt8] {
@@ -102,6 +102,7 @@ extension Room: BinaryCodable {
         }
         w.write(UInt64(history.count))
         for item in history { w.write(item) }
+        w.write(droppedThroughSeq)
     }
 
     init(from r: inout ByteReader) throws(CodecError) {
@@ -140,6 +141,7 @@ extension Room: BinaryCodable {
         let n = try r.readCount()
         history.reserveCapacity(n)
         for _ in 0 ..< n { history.append(try r.read()) }
+        droppedThroughSeq = try r.readUInt64()
         // The invariants apply relies on: forged bytes must fail here, not trap later.
         guard queueMaxSize >= 0, userSessions.keys.allSatisfy({ members[$0] != nil }),
               members[info.creator]?.role == .creator,

@@ -20,6 +20,13 @@ public struct RoomsState: Sendable {
     /// The ids of every room, sorted.
     public var roomIds: [String] { rooms.ids }
 
+    /// The edges that hold at least one online session in this shard, sorted (the leader watches their leases).
+    public var edgesWithSessions: [String] {
+        var edges = Set<String>()
+        for room in rooms.slots { for s in room.sessions.values { edges.insert(s.edgeId) } }
+        return edges.sorted()
+    }
+
     /// How many rooms the shard holds (cheaper than `roomIds.count`).
     public var roomCount: Int { rooms.count }
 
@@ -92,6 +99,9 @@ public struct RoomsState: Sendable {
         case .fetchHistory(let q):
             let i = try openSlot(q.roomId)
             return .history(try rooms[slot: i].historyPage(q, env))
+        case .historySince(let roomId, let after, let limit):
+            let i = try openSlot(roomId)
+            return .history(try rooms[slot: i].history(after: after, limit: limit, env))
         case .fetchMembers(let q):
             let i = try openSlot(q.roomId)
             return .members(try rooms[slot: i].memberPage(q, env))

@@ -1,0 +1,78 @@
+import Testing
+@testable import ParleyRooms
+
+/// X2: a reconnecting client resumes by room sequence number from history.
+@Suite struct ResumeRulesTests {
+    static func sent(_ shard: inout TestShard, _ n: Int) -> [UInt64] {
+        (0..<n).map { i in
+            guard case .messageSent(let seq, _)? = shard.user("carol", .sendMessage(SendMessage(roomId: "r1", body: "m\(i)"))).reply
+            else { return 0 }
+            return seq
+        }
+    }
+
+    @Test func X2_historySinceReturnsItemsAfterTheSeqInOrderAndRoomInfoCarriesTheLatestSeq() {
+        var shard = TestShard.populated()
+        let seqs = Self.sent(&shard, 10)
+        #expect(seqs == seqs.sorted() && Set(seqs).count == 10)
+        guard case .history(let items)? = shard.user("dave", .historySince(roomId: "r1", afterSeq: seqs[3], limit: 100)).reply
+        else { Issue.record("no history"); return }
+        #expect(items.map(\.seq) == Array(seqs[4...]))
+        guard case .history(let first)? = shard.user("dave", .historySince(roomId: "r1", afterSeq: seqs[3], limit: 2)).reply
+        else { Issue.record("no history"); return }
+        #expect(first.map(\.seq) == [seqs[4], seqs[5]])
+        guard case .roomInfo(let view)? = shard.user("dave", .fetchRoomInfo(roomId: "r1")).reply else {
+            Issue.record("no info"); return
+        }
+        #expect(view.seq == seqs.last!)
+        guard case .history(let none)? = shard.user("dave", .historySince(roomId: "r1", afterSeq: view.seq, limit: 10)).reply
+        else { Issue.record("no history"); return }
+        #expect(none.isEmpty)
+    }
+
+    @Test func X2_aResumeFromBeforeWhatRetentionDroppedIsHistoryGoneAndSurvivesASnapshot() throws {
+        var limits = RoomLimits()
+        limits.maxHistoryPerRoom = 5
+        var shard = TestShard(limits: limits)
+        shard.createRoom()
+        shard.enter("owner")
+        let seqs = Self.sent2(&shard, 12)
+        shard.expectRejected(.historySince(roomId: "r1", afterSeq: seqs[2], limit: 10), as: TestShard.session("owner"),
+                             .historyGone)
+        // From the oldest kept item's predecessor on, the resume is complete.
+        guard case .history(let items)? = shard.user("owner", .historySince(roomId: "r1", afterSeq: seqs[6], limit: 10)).reply
+        else { Issue.record("no history"); return }
+        #expect(items.map(\.seq) == Array(seqs[7...]))
+        let restored = try RoomsState(restoring: shard.state.snapshot())
+        #expect(restored.snapshot() == shard.state.snapshot())
+        #expect(restored.rooms["r1"]!.droppedThroughSeq == shard.state.rooms["r1"]!.droppedThroughSeq)
+    }
+
+    static func sent2(_ shard: inout TestShard, _ n: Int) -> [UInt64] {
+        (0..<n).map { i in
+            guard case .messageSent(let seq, _)? = shard.user("owner", .sendMessage(SendMessage(roomId: "r1", body: "m\(i)"))).reply
+            else { return 0 }
+            return seq
+        }
+    }
+
+    @Test func X2_badResumeRequestsAreRefused() {
+        var shard = TestShard.populated()
+        _ = Self.sent(&shard, 3)
+        shard.expectRejected(.historySince(roomId: "r1", afterSeq: 0, limit: 0), as: TestShard.session("dave"), .badParameter)
+        shard.expectRejected(.historySince(roomId: "r1", afterSeq: 0, limit: 1001), as: TestShard.session("dave"), .badParameter)
+        shard.expectRejected(.historySince(roomId: "r1", afterSeq: 0, limit: 10), as: TestShard.session("zed"), .notEntered)
+        shard.expectRejected(.historySince(roomId: "nope", afterSeq: 0, limit: 10), as: TestShard.session("dave"), .roomNotFound)
+    }
+
+    @Test func edgesWithSessionsListsEachEdgeOnceSorted() {
+        var shard = TestShard()
+        shard.createRoom()
+        shard.enter("a", edge: "e2")
+        shard.enter("b", edge: "e1")
+        shard.enter("c", edge: "e2")
+        #expect(shard.state.edgesWithSessions == ["e1", "e2"])
+        shard.run(.sessionLost(edgeId: "e2"))
+        #expect(shard.state.edgesWithSessions == ["e1"])
+    }
+}
