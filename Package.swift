@@ -82,6 +82,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "ParleyEdgeTests",
+            dependencies: [
+                "ParleyEdge", "ParleyRooms", "ParleyCluster",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyAPI",
             dependencies: [
@@ -93,8 +104,9 @@ let package = Package(
         .target(
             name: "ParleyNode",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI",
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI", "ParleyEdge",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],

@@ -1,10 +1,12 @@
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOPosix
 import ParleyAPI
 import ParleyCluster
+import ParleyEdge
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage
@@ -20,6 +22,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     private let raftLoop: MultiThreadedEventLoopGroup
     public let transport: PeerTransport
     public let driver: RaftDriver
+    /// The cluster side of the client edge (docs/protocol.md); set before `run()`. Nil serves no `/ws`.
+    public var edgeCluster: (any EdgeCluster)?
 
     /// Opens the database, binds the peer port and builds every replica; nothing ticks until `run()`.
     public init(config: NodeConfig, logger: Logger) async throws {
@@ -71,7 +75,13 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         ])
         let router = Router()
         StatusRoutes.add(to: router, source: self)
+        // WebSockets upgrade through a router of their own beside the HTTP one (EdgeRoutes explains).
+        let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
+        let edgeSettings = EdgeSettings()
+        if let edgeCluster { EdgeRoutes.add(to: webSocketRouter, edge: Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger)) }
         let app = Application(router: router,
+                              server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter,
+                                                             configuration: EdgeRoutes.configuration(edgeSettings)),
                               configuration: .init(address: .hostname(config.listen.host, port: config.listen.port),
                                                    serverName: "parley"),
                               eventLoopGroupProvider: .shared(network), logger: logger)
