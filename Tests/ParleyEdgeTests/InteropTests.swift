@@ -16,6 +16,7 @@ struct InteropTests {
             script: "Tests/interop/ws_client_test.py",
             arguments: [server.url, Fixture.app, "r1", "alice", "t-alice", "bob", "t-bob"], timeout: .seconds(60))
         #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("interop ok"), "\(result.output)")
     }
 
     @Test("Autobahn cases (kosoku, no compression, no performance cases) on /ws/echo: OK, NON-STRICT or INFORMATIONAL only",
@@ -29,6 +30,8 @@ struct InteropTests {
             script: "Tests/interop/autobahn_echo.py",
             arguments: ["ws://127.0.0.1:\(server.port)/ws/echo"], timeout: .seconds(300))
         #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains(" not accepted"), "the cases did not run: \(result.output)")
+        print("autobahn: \(result.output)")
     }
 }
 
