@@ -69,6 +69,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Collections", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),
@@ -93,8 +94,9 @@ let package = Package(
         .target(
             name: "ParleyNode",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI",
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI", "ParleyEdge",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],

@@ -30,8 +30,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private(set) var snapshotIndex: LogIndex
     private var pending: [ProposalID: (term: Term, completion: Completion)] = [:]
     private var termBeforeReady: Term = 0
-    /// Called with every applied outcome, in log order (the host publishes room events from it).
-    var onApplied: (Machine.Outcome) -> Void = { _ in }
+    /// Called for every applied entry, in log order, with the outcome when the entry carried a command
+    /// (the host keeps each shard's event log from it).
+    var onApplied: (LogIndex, Machine.Outcome?) -> Void = { _, _ in }
+    /// Called when a snapshot from the leader replaced the state: entries up to the index were never applied here.
+    var onRestored: (LogIndex) -> Void = { _ in }
 
     init(group: GroupID, log: DurableGroupLog, config: RaftConfig, fresh: () -> Machine) throws {
         self.group = group
@@ -101,6 +104,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             applied = snapshot.metadata.index
             snapshotIndex = snapshot.metadata.index
             confState = snapshot.metadata.confState
+            onRestored(applied)
         }
         try log.append(rd.entries)
         if let hs = rd.hardState { log.setHardState(hs) }
@@ -124,12 +128,15 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         switch entry.kind {
         case .confChange:
             if let cc = try? ConfChange(decoding: entry.data) { confState = raft.applyConfChange(cc) }
+            onApplied(entry.index, nil)
         case .normal:
-            guard !entry.data.isEmpty, let proposal = try? GroupProposal<Machine.Command>(decoding: entry.data) else { return }
+            guard !entry.data.isEmpty, let proposal = try? GroupProposal<Machine.Command>(decoding: entry.data) else {
+                return onApplied(entry.index, nil)
+            }
             lastTimestamp = max(lastTimestamp, proposal.timestamp)
             let context = ApplyContext(logIndex: entry.index, timestamp: lastTimestamp, actor: proposal.actor)
             let outcome = machine.apply(proposal.command, context: context)
-            onApplied(outcome)
+            onApplied(entry.index, outcome)
             if let waiting = pending.removeValue(forKey: proposal.id) { waiting.completion(.success(outcome)) }
         }
     }

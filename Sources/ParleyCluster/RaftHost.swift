@@ -13,6 +13,11 @@ public struct RaftEnvelope: Sendable, Hashable {
     }
 }
 
+/// Which shards applied events in the current cycle; shared by the replicas' apply callbacks.
+final class NewEventMarker {
+    var shards = Set<ShardID>()
+}
+
 /// What a proposer of a room command hears back: what applying it did, or why it could not be applied.
 public typealias ProposalCompletion = (Result<ApplyOutcome, ClusterError>) -> Void
 
@@ -49,6 +54,10 @@ public final class RaftHost {
     private let database: NodeDatabase
     /// Replicas by shard; `shardOrder` walks them in a stable order.
     private var replicas: [ShardID: GroupReplica<RoomsState>] = [:]
+    /// Each shard replica's recent events, for the edges' feeds.
+    private var eventLogs: [ShardID: ShardEventLog] = [:]
+    /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
+    private let newEvents = NewEventMarker()
     private let shardOrder: [ShardID]
     private let meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
@@ -77,6 +86,7 @@ public final class RaftHost {
         }
         var order: [ShardID] = []
         var all: [HostedGroup] = []
+        let marker = newEvents
         for shard in 0..<config.shardMap.shardCount {
             let members = config.shardMap.replicas(of: shard, nodes: config.nodes)
             guard members.contains(config.nodeID) else { continue }
@@ -85,7 +95,17 @@ public final class RaftHost {
             let replica = try GroupReplica<RoomsState>(group: config.shardMap.group(of: shard), log: log, config: raft) {
                 RoomsState(limits: limits)
             }
-            replica.onApplied = { outcome in if !outcome.events.isEmpty { publish(shard, outcome.events) } }
+            let events = ShardEventLog(applied: replica.applied)
+            replica.onApplied = { index, outcome in
+                let list = outcome?.events ?? []
+                events.applied(index, list)
+                if !list.isEmpty {
+                    marker.shards.insert(shard)
+                    publish(shard, list)
+                }
+            }
+            replica.onRestored = { index in events.restored(at: index) }
+            eventLogs[shard] = events
             replicas[shard] = replica
             order.append(shard)
             all.append(replica)
@@ -102,6 +122,26 @@ public final class RaftHost {
         shardOrder = order
         groups = all
     }
+
+
+    /// The shards that applied events since the last call.
+    public func takeShardsWithNewEvents() -> Set<ShardID> {
+        defer { newEvents.shards.removeAll() }
+        return newEvents.shards
+    }
+
+    /// The shard's events after `cursor` as this replica holds them; nil when no replica is held here.
+    public func eventPage(shard: ShardID, after cursor: LogIndex?) -> ShardEventPage? {
+        guard let log = eventLogs[shard], let replica = replicas[shard] else { return nil }
+        let p = log.page(after: cursor)
+        return ShardEventPage(shard: shard, batches: p.batches, cursor: p.cursor, gap: p.gap, leader: replica.leader)
+    }
+
+    /// Whether this node leads `shard` right now.
+    public func isLeader(of shard: ShardID) -> Bool { replicas[shard]?.isLeader ?? false }
+
+    /// The edges with sessions in the shard, as this replica has applied it.
+    public func edgesWithSessions(shard: ShardID) -> [String] { replicas[shard]?.machine.edgesWithSessions ?? [] }
 
     /// The shards this node holds a replica of, ascending.
     public var shards: [ShardID] { shardOrder }

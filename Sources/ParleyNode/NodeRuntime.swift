@@ -20,6 +20,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     private let raftLoop: MultiThreadedEventLoopGroup
     public let transport: PeerTransport
     public let driver: RaftDriver
+    /// The edge's view of the cluster (commands, event feeds, tokens, addresses).
+    public let edgeCluster: NodeEdgeCluster
 
     /// Opens the database, binds the peer port and builds every replica; nothing ticks until `run()`.
     public init(config: NodeConfig, logger: Logger) async throws {
@@ -59,6 +61,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             try RaftHost(config: hostConfig, database: database, send: send, publish: publish)
         }
         ref.driver = driver
+        edgeCluster = NodeEdgeCluster(driver: driver, transport: transport, boot: hostConfig.boot)
     }
 
     /// Serves the HTTP port and drives Raft until asked to stop.
