@@ -35,16 +35,25 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     var onApplied: (LogIndex, Machine.Outcome?) -> Void = { _, _ in }
     /// Called when a snapshot from the leader replaced the state: entries up to the index were never applied here.
     var onRestored: (LogIndex) -> Void = { _ in }
+    /// Runs right after each command applies, with the machine (the host takes its history items).
+    var afterApply: (inout Machine) -> Void = { _ in }
+    /// Refines the outcome a local proposer gets (reads that reach past the machine's in-memory window).
+    var answer: (Machine.Command, Machine.Outcome, Machine, ApplyContext) -> Machine.Outcome = { _, outcome, _, _ in outcome }
+    /// Sets up every machine this replica makes or restores.
+    private let prepare: (inout Machine) -> Void
 
-    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, fresh: () -> Machine) throws {
+    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, prepare: @escaping (inout Machine) -> Void = { _ in },
+         fresh: () -> Machine) throws {
         self.group = group
         self.log = log
+        self.prepare = prepare
         let snapshot = try log.snapshot()
         if snapshot.data.isEmpty {
             machine = fresh()
         } else {
             (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
         }
+        prepare(&machine)
         applied = snapshot.metadata.index
         snapshotIndex = snapshot.metadata.index
         confState = snapshot.metadata.confState
@@ -101,6 +110,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         if let snapshot = rd.snapshot, !snapshot.isEmpty {
             try log.applySnapshot(snapshot)
             (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
+            prepare(&machine)
             applied = snapshot.metadata.index
             snapshotIndex = snapshot.metadata.index
             confState = snapshot.metadata.confState
@@ -136,8 +146,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             lastTimestamp = max(lastTimestamp, proposal.timestamp)
             let context = ApplyContext(logIndex: entry.index, timestamp: lastTimestamp, actor: proposal.actor)
             let outcome = machine.apply(proposal.command, context: context)
+            afterApply(&machine)
             onApplied(entry.index, outcome)
-            if let waiting = pending.removeValue(forKey: proposal.id) { waiting.completion(.success(outcome)) }
+            if let waiting = pending.removeValue(forKey: proposal.id) {
+                waiting.completion(.success(answer(proposal.command, outcome, machine, context)))
+            }
         }
     }
 

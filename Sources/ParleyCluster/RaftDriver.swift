@@ -13,6 +13,7 @@ public final class RaftDriver: @unchecked Sendable {
     let transport: PeerTransport
     let feeds: EdgeFeedBoard
     private var leaseTask: RepeatedTask?
+    private var historyTask: RepeatedTask?
     private let tickInterval: TimeAmount
     private var tickTask: RepeatedTask?
     private var readyScheduled = false
@@ -44,6 +45,10 @@ public final class RaftDriver: @unchecked Sendable {
             self.leaseTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                 self.expireSilentEdges()
             }
+            // N5: durable history older than the retention window goes once a minute.
+            self.historyTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(60)) { _ in
+                _ = try? self.host.expireHistory(now: Self.now())
+            }
             self.runReady()
         }
     }
@@ -54,6 +59,8 @@ public final class RaftDriver: @unchecked Sendable {
             self.tickTask = nil
             self.leaseTask?.cancel()
             self.leaseTask = nil
+            self.historyTask?.cancel()
+            self.historyTask = nil
         }
     }
 

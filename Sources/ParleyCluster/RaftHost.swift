@@ -13,9 +13,11 @@ public struct RaftEnvelope: Sendable, Hashable {
     }
 }
 
-/// Which shards applied events in the current cycle; shared by the replicas' apply callbacks.
-final class NewEventMarker {
+/// What the replicas' apply callbacks leave for the host between cycles: which shards applied events, and
+/// the history rows to write with the next group commit.
+final class ApplyScratch {
     var shards = Set<ShardID>()
+    var history: [RoomHistoryStore.Row] = []
 }
 
 /// What a proposer of a room command hears back: what applying it did, or why it could not be applied.
@@ -57,7 +59,7 @@ public final class RaftHost {
     /// Each shard replica's recent events, for the edges' feeds.
     private var eventLogs: [ShardID: ShardEventLog] = [:]
     /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
-    private let newEvents = NewEventMarker()
+    private let newEvents = ApplyScratch()
     private let shardOrder: [ShardID]
     private let meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
@@ -92,8 +94,17 @@ public final class RaftHost {
             guard members.contains(config.nodeID) else { continue }
             let (log, raft) = try open(config.shardMap.group(of: shard), members: members)
             let limits = config.limits
-            let replica = try GroupReplica<RoomsState>(group: config.shardMap.group(of: shard), log: log, config: raft) {
-                RoomsState(limits: limits)
+            let replica = try GroupReplica<RoomsState>(
+                group: config.shardMap.group(of: shard), log: log, config: raft,
+                prepare: { $0.collectsStoredHistory = true }) { RoomsState(limits: limits) }
+            replica.afterApply = { state in
+                for s in state.takeStoredHistory() {
+                    marker.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
+                }
+            }
+            let store = database.history
+            replica.answer = { command, outcome, state, context in
+                RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store)
             }
             let events = ShardEventLog(applied: replica.applied)
             replica.onApplied = { index, outcome in
@@ -135,6 +146,12 @@ public final class RaftHost {
         guard let log = eventLogs[shard], let replica = replicas[shard] else { return nil }
         let p = log.page(after: cursor)
         return ShardEventPage(shard: shard, batches: p.batches, cursor: p.cursor, gap: p.gap, leader: replica.leader)
+    }
+
+    /// N5: deletes durable history older than the retention window (at `now`, ms).
+    @discardableResult
+    public func expireHistory(now: Int64) throws -> Int {
+        try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
     }
 
     /// Whether this node leads `shard` right now.
@@ -204,11 +221,16 @@ public final class RaftHost {
     @discardableResult
     public func processReady() throws -> Int {
         var batch = StorageBatch()
+        batch.history = newEvents.history
+        newEvents.history.removeAll(keepingCapacity: true)
         var readies: [(HostedGroup, Ready)] = []
         for g in groups {
             if let rd = try g.collectReady(into: &batch) { readies.append((g, rd)) }
         }
-        guard !readies.isEmpty else { return 0 }
+        guard !readies.isEmpty else {
+            try database.commit(batch)  // history rows of the last cycle, if any
+            return 0
+        }
         try database.commit(batch)  // nothing below is sent or answered before this is durable
 
         var outbox: [NodeID: [RaftEnvelope]] = [:]

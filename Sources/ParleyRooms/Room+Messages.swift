@@ -56,7 +56,7 @@ extension Room {
             senderNickname: member?.nickname ?? "", senderAvatar: member?.avatar ?? "", senderRoomExt: roomExt,
             type: m.type, clientMessageId: m.clientMessageId, body: m.body, ext: m.ext)
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .message(message)))
-        remember(.message(message), env: env)
+        remember(.message(message), env: env, &fx)
         return .messageSent(seq: seq, time: now)
     }
 

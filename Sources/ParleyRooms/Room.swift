@@ -90,7 +90,7 @@ struct Room: Sendable {
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .notification(n)))
         let isEnterExit = type == .enter || type == .exit
         if !isEnterExit || env.policy.storeEnterExitInHistory {
-            remember(.notification(n), env: env)
+            remember(.notification(n), env: env, &fx)
         }
     }
 
@@ -98,7 +98,8 @@ struct Room: Sendable {
     static func sentKey(sender: String, clientMessageId: String) -> String { sender + "\u{1F}" + clientMessageId }
 
     /// N5: appends to history, dropping what retention or the per-room cap no longer allows.
-    mutating func remember(_ item: consuming HistoryItem, env: ApplyEnv) {
+    mutating func remember(_ item: HistoryItem, env: ApplyEnv, _ fx: inout ApplyEffects) {
+        fx.stored.append(StoredHistoryItem(roomId: info.roomId, item: item))
         if case .message(let m) = item, !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = m.seq }
         history.append(item)
         let oldest = env.now - env.limits.historyRetentionMillis

@@ -23,7 +23,11 @@ public final class NodeDatabase: Sendable {
         self.path = path
         queue = try DatabaseQueue(path: path, configuration: config)
         try Self.migrator.migrate(queue)
+        history = RoomHistoryStore(queue: queue)
     }
+
+    /// The durable room history kept in this database.
+    public let history: RoomHistoryStore
 
     private static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
@@ -41,6 +45,7 @@ public final class NodeDatabase: Sendable {
                     conf_state BLOB NOT NULL, data BLOB NOT NULL);
                 """)
         }
+        RoomHistoryStore.migrate(&m)
         return m
     }
 
@@ -139,6 +144,7 @@ public final class NodeDatabase: Sendable {
             for (group, write) in batch.writes where !write.isEmpty {
                 try Self.apply(write, to: group, in: db)
             }
+            if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
         }
     }
 
