@@ -7,6 +7,8 @@ import ParleyWire
 protocol HostedGroup: AnyObject {
     var group: GroupID { get }
     var raft: RawNode { get }
+    /// Called each time a proposal enters this replica's log as leader (the host counts them).
+    var onProposed: () -> Void { get set }
     /// First half of a ready cycle: take the group's Ready and stage what must be durable into `batch`.
     func collectReady(into batch: inout StorageBatch) throws -> Ready?
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
@@ -32,6 +34,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private var termBeforeReady: Term = 0
     /// Called with every applied outcome, in log order (the host publishes room events from it).
     var onApplied: (Machine.Outcome) -> Void = { _ in }
+    var onProposed: () -> Void = {}
 
     init(group: GroupID, log: DurableGroupLog, config: RaftConfig, fresh: () -> Machine) throws {
         self.group = group
@@ -87,6 +90,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             return completion(.failure(.proposalRefused("\(error)")))
         }
         pending[id] = (raft.term, completion)
+        onProposed()
     }
 
     // MARK: Ready cycle
