@@ -112,7 +112,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .target(
             name: "ParleySimulation",
             dependencies: ["ParleyRaft", "ParleyWire", .product(name: "Collections", package: "swift-collections")],
