@@ -25,10 +25,15 @@ enum HeadlessChromium {
         try p.run()
         // Drain stderr on another thread so a chatty browser cannot block on a full pipe.
         let errors = ErrorText()
-        let drain = Thread { errors.set(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) }
+        let drained = DispatchSemaphore(value: 0)
+        let drain = Thread {
+            errors.set(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            drained.signal()
+        }
         drain.start()
         let dom = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
+        drained.wait()
         guard p.terminationStatus == 0 else { throw Failure.exited(p.terminationStatus, String(errors.get().suffix(2000))) }
         return dom
     }
