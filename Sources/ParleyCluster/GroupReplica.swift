@@ -7,6 +7,8 @@ import ParleyWire
 protocol HostedGroup: AnyObject {
     var group: GroupID { get }
     var raft: RawNode { get }
+    /// Called each time a proposal enters this replica's log as leader (the host counts them).
+    var onProposed: () -> Void { get set }
     /// First half of a ready cycle: take the group's Ready and stage what must be durable into `batch`.
     func collectReady(into batch: inout StorageBatch) throws -> Ready?
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
@@ -41,6 +43,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     var answer: (Machine.Command, Machine.Outcome, Machine, ApplyContext) -> Machine.Outcome = { _, outcome, _, _ in outcome }
     /// Sets up every machine this replica makes or restores.
     private let prepare: (inout Machine) -> Void
+    var onProposed: () -> Void = {}
 
     init(group: GroupID, log: DurableGroupLog, config: RaftConfig, prepare: @escaping (inout Machine) -> Void = { _ in },
          fresh: () -> Machine) throws {
@@ -99,6 +102,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             return completion(.failure(.proposalRefused("\(error)")))
         }
         pending[id] = (raft.term, completion)
+        onProposed()
     }
 
     // MARK: Ready cycle

@@ -1,3 +1,4 @@
+import Metrics
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage
@@ -66,17 +67,25 @@ public final class RaftHost {
     private let groups: [HostedGroup]
     private var nextSequence: UInt64 = 0
     private let send: (NodeID, [RaftEnvelope]) -> Void
+    private let metrics: RaftMetrics
+    /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
+    /// counted against it).
+    private var knownLeaders: [NodeID]
 
     /// Opens (or, on first start, creates) every group placed on this node.
     /// - Parameters:
     ///   - send: hands one peer the cycle's messages for it (all groups in one batch).
     ///   - publish: receives the room events of each applied command, per shard, in log order.
+    ///   - metrics: where proposals, commits, elections and applied commands are counted (the node's
+    ///     registry; tests that do not look leave the no-op default).
     public init(config: Config, database: NodeDatabase,
                 send: @escaping (NodeID, [RaftEnvelope]) -> Void,
-                publish: @escaping (ShardID, [RoomEvent]) -> Void) throws {
+                publish: @escaping (ShardID, [RoomEvent]) -> Void,
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws {
         self.config = config
         self.database = database
         self.send = send
+        self.metrics = RaftMetrics(factory: metrics)
         let held = Set(try database.groupIDs())
         func open(_ group: GroupID, members: [NodeID]) throws -> (DurableGroupLog, RaftConfig) {
             let log = held.contains(group) ? try database.openGroup(group)
@@ -132,6 +141,9 @@ public final class RaftHost {
         }
         shardOrder = order
         groups = all
+        knownLeaders = all.map { $0.raft.softState.leader }
+        let proposals = self.metrics.proposals
+        for g in all { g.onProposed = { proposals.increment() } }
     }
 
 
@@ -205,7 +217,13 @@ public final class RaftHost {
     public func propose(_ command: RoomCommand, shard: ShardID, actor: CommandActor, timestamp: Int64,
                         completion: @escaping ProposalCompletion) {
         guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
-        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp, completion: completion)
+        let metrics = self.metrics
+        let kind = command.metricKind
+        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp) { result in
+            // Counted where the proposal was made (the leader), so each command counts once in the cluster.
+            if case .success(let outcome) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
+            completion(result)
+        }
     }
 
     /// Proposes a change to the meta group (node registry, placement, app credentials).
@@ -224,8 +242,11 @@ public final class RaftHost {
         batch.history = newEvents.history
         newEvents.history.removeAll(keepingCapacity: true)
         var readies: [(HostedGroup, Ready)] = []
-        for g in groups {
-            if let rd = try g.collectReady(into: &batch) { readies.append((g, rd)) }
+        for (i, g) in groups.enumerated() {
+            guard let rd = try g.collectReady(into: &batch) else { continue }
+            readies.append((g, rd))
+            if let soft = rd.softState { observe(soft, group: i) }
+            if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }
         }
         guard !readies.isEmpty else {
             try database.commit(batch)  // history rows of the last cycle, if any
@@ -243,6 +264,12 @@ public final class RaftHost {
             try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)
         }
         return readies.count
+    }
+
+    private func observe(_ soft: SoftState, group i: Int) {
+        if soft.role == .candidate { metrics.electionsStarted.increment() }
+        if soft.leader != 0, soft.leader != knownLeaders[i] { metrics.leaderChanges.increment() }
+        knownLeaders[i] = soft.leader
     }
 
     /// Proposals waiting to be applied, over all groups.
