@@ -119,7 +119,8 @@ public final class RaftDriver: @unchecked Sendable {
 
     /// How to reach a group's leader: propose on the local replica, or forward to a node with `path`
     /// (an RPC that proposes there only, so a command makes at most one more hop).
-    private struct GroupRoute<Outcome: BinaryCodable & Sendable & Hashable> {
+    // Built and used on the driver's loop only.
+    private struct GroupRoute<Outcome: BinaryCodable & Sendable & Hashable>: @unchecked Sendable {
         var what: String
         var path: String
         var body: [UInt8]
