@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .target(name: "ParleyWire", swiftSettings: strict),
@@ -47,7 +49,11 @@ let package = Package(
                 "ParleyWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -56,7 +62,10 @@ let package = Package(
         .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
         .target(
             name: "ParleyStorage",
-            dependencies: ["ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire", "ParleyNode"], swiftSettings: strict),
@@ -69,6 +78,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -98,6 +109,8 @@ let package = Package(
             dependencies: [
                 "ParleyRooms", "ParleyCluster",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -107,13 +120,16 @@ let package = Package(
                 "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI", "ParleyEdge",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .target(
             name: "ParleySimulation",
             dependencies: ["ParleyRaft", "ParleyWire", .product(name: "Collections", package: "swift-collections")],

@@ -6,7 +6,7 @@ public struct EdgeSettings: Sendable, Hashable {
     /// Largest message (after reassembly of fragments) a client may send.
     public var maxFrameBytes: Int = 65_536
     /// How long one event-feed poll waits at the replica for new events.
-    public var pollWaitMillis: Int = 10_000
+    public var pollWaitMillis: Int = 5_000
     /// Items per `historySince` page when filling a gap or resuming.
     public var historyPageLimit: Int = 100
     /// Pause after a failed poll before the next (the shard may be electing a leader).

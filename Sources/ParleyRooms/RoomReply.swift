@@ -46,6 +46,8 @@ public struct ApplyOutcome: Sendable, Hashable {
 /// in the room, so the state can keep its user-to-rooms index (E3) current.
 struct ApplyEffects {
     var events: [RoomEvent] = []
+    /// Items added to history (the node also writes them to its durable history store).
+    var stored: [StoredHistoryItem] = []
     var online: [String] = []
     var offline: [String] = []
 }

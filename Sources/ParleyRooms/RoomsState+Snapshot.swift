@@ -142,6 +142,7 @@ extension Room: BinaryCodable {
         history.reserveCapacity(n)
         for _ in 0 ..< n { history.append(try r.read()) }
         droppedThroughSeq = try r.readUInt64()
+        for case .message(let m) in history where !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = m.seq }
         // The invariants apply relies on: forged bytes must fail here, not trap later.
         guard queueMaxSize >= 0, userSessions.keys.allSatisfy({ members[$0] != nil }),
               members[info.creator]?.role == .creator,

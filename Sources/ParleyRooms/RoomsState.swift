@@ -9,6 +9,10 @@ public struct RoomsState: Sendable {
     var userRooms: [String: [String]] = [:]
     /// M9: global mute expiry (ms, Int64.max = permanent) by user.
     var globalMutes: [String: Int64] = [:]
+    /// History items added since the last `takeStoredHistory()`: scratch, not state (never in a snapshot).
+    private var stored: [StoredHistoryItem] = []
+    /// Whether to collect `takeStoredHistory()` items (a node with a durable history store turns it on).
+    public var collectsStoredHistory = false
 
     /// An empty shard. Limits must be valid (`RoomLimits.isValid`); a bad configuration stops here.
     public init(limits: RoomLimits = RoomLimits(), policy: AppPolicy = AppPolicy()) {
@@ -19,6 +23,19 @@ public struct RoomsState: Sendable {
 
     /// The ids of every room, sorted.
     public var roomIds: [String] { rooms.ids }
+
+    /// N5: the history items applied commands added since the last call, in apply order (the node writes
+    /// them to its durable history store, which keeps what the in-memory window no longer holds).
+    public mutating func takeStoredHistory() -> [StoredHistoryItem] {
+        defer { stored.removeAll(keepingCapacity: true) }
+        return stored
+    }
+
+    /// N5 / X2: what the in-memory history of a room still holds: its oldest seq (nil when empty) and the
+    /// newest seq it dropped (0 = none), so a query can tell when it must read further back.
+    public func historyWindow(roomId: String) -> (oldestSeq: UInt64?, droppedThroughSeq: UInt64)? {
+        rooms[roomId].map { ($0.history.first?.seq, $0.droppedThroughSeq) }
+    }
 
     /// The edges that hold at least one online session in this shard, sorted (the leader watches their leases).
     public var edgesWithSessions: [String] {
@@ -40,6 +57,7 @@ public struct RoomsState: Sendable {
         var fx = ApplyEffects()
         do {
             let reply = try dispatch(command, env, &fx)
+            if collectsStoredHistory && !fx.stored.isEmpty { stored += fx.stored }
             return ApplyOutcome(result: .success(reply), events: fx.events)
         } catch {
             return ApplyOutcome(result: .failure(error), events: [])

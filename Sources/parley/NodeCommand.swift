@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
 import ParleyNode
 
 /// `parley node`: run one node. Every option can also come from the environment (`PARLEY_ID`,
@@ -56,6 +57,8 @@ struct NodeCommand: AsyncParsableCommand {
         var logger = Logger(label: "parley.node")
         logger[metadataKey: "node"] = "\(nodeID)"
         let runtime = try await NodeRuntime(config: nodeConfig, logger: logger)
+        // One node per process here, so its registry can also take what libraries record globally.
+        MetricsSystem.bootstrap(runtime.metrics.factory)
         try await runtime.run()
     }
 }

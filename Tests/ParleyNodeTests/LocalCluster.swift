@@ -9,6 +9,7 @@ import ParleyCluster
 import ParleyNode
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 
 enum LocalClusterError: Error { case timeout(String), failed(String) }
 
@@ -109,6 +110,47 @@ final class LocalCluster: @unchecked Sendable {
         }
     }
 
+    /// Proposes a meta command (apps, users) through whichever node leads the meta group, as the server API would.
+    func proposeMeta(_ command: MetaCommand) async throws -> MetaOutcome {
+        let transport = try await clientTransport()
+        for id in ids where running.contains(id) {
+            guard let response = try? await transport.call(id, path: "/rpc/v1/meta/propose", body: command.encoded()).get(),
+                  response.status == 200, case .applied(let outcome) = try GroupAnswer<MetaOutcome>(decoding: response.body)
+            else { continue }
+            return outcome
+        }
+        throw LocalClusterError.failed("no meta leader took \(command)")
+    }
+
+    /// Acts as a live edge named `edgeId`: renews its lease on every shard replica once a second (as a real edge
+    /// does by polling its shards' event feeds), so sessions the test enters under that edge are not ended.
+    func keepEdgeAlive(_ edgeId: String) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                if let transport = try? await clientTransport() {
+                    for id in ids {
+                        for shard in 0..<shards {
+                            var w = ByteWriter()
+                            w.write(shard); w.write(false); w.write(UInt64(0)); w.write(edgeId); w.write(0)
+                            _ = try? await transport.call(id, path: "/rpc/v1/events", body: w.bytes).get()
+                        }
+                    }
+                }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Polls a shard's event feed on node `id` as edge `edgeId`.
+    func events(shard: Int, after cursor: UInt64?, edgeId: String, waitMillis: Int = 0, via id: UInt64) async throws
+        -> ShardEventPage {
+        var w = ByteWriter()
+        w.write(shard); w.write(cursor != nil); w.write(cursor ?? 0); w.write(edgeId); w.write(waitMillis)
+        let response = try await clientTransport().call(id, path: "/rpc/v1/events", body: w.bytes).get()
+        guard response.status == 200 else { throw LocalClusterError.failed("status \(response.status)") }
+        return try ShardEventPage(decoding: response.body)
+    }
+
     private func clientTransport() async throws -> PeerTransport {
         if let client { return client }
         // The test speaks to the nodes as a cluster tool would: with the secret, under its own id.
@@ -126,12 +168,16 @@ final class LocalCluster: @unchecked Sendable {
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
 func withLocalCluster(size: Int = 3, shards: Int = 16, _ body: (LocalCluster) async throws -> Void) async throws {
     let cluster = try LocalCluster(size: size, shards: shards)
+    // The tests' own sessions live on edge "it-edge": keep its lease.
+    let alive = cluster.keepEdgeAlive("it-edge")
     do {
         try await body(cluster)
     } catch {
+        alive.cancel()
         await cluster.shutdown()
         throw error
     }
+    alive.cancel()
     await cluster.shutdown()
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A Parley client written from docs/protocol.md alone, with the `websockets` library.
 
-usage: ws_client_test.py WS_URL APP_KEY ROOM_ID ACCOUNT_A TOKEN_A ACCOUNT_B TOKEN_B
+usage: ws_client_test.py WS_URL APP_KEY ROOM_ID ACCOUNT_A TOKEN_A ACCOUNT_B TOKEN_B [WS_URL_B]
+
+WS_URL_B (default WS_URL) is where B connects: another node's edge, so B's message reaches A across edges.
 
 Two connections: hello, enter (independent mode) in ROOM_ID, B sends a message that A receives as an event
 with a seq, A pings, a malformed frame gets 4000, an anonymous session cannot send (13102), a bad token
@@ -63,9 +65,9 @@ class Client:
             self.pending.append(frame)
 
 
-async def main(url, app, room, account_a, token_a, account_b, token_b):
+async def main(url, app, room, account_a, token_a, account_b, token_b, url_b=None):
     a = await Client.open(url)
-    b = await Client.open(url)
+    b = await Client.open(url_b or url)
     for c in (a, b):
         hello = await c.call("hello", versions=[1], client="interop-python/1")
         check(hello["ok"] is True and hello["data"]["version"] == 1, f"hello: {hello}")
@@ -129,7 +131,7 @@ async def main(url, app, room, account_a, token_a, account_b, token_b):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 8:
+    if len(sys.argv) not in (8, 9):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     try:
