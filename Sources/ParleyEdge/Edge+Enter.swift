@@ -78,7 +78,11 @@ extension Edge {
             }
         }
         guard let c = connections[connection], var session = rooms[request.roomId]?.sessions[connection] else {
-            return  // closed or kicked meanwhile; `closed` / the kick already cleaned up
+            // Closed (or kicked) while the enter was in flight: an exit proposed by `closed` may have been
+            // ordered before the enter, so end the session again rather than leave it to the lease.
+            let cluster = self.cluster
+            Task { _ = try? await cluster.submit(.exit(roomId: request.roomId), shard: shard, actor: .session(identity)) }
+            return
         }
         let resumed = request.lastSeq != nil && !gapTooOld
         c.send(EventFrame.answer(id: id) { j in

@@ -6,8 +6,9 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 
-/// The WebSocket side of the HTTP port: `/ws` (the client protocol) and `/ws/echo` (the same framing stack
-/// answering every message with itself, for the Autobahn conformance cases, which need an echo peer).
+/// The WebSocket side of the HTTP port: `/ws` (the client protocol) and, when `EdgeSettings.servesEcho` is on,
+/// `/ws/echo` (the same framing stack answering every message with itself, for the Autobahn conformance cases,
+/// which send arbitrary frames and expect them back — something the chat protocol never does).
 ///
 /// Hummingbird upgrades through a router of its own, given to the server builder, beside the application's
 /// HTTP router:
@@ -38,6 +39,7 @@ public enum EdgeRoutes {
         router.ws("/ws") { inbound, outbound, _ in
             try await serve(edge: edge, inbound: inbound, outbound: outbound)
         }
+        guard edge.settings.servesEcho else { return }
         router.ws("/ws/echo") { inbound, outbound, _ in
             for try await message in inbound.messages(maxSize: transportFrameLimit) {
                 switch message {

@@ -11,6 +11,8 @@ public struct EdgeSettings: Sendable, Hashable {
     public var historyPageLimit: Int = 100
     /// Pause after a failed poll before the next (the shard may be electing a leader).
     public var pollRetryMillis: Int = 200
+    /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
+    public var servesEcho = false
 
     public init() {}
 

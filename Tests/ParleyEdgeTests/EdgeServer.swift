@@ -72,6 +72,7 @@ extension EdgeSettings {
         var s = EdgeSettings()
         s.pollWaitMillis = 300
         s.pollRetryMillis = 50
+        s.servesEcho = true
         return s
     }
 }
