@@ -52,7 +52,8 @@ public enum EdgeRoutes {
 
     /// One client connection: a writer draining the edge's outbox, an idle watchdog, and the reader.
     static func serve(edge: Edge, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
-        let (outbox, continuation) = AsyncStream<Outbound>.makeStream(bufferingPolicy: .unbounded)
+        let (outbox, continuation) = AsyncStream<Outbound>.makeStream(
+            bufferingPolicy: .bufferingOldest(edge.settings.maxQueuedFrames))
         let connection = await edge.open(outbox: continuation)
         let settings = edge.settings
         let lastActivity = ActivityClock()
@@ -71,6 +72,8 @@ public enum EdgeRoutes {
                         return
                     }
                 }
+                // The outbox ended without a close: the client was too slow (or the connection is ending anyway).
+                if !Task.isCancelled { try? await outbound.close(.policyViolation, reason: "too slow") }
             }
             group.addTask {
                 let idle = Duration.milliseconds(settings.idleTimeoutMillis)

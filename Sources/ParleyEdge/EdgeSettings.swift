@@ -11,6 +11,9 @@ public struct EdgeSettings: Sendable, Hashable {
     public var historyPageLimit: Int = 100
     /// Pause after a failed poll before the next (the shard may be electing a leader).
     public var pollRetryMillis: Int = 200
+    /// Frames queued for one connection beyond which it counts as too slow: its queue is closed and, once the
+    /// queued frames are written, so is the WebSocket (1008). Bounds the memory a client that stops reading holds.
+    public var maxQueuedFrames = 4096
     /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
     public var servesEcho = false
 

@@ -36,6 +36,9 @@ struct ClientConnection {
     var rooms: Set<String> = []
 
     func send(_ text: String) {
-        outbox.yield(.text(text))
+        if case .dropped = outbox.yield(.text(text)) {
+            // Too slow (EdgeSettings.maxQueuedFrames): nothing more is queued; the writer closes with 1008.
+            outbox.finish()
+        }
     }
 }

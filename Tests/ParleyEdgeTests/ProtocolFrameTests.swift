@@ -1,5 +1,6 @@
 import Foundation
 import ParleyEdge
+import ParleyRooms
 import Testing
 
 /// The envelope: hello, heartbeat, malformed frames and size limits (docs/protocol.md).
@@ -80,6 +81,22 @@ struct ProtocolFrameTests {
         c.send(#"{"id": 6, "op": "ping", "pad": "\#(body)"}"#)
         #expect(try await c.answer(0).errorCode == 4005)
         #expect(try await c.closed() == 1009)
+    }
+
+    @Test("a connection that cannot take its frames fast enough is closed 1008 (bounded outbox)")
+    func slowConsumer() async throws {
+        var settings = EdgeSettings.testing
+        settings.maxQueuedFrames = 1
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        for i in 0..<40 {
+            _ = try await server.cluster.submit(.sendMessage(SendMessage(roomId: "r1", body: "m\(i)", fromUser: "alice")),
+                                                shard: server.cluster.shard(ofRoom: "r1"), actor: .appServer)
+        }
+        let c = try await server.client()
+        // The resume replays 40 items in one go, far more than one queued frame.
+        c.send(json: ["id": 9, "op": "enter", "roomId": "r1", "auth": Fixture.auth("bob"), "lastSeq": 0])
+        #expect(try await c.closed() == 1008)
     }
 
     @Test("idle timeout closes 1001 and ends the connection's sessions (exit proposed)")
