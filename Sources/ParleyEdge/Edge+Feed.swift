@@ -37,6 +37,9 @@ extension Edge {
             for event in batch.events {
                 await route(event)
             }
+            let kicked = kickedInBatch
+            kickedInBatch = []
+            for (connection, roomId) in kicked { leave(connection, roomId: roomId) }
         }
     }
 
@@ -84,9 +87,10 @@ extension Edge {
             return
         }
         guard seq == 0 || seq > session.floor else { return }
+        if session.exiting && seq == 0 { return }
         c.send(text)
-        // E9: a kicked session has left the room; the connection stays open for its other rooms.
-        if kicked { leave(connection, roomId: roomId) }
+        // E9: a kicked session has left the room (after this batch); the connection stays open for its other rooms.
+        if kicked { kickedInBatch.append((connection, roomId)) }
     }
 
     /// X2: delivers history items with seq in (after, before) to the room's sessions; what history no longer

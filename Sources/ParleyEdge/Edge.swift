@@ -17,6 +17,9 @@ public actor Edge {
     var connections: [UInt64: ClientConnection] = [:]
     var rooms: [String: LocalRoom] = [:]
     var feeds: [ShardID: ShardFeed] = [:]
+    /// Sessions kicked by the batch being delivered; they leave once the whole batch is out, so the events the
+    /// same entry addressed to them after the kick (RC `status: destroyed`) still reach them.
+    var kickedInBatch: [(connection: UInt64, roomId: String)] = []
 
     public init(cluster: any EdgeCluster, settings: EdgeSettings = EdgeSettings(), logger: Logger) {
         self.cluster = cluster
@@ -162,20 +165,34 @@ public actor Edge {
         }
         let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
                                        edgeId: cluster.edgeId)
+        let isExit: Bool
+        if case .exit = command { isExit = true } else { isExit = false }
+        if isExit { rooms[roomId]?.sessions[connection]?.exiting = true }
         let outcome: ApplyOutcome
         do {
             outcome = try await cluster.submit(command, shard: shard, actor: .session(identity))
         } catch {
+            if isExit { rooms[roomId]?.sessions[connection]?.exiting = false }
             connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
             return
         }
+        if isExit, outcome.errorCode != nil { rooms[roomId]?.sessions[connection]?.exiting = false }
         guard let c = connections[connection] else { return }
         switch outcome.result {
         case .failure(let e):
             c.send(EventFrame.error(id: id, ProtocolError.from(e)))
         case .success(let reply):
-            if case .exit = command { leave(connection, roomId: roomId) }
             c.send(EventFrame.answer(id: id) { j in Self.writeReply(reply, events: outcome.events, into: &j) })
+            if isExit {
+                // E11: the session's own `status: quit` comes with the exit's outcome; the feed would find the
+                // session already gone.
+                for event in outcome.events where event.roomId == roomId {
+                    if case .sessions(let ids) = event.audience, ids.contains(c.sessionId) {
+                        c.send(EventFrame.encode(event))
+                    }
+                }
+                leave(connection, roomId: roomId)
+            }
         }
     }
 

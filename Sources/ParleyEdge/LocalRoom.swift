@@ -21,6 +21,9 @@ struct LocalSession {
     var buffer: [(seq: UInt64, text: String, kicked: Bool)] = []
     /// Room-wide events at or below this seq happened before the session (or were replayed); they are skipped.
     var floor: UInt64 = 0
+    /// An exit is in flight: events addressed to the session wait for the exit's answer, which carries them
+    /// (so the feed and the answer never both deliver its `status: quit`).
+    var exiting = false
 }
 
 /// One connection's state on the edge.
