@@ -100,7 +100,7 @@ extension Edge {
         session.buffering = false
         var kicked = false
         for entry in session.buffer where entry.seq == 0 || entry.seq > floor {
-            c.send(entry.text)
+            c.send(entry.frame)
             kicked = kicked || entry.kicked
         }
         session.buffer = []

@@ -1,3 +1,4 @@
+import NIOCore
 import ParleyCluster
 import ParleyRooms
 
@@ -72,23 +73,23 @@ extension Edge {
         guard !targets.isEmpty else { return }
         var kicked = false
         if case .kicked = event.kind { kicked = true }
-        let text = EventFrame.encode(event)
+        let frame = ByteBuffer(string: EventFrame.encode(event))
         for connection in targets.sorted() {
-            write(text, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection)
+            write(frame, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection)
         }
     }
 
     /// Writes (or buffers, while the session's enter is in flight) one encoded event.
-    private func write(_ text: String, seq: UInt64, kicked: Bool, roomId: String, connection: UInt64) {
+    private func write(_ frame: ByteBuffer, seq: UInt64, kicked: Bool, roomId: String, connection: UInt64) {
         guard var session = rooms[roomId]?.sessions[connection], let c = connections[connection] else { return }
         if session.buffering {
-            session.buffer.append((seq, text, kicked))
+            session.buffer.append((seq, frame, kicked))
             rooms[roomId]?.sessions[connection] = session
             return
         }
         guard seq == 0 || seq > session.floor else { return }
         if session.exiting && seq == 0 { return }
-        c.send(text)
+        c.send(frame)
         // E9: a kicked session has left the room (after this batch); the connection stays open for its other rooms.
         if kicked { kickedInBatch.append((connection, roomId)) }
     }
@@ -118,18 +119,18 @@ extension Edge {
         var gapIndex = 0
         func flushGaps(upTo seq: UInt64) {
             while gapIndex < gaps.count, gaps[gapIndex].0 < seq {
-                let text = EventFrame.gap(roomId: roomId, from: gaps[gapIndex].0, to: gaps[gapIndex].1)
+                let frame = ByteBuffer(string: EventFrame.gap(roomId: roomId, from: gaps[gapIndex].0, to: gaps[gapIndex].1))
                 for connection in room.sessions.keys.sorted() {
-                    write(text, seq: 0, kicked: false, roomId: roomId, connection: connection)
+                    write(frame, seq: 0, kicked: false, roomId: roomId, connection: connection)
                 }
                 gapIndex += 1
             }
         }
         for item in items {
             flushGaps(upTo: item.seq)
-            let text = EventFrame.encode(item, roomId: roomId)
+            let frame = ByteBuffer(string: EventFrame.encode(item, roomId: roomId))
             for connection in room.sessions.keys.sorted() {
-                write(text, seq: item.seq, kicked: false, roomId: roomId, connection: connection)
+                write(frame, seq: item.seq, kicked: false, roomId: roomId, connection: connection)
             }
             rooms[roomId]?.lastSeq = item.seq
         }

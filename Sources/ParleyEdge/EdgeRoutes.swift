@@ -62,8 +62,9 @@ public enum EdgeRoutes {
                 for await item in outbox {
                     do {
                         switch item {
-                        case .text(let text):
-                            try await outbound.write(.text(text))
+                        case .text(let frame):
+                            // A custom frame keeps the shared buffer (`.text(String)` would copy it per connection).
+                            try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: frame)))
                         case .close(let code, let reason):
                             try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
                             return

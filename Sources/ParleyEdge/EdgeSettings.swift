@@ -1,3 +1,5 @@
+import NIOCore
+
 /// The numbers the edge announces in `hello` and enforces (docs/protocol.md).
 public struct EdgeSettings: Sendable, Hashable {
     public var heartbeatMillis: Int = 25_000
@@ -25,7 +27,9 @@ public struct EdgeSettings: Sendable, Hashable {
 
 /// What the edge asks the connection's writer to do, in order.
 public enum Outbound: Sendable, Equatable {
-    case text(String)
+    /// One text frame's UTF-8 bytes. A fanned-out event is one buffer shared (copy-on-write, never copied)
+    /// by every connection it goes to.
+    case text(ByteBuffer)
     /// Close the WebSocket with this code; nothing is written after it.
     case close(code: UInt16, reason: String)
 }

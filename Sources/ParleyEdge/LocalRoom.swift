@@ -1,3 +1,4 @@
+import NIOCore
 import ParleyRooms
 import ParleyCluster
 
@@ -18,7 +19,7 @@ struct LocalSession {
     /// While the enter (and a resume's replay) is in flight, events wait here so the answer and the replayed
     /// items reach the client first.
     var buffering = true
-    var buffer: [(seq: UInt64, text: String, kicked: Bool)] = []
+    var buffer: [(seq: UInt64, frame: ByteBuffer, kicked: Bool)] = []
     /// Room-wide events at or below this seq happened before the session (or were replayed); they are skipped.
     var floor: UInt64 = 0
     /// An exit is in flight: events addressed to the session wait for the exit's answer, which carries them
@@ -39,7 +40,11 @@ struct ClientConnection {
     var rooms: Set<String> = []
 
     func send(_ text: String) {
-        if case .dropped = outbox.yield(.text(text)) {
+        send(ByteBuffer(string: text))
+    }
+
+    func send(_ frame: ByteBuffer) {
+        if case .dropped = outbox.yield(.text(frame)) {
             // Too slow (EdgeSettings.maxQueuedFrames): nothing more is queued; the writer closes with 1008.
             outbox.finish()
         }
