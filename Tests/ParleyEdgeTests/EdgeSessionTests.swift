@@ -30,6 +30,20 @@ struct EdgeSessionTests {
         }
     }
 
+    @Test("E4: the token is checked on every enter: revoked after the first, the second enter gets 4015 and close 4401")
+    func tokenCheckedOnEveryEnter() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        try await server.cluster.createRoom("r2")
+        let c = try await server.client()
+        try await c.enter("alice")
+        server.cluster.meta(.revokeToken(appKey: Fixture.app, account: "alice"))
+        #expect(try await c.call("enter", Fixture.enter("alice", room: "r2")).errorCode == 4015)
+        #expect(try await c.closed() == 4401)
+        // The close ended the first room's session too.
+        try await eventually { await server.edge.counts.sessions == 0 }
+    }
+
     @Test("E5: anonymous needs nickname and avatar (4014), gets an anon- account, cannot send (13102); one account per connection (4013)")
     func anonymous() async throws {
         let server = try await Fixture.server()
