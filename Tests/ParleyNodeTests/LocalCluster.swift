@@ -129,6 +129,28 @@ final class LocalCluster: @unchecked Sendable {
         }
     }
 
+    /// Applies a meta command (apps, users) on whichever node leads the meta group.
+    func meta(_ command: MetaCommand) async throws {
+        let transport = try await clientTransport()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            for id in ids {
+                guard let response = try? await transport.call(id, path: "/rpc/v1/meta/propose", body: command.encoded()).get(),
+                      response.status == 200, let answer = try? GroupAnswer<MetaOutcome>(decoding: response.body) else { continue }
+                switch answer {
+                case .applied(.refused(_, let why)): throw LocalClusterError.failed("meta refused: \(why)")
+                case .applied: return
+                default: continue
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw LocalClusterError.failed("meta command not applied")
+    }
+
+    /// The `host:port` a client uses for node `id`.
+    func clientAddress(_ id: UInt64) -> String { http(id).replacingOccurrences(of: "http://", with: "") }
+
     /// Polls a shard's event feed on node `id` as edge `edgeId`.
     func events(shard: Int, after cursor: UInt64?, edgeId: String, waitMillis: Int = 0, via id: UInt64) async throws
         -> ShardEventPage {
