@@ -13,8 +13,12 @@ public enum RoomCommand: Sendable, Hashable {
     case enter(EnterRoom)
     /// E10: the acting session leaves.
     case exit(roomId: String)
-    /// Every session of a dead edge ends, in every room of the shard.
+    /// Every session of a dead edge ends, in every room of the shard (and its E3 room slots go).
     case sessionLost(edgeId: String)
+    /// E3 across shards, sent to the user's home shard (`RoomSlots.homeKey`): claim a slot before entering a
+    /// room anywhere (13101 for the 11th room), release it after leaving.
+    case claimRoomSlot(roomId: String)
+    case releaseRoomSlot(roomId: String)
     // Messages (N1, N5)
     case sendMessage(SendMessage)
     case fetchHistory(HistoryQuery)
