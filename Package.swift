@@ -87,6 +87,7 @@ let package = Package(
             dependencies: [
                 "ParleyRooms", "ParleyCluster",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
