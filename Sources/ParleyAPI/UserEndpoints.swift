@@ -38,6 +38,7 @@ enum UserEndpoints {
 
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/user/create", Create.self) { api, body, app in
+            try FieldRule.id(body.accid, "accid")
             let meta = try await api.backend.metaState()
             guard meta.user(appKey: app, account: body.accid) == nil else {
                 throw APIError(.accountExists, "the account \(body.accid) exists; refresh its token instead")
