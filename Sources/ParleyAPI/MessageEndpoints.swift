@@ -9,8 +9,8 @@ enum MessageEndpoints {
     /// The sender id of a message the app server sends as the system rather than as a user.
     static let systemSender = "$system"
 
-    struct Send: Decodable, Sendable {
-        var roomId: String
+    /// What a send and a broadcast share.
+    struct Message: Decodable, Sendable {
         /// The sending account; absent = the system (`$system`).
         var fromAccid: String?
         /// text, image, audio, video, location, file, tip or custom (never notification, N2).
@@ -21,13 +21,17 @@ enum MessageEndpoints {
         var skipHistory: Bool?
     }
 
-    struct Broadcast: Decodable, Sendable {
-        var fromAccid: String?
-        var type: String
-        var body: String
-        var ext: String?
-        var msgId: String?
-        var skipHistory: Bool?
+    /// A message and the room it goes to, from one flat JSON object.
+    struct Send: Decodable, Sendable {
+        var roomId: String
+        var message: Message
+
+        init(from decoder: any Decoder) throws {
+            roomId = try decoder.container(keyedBy: Key.self).decode(String.self, forKey: .roomId)
+            message = try Message(from: decoder)
+        }
+
+        private enum Key: String, CodingKey { case roomId }
     }
 
     struct History: Decodable, Sendable {
@@ -47,7 +51,7 @@ enum MessageEndpoints {
 
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/message/send", Send.self) { api, b, _ in
-            let message = try message(roomId: b.roomId, b.fromAccid, b.type, b.body, b.ext, b.msgId, b.skipHistory)
+            let message = try sendMessage(roomId: b.roomId, b.message)
             guard case .messageSent(let seq, let time) = try await api.room(.sendMessage(message), roomId: b.roomId) else {
                 throw APIError(.unavailable, "unexpected reply to a send")
             }
@@ -55,8 +59,8 @@ enum MessageEndpoints {
         },
         // Walks the rooms of every shard (in id order, a page at a time) and sends to each open room; closed
         // rooms are listed as failed. Rooms created during the walk may or may not get the message.
-        .post("/v1/message/broadcast", Broadcast.self) { api, b, _ in
-            let template = try message(roomId: "", b.fromAccid, b.type, b.body, b.ext, b.msgId, b.skipHistory)
+        .post("/v1/message/broadcast", Message.self) { api, b, _ in
+            let template = try sendMessage(roomId: "", b)
             var sent = 0
             var failed: [Failure] = []
             for shard in 0..<api.backend.shardCount {
@@ -90,14 +94,13 @@ enum MessageEndpoints {
         },
     ]
 
-    private static func message(roomId: String, _ from: String?, _ type: String, _ body: String, _ ext: String?,
-                                _ msgId: String?, _ skipHistory: Bool?) throws(APIError) -> SendMessage {
-        guard skipHistory != true else {
+    private static func sendMessage(roomId: String, _ m: Message) throws(APIError) -> SendMessage {
+        guard m.skipHistory != true else {
             throw APIError(.badField, "skipHistory is not supported: every message is stored in history")
         }
-        let kind = try FieldRule.pick(type, FieldRule.messageTypes, "type")
-        if let from { try FieldRule.id(from, "fromAccid") }
-        return SendMessage(roomId: roomId, type: kind, clientMessageId: msgId ?? "", body: body, ext: ext ?? "",
-                           fromUser: from ?? systemSender)
+        let kind = try FieldRule.pick(m.type, FieldRule.messageTypes, "type")
+        if let from = m.fromAccid { try FieldRule.id(from, "fromAccid") }
+        return SendMessage(roomId: roomId, type: kind, clientMessageId: m.msgId ?? "", body: m.body, ext: m.ext ?? "",
+                           fromUser: m.fromAccid ?? systemSender)
     }
 }
