@@ -2,9 +2,9 @@ import ParleyRooms
 
 /// N1 / N2 / N5: messages sent by the app server, broadcasts, and history reads.
 ///
-/// Two gaps, refused rather than faked (docs/api.md): the state machine stores every message in history, so
-/// `skipHistory: true` is refused; and it does not de-duplicate by `msgId` (kept as the message's
-/// clientMessageId, so clients can drop a repeat), so a resent request makes a second message.
+/// `msgId` is the message's clientMessageId: the state machine answers a resend (same sender, same id, among
+/// the room's latest 100 stored items) with the original's seq instead of sending it twice. One gap, refused
+/// rather than faked (docs/api.md): every message is stored in history, so `skipHistory: true` is refused.
 enum MessageEndpoints {
     /// The sender id of a message the app server sends as the system rather than as a user.
     static let systemSender = "$system"

@@ -43,6 +43,10 @@ extension Room {
             senderId = s.userId
             roomExt = s.roomExt
         }
+        if !m.clientMessageId.isEmpty, let earlier = recentMessage(from: senderId, clientMessageId: m.clientMessageId) {
+            // A resend after a lost answer: the same message, answered again, not stored or sent twice.
+            return .messageSent(seq: earlier.seq, time: earlier.time)
+        }
         seq &+= 1
         let message = ChatMessage(
             seq: seq, serverId: env.context.logIndex, time: now, senderId: senderId,
@@ -51,6 +55,17 @@ extension Room {
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .message(message)))
         remember(.message(message), env: env)
         return .messageSent(seq: seq, time: now)
+    }
+
+    /// N1: how many of the latest stored items a resend is looked for in (same sender, same clientMessageId).
+    /// History is already replicated and snapshotted, so the check needs no state of its own.
+    static let resendWindow = 100
+
+    func recentMessage(from sender: String, clientMessageId id: String) -> ChatMessage? {
+        for item in history.reversed().prefix(Self.resendWindow) {
+            if case .message(let m) = item, m.clientMessageId == id, m.senderId == sender { return m }
+        }
+        return nil
     }
 
     /// N5: history within retention, from `startTime` in the asked order, filtered by type.

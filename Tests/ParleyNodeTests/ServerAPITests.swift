@@ -200,6 +200,10 @@ import ParleyAPI
             let sent = try await api.post(n[0], "/v1/message/send", ["roomId": "m1", "fromAccid": "alice", "type": "text",
                                                                      "body": "hello", "msgId": "c-1"])
             #expect(sent.status == 200 && (sent.data["seq"] as? Int ?? 0) > 0)
+            // A resend with the same msgId (its answer was lost) is the same message, through another node.
+            let resent = try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "fromAccid": "alice", "type": "text",
+                                                                       "body": "hello", "msgId": "c-1"])
+            #expect(resent.data["seq"] as? Int == sent.data["seq"] as? Int && resent.data["time"] as? Int == sent.data["time"] as? Int)
             #expect(try await api.post(n[1], "/v1/message/send", ["roomId": "m1", "type": "tip", "body": "system says"]).status == 200)
             expectRefusal(try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "type": "notification", "body": "x"]), 400, 10414)
             expectRefusal(try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "type": "text", "body": "x",
