@@ -34,6 +34,17 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 [ "$code" = 404 ] || { echo "node not ready (last status $code)"; cat "$work/node.log"; exit 1; }
+# The schema's examples name room "lobby" and account "alice": create them so the examples phase reaches
+# a real room and member rather than only "not found".
+signed_post() {
+  local n t s
+  n=$(date +%s%N); t=$(date +%s); s=$(printf '%s' "$PARLEY_API_SECRET$n$t" | sha1sum | cut -d' ' -f1)
+  curl -s -o /dev/null -w '%{http_code} ' -X POST "http://127.0.0.1:$http$1" \
+    -H "AppKey: $PARLEY_API_KEY" -H "Nonce: $n" -H "CurTime: $t" -H "CheckSum: $s" -d "$2"
+}
+signed_post /v1/room/create '{"roomId":"lobby","creator":"alice","name":"Lobby"}'
+signed_post /v1/user/create '{"accid":"alice"}'
+echo
 
 export SCHEMATHESIS_HOOKS=signing_hooks
 export PYTHONPATH="cluster/api${PYTHONPATH:+:$PYTHONPATH}"
