@@ -47,7 +47,7 @@ enum MessageEndpoints {
     struct SentAnswer: Encodable, Sendable { var seq: UInt64; var time: Int64 }
     struct Failure: Encodable, Sendable { var roomId: String; var code: Int; var desc: String }
     struct BroadcastAnswer: Encodable, Sendable { var rooms: Int; var failed: [Failure] }
-    struct HistoryAnswer: Encodable, Sendable { var items: [HistoryJSON] }
+    struct HistoryAnswer: Encodable, Sendable { var items: [HistoryItemJSON] }
 
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/message/send", Send.self) { api, b, _ in
@@ -90,7 +90,7 @@ enum MessageEndpoints {
             guard case .history(let items) = try await api.room(.fetchHistory(query), roomId: b.roomId) else {
                 throw APIError(.unavailable, "unexpected reply to a history read")
             }
-            return HistoryAnswer(items: items.map(HistoryJSON.init))
+            return HistoryAnswer(items: items.map(HistoryItemJSON.init))
         },
     ]
 

@@ -79,8 +79,8 @@ enum RoomEndpoints {
         var clientIp: String?
     }
 
-    struct RoomAnswer: Encodable, Sendable { var room: RoomView }
-    struct RoomsAnswer: Encodable, Sendable { var rooms: [RoomView]; var missing: [String] }
+    struct RoomAnswer: Encodable, Sendable { var room: RoomJSON }
+    struct RoomsAnswer: Encodable, Sendable { var rooms: [RoomJSON]; var missing: [String] }
     struct AddrAnswer: Encodable, Sendable { var addr: [String] }
     struct ShardsAnswer: Encodable, Sendable { var shards: Int }
 
@@ -102,7 +102,7 @@ enum RoomEndpoints {
         .post("/v1/room/getBatch", RoomIds.self) { api, b, _ in
             try FieldRule.count(b.roomIds, 1...maxBatch, "roomIds")
             for id in b.roomIds { try FieldRule.roomId(id) }
-            var rooms: [RoomView] = []
+            var rooms: [RoomJSON] = []
             var missing: [String] = []
             for id in b.roomIds {
                 do {
@@ -166,10 +166,10 @@ enum RoomEndpoints {
         },
     ]
 
-    static func info(_ api: ServerAPI, _ roomId: String) async throws -> RoomView {
+    static func info(_ api: ServerAPI, _ roomId: String) async throws -> RoomJSON {
         guard case .roomInfo(let view) = try await api.room(.fetchRoomInfo(roomId: roomId), roomId: roomId) else {
             throw APIError(.unavailable, "unexpected reply to a room info read")
         }
-        return RoomView(view)
+        return RoomJSON(view)
     }
 }
