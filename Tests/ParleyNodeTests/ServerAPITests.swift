@@ -227,4 +227,18 @@ import ParleyAPI
             expectRefusal(try await api.post(n[0], "/v1/message/history", ["roomId": "m1", "limit": 5, "types": ["spam"]]), 400, 10414)
         }
     }
+
+    @Test func withoutAQuorumTheAPIAnswers503AndRecoversWithIt() async throws {
+        try await withAPICluster { cluster in
+            #expect(try await api.post(cluster.http(1), "/v1/room/create", ["roomId": "q1", "creator": "a", "name": "Q"]).status == 200)
+            cluster.kill9(2)
+            cluster.kill9(3)
+            // Node 1 still verifies the signature from its meta replica, but no shard leader can be elected.
+            expectRefusal(try await api.post(cluster.http(1), "/v1/room/get", ["roomId": "q1"]), 503, 10503)
+            try cluster.start(2)
+            try await cluster.eventually("a leader again", seconds: 30) {
+                (try? await api.post(cluster.http(1), "/v1/room/get", ["roomId": "q1"]))?.status == 200
+            }
+        }
+    }
 }
