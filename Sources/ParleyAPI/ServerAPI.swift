@@ -12,6 +12,7 @@ import ParleyRooms
 public struct ServerAPI: Sendable {
     public let backend: any ServerAPIBackend
     public let nonces: NonceLedger
+    private let keyring = AppKeyring()
     /// Unix seconds; injectable so a test can check the window without waiting.
     let clock: @Sendable () -> Int64
 
@@ -99,11 +100,10 @@ public struct ServerAPI: Sendable {
 
     /// Checks app, time window, checksum, then the nonce (recorded only for a request that verified).
     private func verify(_ signature: RequestSignature) async throws {
-        let meta = try await backend.metaState()
-        guard let app = meta.apps[signature.appKey] else {
+        let now = clock()
+        guard let app = try await keyring.app(signature.appKey, now: now, read: backend.metaState) else {
             throw APIError(.unknownAppKey, "no app with this AppKey")
         }
-        let now = clock()
         try signature.verify(secret: app.secret, now: now)
         try nonces.record(appKey: signature.appKey, nonce: signature.nonce, now: now)
     }
