@@ -44,7 +44,8 @@ public struct RequestSignature: Sendable, Equatable {
 
     /// Checks the time window and the checksum (in constant time, so a forger learns nothing from timing).
     public func verify(secret: String, now: Int64) throws(APIError) {
-        guard abs(now - curTime) <= Self.window else {
+        // Compared as a range, not |now - curTime|: a forged CurTime near Int64.min must not overflow.
+        guard (now - Self.window ... now + Self.window).contains(curTime) else {
             throw APIError(.staleCurTime, "CurTime is more than \(Self.window) s from the server's clock")
         }
         let expected = Array(Self.checkSum(secret: secret, nonce: nonce, curTime: curTime).utf8)

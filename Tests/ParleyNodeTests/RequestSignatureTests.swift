@@ -20,6 +20,11 @@ import ParleyAPI
         #expect(throws: APIError(.staleCurTime, "CurTime is more than 300 s from the server's clock")) {
             try signature(at: now - 301).verify(secret: "s3cret-s3cret-s3cret", now: now)
         }
+        for extreme in [Int64.min, Int64.max] {
+            #expect { try signature(at: extreme).verify(secret: "s3cret-s3cret-s3cret", now: now) } throws: {
+                ($0 as? APIError)?.code == APIErrorCode.staleCurTime.rawValue
+            }
+        }
         #expect { try signature(at: now, secret: "other").verify(secret: "s3cret-s3cret-s3cret", now: now) } throws: {
             ($0 as? APIError)?.code == APIErrorCode.badChecksum.rawValue
         }
