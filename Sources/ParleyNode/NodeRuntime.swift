@@ -74,13 +74,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public func run() async throws {
         driver.start()
         let hosted = try await driver.status().get().count
-        let joining = Task { await self.joinMeta() }
+        let joining = Task {
+            await self.joinMeta()
+            await self.bootstrapApps()
+        }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
         ])
         let router = Router()
         StatusRoutes.add(to: router, source: self)
         ObservabilityRoutes.add(to: router, source: self)
+        ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster)).add(to: router)
         let app = Application(router: router,
                               configuration: .init(address: .hostname(config.listen.host, port: config.listen.port),
                                                    serverName: "parley"),

@@ -9,6 +9,9 @@ public enum RoomCommand: Sendable, Hashable {
     case setRoomPolicy(RoomPolicyUpdate)
     case setAppPolicy(AppPolicy)
     case fetchRoomInfo(roomId: String)
+    /// The shard's room ids after `after` (exclusive, "" = from the start), sorted, at most `limit`:
+    /// how the server API walks every room for a broadcast.
+    case listRooms(after: String, limit: Int)
     // Sessions (E1-E3, E7, E10)
     case enter(EnterRoom)
     /// E10: the acting session leaves.
@@ -49,7 +52,7 @@ public enum RoomCommand: Sendable, Hashable {
     /// Read-only commands go through apply for linearizability but never change state.
     public var isReadOnly: Bool {
         switch self {
-        case .fetchRoomInfo, .fetchMembers, .fetchMembersByIds, .queueList, .fetchHistory, .historySince: return true
+        case .fetchRoomInfo, .listRooms, .fetchMembers, .fetchMembersByIds, .queueList, .fetchHistory, .historySince: return true
         default: return false
         }
     }

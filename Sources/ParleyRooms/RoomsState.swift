@@ -105,6 +105,10 @@ public struct RoomsState: Sendable {
                 _ = try rooms[slot: i].resolveOperator(env)
             }
             return .roomInfo(rooms[slot: i].view)
+        case .listRooms(let after, let limit):
+            try requireAppServer(env)
+            guard (1...1000).contains(limit) else { throw RoomError(.badParameter, "limit must be 1 … 1000") }
+            return .roomIds(Array(rooms.ids.lazy.filter { $0 > after }.prefix(limit)))
         case .enter(let e):
             return try enter(e, env, &fx)
         case .exit(let roomId):

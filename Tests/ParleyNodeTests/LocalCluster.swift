@@ -22,14 +22,15 @@ final class LocalCluster: @unchecked Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var client: PeerTransport?
 
-    init(size: Int = 3, shards: Int = 16) throws {
+    init(size: Int = 3, shards: Int = 16, extraArguments: [String] = []) throws {
         self.shards = shards
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ports = try LocalNodeProcesses.freePorts(2 * size)
-        let layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
+        var layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
                                                dataDirectory: directory.path,
                                                secret: "integration-secret-\(UUID().uuidString.prefix(8))", shards: shards)
+        layout.extraArguments = extraArguments
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
 
@@ -176,8 +177,9 @@ final class LocalCluster: @unchecked Sendable {
 }
 
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
-func withLocalCluster(size: Int = 3, shards: Int = 16, _ body: (LocalCluster) async throws -> Void) async throws {
-    let cluster = try LocalCluster(size: size, shards: shards)
+func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [],
+                      _ body: (LocalCluster) async throws -> Void) async throws {
+    let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {
