@@ -50,7 +50,7 @@ extension RoomCommand {
         "enter", "exit", "sessionLost", "sendMessage", "fetchHistory", "historySince", "fetchMembers",
         "fetchMembersByIds", "updateMyMemberInfo", "markManager", "markCommon", "setBlocked", "setMuted",
         "setTempMute", "kick", "setRoomMute", "updateAllowlist", "setGlobalMute", "queueInit", "queueOffer",
-        "queueBatchUpdate", "queuePoll", "queueList", "queueDrop",
+        "queueBatchUpdate", "queuePoll", "queueList", "queueDrop", "claimRoomSlot", "releaseRoomSlot", "listRooms",
     ]
 
     /// Index of this command's case in `metricNames` (a switch, so a new case fails to compile here).
@@ -87,6 +87,9 @@ extension RoomCommand {
         case .queuePoll: 28
         case .queueList: 29
         case .queueDrop: 30
+        case .claimRoomSlot: 31
+        case .releaseRoomSlot: 32
+        case .listRooms: 33
         }
     }
 }

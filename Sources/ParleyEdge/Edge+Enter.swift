@@ -47,6 +47,10 @@ extension Edge {
         do {
             // The feed starts (cursor = the replica's present) before the enter is proposed, so the enter's
             // own events and everything after reach this session.
+            // E3 across shards: a slot on the user's home shard first (13101 for an 11th room).
+            let claim = try await cluster.submit(.claimRoomSlot(roomId: request.roomId), shard: homeShard(of: userId),
+                                                 actor: .session(identity))
+            _ = try claim.result.get()
             try await startFeed(shard)
             let outcome = try await cluster.submit(command, shard: shard, actor: .session(identity))
             guard case .entered(let entered) = try outcome.result.get() else {

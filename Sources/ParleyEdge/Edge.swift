@@ -81,6 +81,7 @@ public actor Edge {
         Task {
             for (roomId, shard) in ending {
                 _ = try? await cluster.submit(.exit(roomId: roomId), shard: shard, actor: .session(identity))
+                self.releaseSlot(identity, roomId: roomId)
             }
             await self.release(rooms: ending.map(\.0))
         }
@@ -225,6 +226,8 @@ public actor Edge {
             j.field("notFound", strings: keys)
         case .history(let items):
             j.key("messages"); j.historyItems(items)
+        case .roomIds(let ids):
+            j.field("roomIds", strings: ids)  // app-server only; no client op asks for it
         }
         j.endObject()
     }
@@ -232,9 +235,33 @@ public actor Edge {
     /// Forgets the connection's session in the room (exit answered, kicked) and stops the shard's feed when
     /// it was the last local session there.
     func leave(_ connection: UInt64, roomId: String) {
+        if let c = connections[connection], let account = c.account {
+            releaseSlot(SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
+                                        edgeId: cluster.edgeId), roomId: roomId)
+        }
         connections[connection]?.rooms.remove(roomId)
         rooms[roomId]?.sessions[connection] = nil
         release(rooms: [roomId])
+    }
+
+    /// E3: the user's room slots live on their home shard, across every shard's rooms.
+    nonisolated func homeShard(of userId: String) -> ShardID {
+        cluster.shard(ofRoom: RoomSlots.homeKey(userId))
+    }
+
+    /// E3: frees the session's room slot after it left the room. Retried a few times: a slot left behind
+    /// would count against the user until this edge's sessions are ended with its lease.
+    nonisolated func releaseSlot(_ identity: SessionIdentity, roomId: String) {
+        let cluster = self.cluster
+        let home = homeShard(of: identity.userId)
+        Task {
+            for attempt in 0..<3 {
+                if attempt > 0 { try? await Task.sleep(for: .milliseconds(200 << attempt)) }
+                if (try? await cluster.submit(.releaseRoomSlot(roomId: roomId), shard: home, actor: .session(identity))) != nil {
+                    return
+                }
+            }
+        }
     }
 
     /// Drops the local state of rooms without sessions, and the feeds of shards without rooms.

@@ -76,13 +76,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public func run() async throws {
         driver.start()
         let hosted = try await driver.status().get().count
-        let joining = Task { await self.joinMeta() }
+        let joining = Task {
+            await self.joinMeta()
+            await self.bootstrapApps()
+        }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
         ])
         let router = Router()
         StatusRoutes.add(to: router, source: self)
         ObservabilityRoutes.add(to: router, source: self)
+        ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster)).add(to: router)
         // Client WebSockets (`/ws`) upgrade through a router of their own beside the HTTP one (EdgeRoutes explains).
         let edgeSettings = EdgeSettings()
         let webSocketRouter = EdgeRoutes.router(edge: Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger))

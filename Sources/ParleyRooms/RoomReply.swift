@@ -23,6 +23,8 @@ public enum RoomReply: Sendable, Hashable {
     case history([HistoryItem])
     /// How many sessions a `sessionLost` ended.
     case sessionsEnded(Int)
+    /// A page of room ids (`listRooms`).
+    case roomIds([String])
 }
 
 /// What `apply` returns: the result and the events the command caused (none on failure).

@@ -9,6 +9,8 @@ public struct RoomsState: Sendable {
     var userRooms: [String: [String]] = [:]
     /// M9: global mute expiry (ms, Int64.max = permanent) by user.
     var globalMutes: [String: Int64] = [:]
+    /// E3 across shards: room slots of the users whose home shard this is.
+    var slots: [String: [RoomSlot]] = [:]
     /// History items added since the last `takeStoredHistory()`: scratch, not state (never in a snapshot).
     private var stored: [StoredHistoryItem] = []
     /// Whether to collect `takeStoredHistory()` items (a node with a durable history store turns it on).
@@ -41,6 +43,7 @@ public struct RoomsState: Sendable {
     public var edgesWithSessions: [String] {
         var edges = Set<String>()
         for room in rooms.slots { for s in room.sessions.values { edges.insert(s.edgeId) } }
+        for held in slots.values { for s in held { edges.insert(s.edgeId) } }
         return edges.sorted()
     }
 
@@ -102,6 +105,10 @@ public struct RoomsState: Sendable {
                 _ = try rooms[slot: i].resolveOperator(env)
             }
             return .roomInfo(rooms[slot: i].view)
+        case .listRooms(let after, let limit):
+            try requireAppServer(env)
+            guard (1...1000).contains(limit) else { throw RoomError(.badParameter, "limit must be 1 … 1000") }
+            return .roomIds(Array(rooms.ids.lazy.filter { $0 > after }.prefix(limit)))
         case .enter(let e):
             return try enter(e, env, &fx)
         case .exit(let roomId):
@@ -113,6 +120,7 @@ public struct RoomsState: Sendable {
         case .sessionLost(let edgeId):
             try requireAppServer(env)
             try FieldCheck.id(edgeId, limits.maxIdBytes, "edgeId")
+            if !slots.isEmpty { releaseSlots(onEdge: edgeId) }
             return .sessionsEnded(endSessions(onEdge: edgeId, env, &fx))
         case .fetchHistory(let q):
             let i = try openSlot(q.roomId)
@@ -157,6 +165,10 @@ public struct RoomsState: Sendable {
             try rooms[slot: i].updateAllowlist(s, env, &fx)
         case .setGlobalMute(let g):
             try setGlobalMute(g, env, &fx)
+        case .claimRoomSlot(let roomId):
+            try claimSlot(roomId, env)
+        case .releaseRoomSlot(let roomId):
+            try releaseSlot(roomId, env)
         case .queueInit(let roomId, let size):
             try requireAppServer(env)
             let i = try openSlot(roomId)

@@ -22,6 +22,8 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Replicas per shard (default 3).") var replicas: Int?
     @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
     var tickMillis: Int?
+    @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
+    var apps: [String] = []
     @Flag(name: .customLong("no-fsync"), help: "Skip fsync (benchmarks only: a crash can lose acknowledged writes).")
     var noFsync = false
 
@@ -47,6 +49,9 @@ struct NodeCommand: AsyncParsableCommand {
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
+        do {
+            nodeConfig.apps = try NodeConfig.parseApps(apps.isEmpty ? settings.value("apps").map { [$0] } ?? [] : apps)
+        } catch { throw ValidationError("\(error)") }
         do { try nodeConfig.validate() } catch { throw ValidationError("\(error)") }
 
         LoggingSystem.bootstrap { label in

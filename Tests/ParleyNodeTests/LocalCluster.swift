@@ -22,14 +22,15 @@ final class LocalCluster: @unchecked Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var client: PeerTransport?
 
-    init(size: Int = 3, shards: Int = 16) throws {
+    init(size: Int = 3, shards: Int = 16, extraArguments: [String] = []) throws {
         self.shards = shards
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ports = try LocalNodeProcesses.freePorts(2 * size)
-        let layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
+        var layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
                                                dataDirectory: directory.path,
                                                secret: "integration-secret-\(UUID().uuidString.prefix(8))", shards: shards)
+        layout.extraArguments = extraArguments
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
 
@@ -141,6 +142,28 @@ final class LocalCluster: @unchecked Sendable {
         }
     }
 
+    /// Applies a meta command (apps, users) on whichever node leads the meta group.
+    func meta(_ command: MetaCommand) async throws {
+        let transport = try await clientTransport()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            for id in ids {
+                guard let response = try? await transport.call(id, path: "/rpc/v1/meta/propose", body: command.encoded()).get(),
+                      response.status == 200, let answer = try? GroupAnswer<MetaOutcome>(decoding: response.body) else { continue }
+                switch answer {
+                case .applied(.refused(_, let why)): throw LocalClusterError.failed("meta refused: \(why)")
+                case .applied: return
+                default: continue
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw LocalClusterError.failed("meta command not applied")
+    }
+
+    /// The `host:port` a client uses for node `id`.
+    func clientAddress(_ id: UInt64) -> String { http(id).replacingOccurrences(of: "http://", with: "") }
+
     /// Polls a shard's event feed on node `id` as edge `edgeId`.
     func events(shard: Int, after cursor: UInt64?, edgeId: String, waitMillis: Int = 0, via id: UInt64) async throws
         -> ShardEventPage {
@@ -166,8 +189,9 @@ final class LocalCluster: @unchecked Sendable {
 }
 
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
-func withLocalCluster(size: Int = 3, shards: Int = 16, _ body: (LocalCluster) async throws -> Void) async throws {
-    let cluster = try LocalCluster(size: size, shards: shards)
+func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [],
+                      _ body: (LocalCluster) async throws -> Void) async throws {
+    let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {
