@@ -83,7 +83,7 @@ public actor Edge {
                 _ = try? await cluster.submit(.exit(roomId: roomId), shard: shard, actor: .session(identity))
                 self.releaseSlot(identity, roomId: roomId)
             }
-            await self.release(rooms: ending.map(\.0))
+            self.release(rooms: ending.map(\.0))
         }
     }
 
