@@ -47,10 +47,19 @@ extension Edge {
         do {
             // The feed starts (cursor = the replica's present) before the enter is proposed, so the enter's
             // own events and everything after reach this session.
-            // E3 across shards: a slot on the user's home shard first (13101 for an 11th room).
-            let claim = try await cluster.submit(.claimRoomSlot(roomId: request.roomId), shard: homeShard(of: userId),
+            // E3 across shards: a slot on the user's home shard first (13101 for an 11th room). Holding it
+            // counts this edge among the home shard's, so that shard's feed runs too (the lease).
+            let home = homeShard(of: userId)
+            try await startFeed(home)
+            let claim = try await cluster.submit(.claimRoomSlot(roomId: request.roomId), shard: home,
                                                  actor: .session(identity))
             _ = try claim.result.get()
+            slotHolds[home, default: 0] += 1
+            if connections[connection] != nil {
+                connections[connection]?.slots.insert(request.roomId)
+            } else {
+                releaseSlot(identity, roomId: request.roomId)  // closed while claiming
+            }
             try await startFeed(shard)
             let outcome = try await cluster.submit(command, shard: shard, actor: .session(identity))
             guard case .entered(let entered) = try outcome.result.get() else {

@@ -20,6 +20,9 @@ public actor Edge {
     /// Sessions kicked by the batch being delivered; they leave once the whole batch is out, so the events the
     /// same entry addressed to them after the kick (RC `status: destroyed`) still reach them.
     var kickedInBatch: [(connection: UInt64, roomId: String)] = []
+    /// E3 room slots this edge's sessions hold, per home shard. The home shard counts this edge among those
+    /// with sessions, so its feed is polled (renewing the lease there) while any slot is held.
+    var slotHolds: [ShardID: Int] = [:]
 
     public init(cluster: any EdgeCluster, settings: EdgeSettings = EdgeSettings(), logger: Logger) {
         self.cluster = cluster
@@ -78,10 +81,11 @@ public actor Edge {
         }
         let cluster = self.cluster
         let ending = exits
+        let slots = c.slots
         Task {
             for (roomId, shard) in ending {
                 _ = try? await cluster.submit(.exit(roomId: roomId), shard: shard, actor: .session(identity))
-                self.releaseSlot(identity, roomId: roomId)
+                if slots.contains(roomId) { self.releaseSlot(identity, roomId: roomId) }
             }
             self.release(rooms: ending.map(\.0))
         }
@@ -235,7 +239,8 @@ public actor Edge {
     /// Forgets the connection's session in the room (exit answered, kicked) and stops the shard's feed when
     /// it was the last local session there.
     func leave(_ connection: UInt64, roomId: String) {
-        if let c = connections[connection], let account = c.account {
+        if let c = connections[connection], let account = c.account, c.slots.contains(roomId) {
+            connections[connection]?.slots.remove(roomId)
             releaseSlot(SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
                                         edgeId: cluster.edgeId), roomId: roomId)
         }
@@ -251,16 +256,19 @@ public actor Edge {
 
     /// E3: frees the session's room slot after it left the room. Retried a few times: a slot left behind
     /// would count against the user until this edge's sessions are ended with its lease.
-    nonisolated func releaseSlot(_ identity: SessionIdentity, roomId: String) {
+    func releaseSlot(_ identity: SessionIdentity, roomId: String) {
         let cluster = self.cluster
         let home = homeShard(of: identity.userId)
         Task {
             for attempt in 0..<3 {
                 if attempt > 0 { try? await Task.sleep(for: .milliseconds(200 << attempt)) }
                 if (try? await cluster.submit(.releaseRoomSlot(roomId: roomId), shard: home, actor: .session(identity))) != nil {
-                    return
+                    break
                 }
             }
+            self.slotHolds[home, default: 1] -= 1
+            if self.slotHolds[home]! <= 0 { self.slotHolds[home] = nil }
+            self.release(rooms: [])
         }
     }
 
@@ -269,7 +277,7 @@ public actor Edge {
         for id in ids {
             if let room = rooms[id], room.sessions.isEmpty { rooms[id] = nil }
         }
-        let busy = Set(rooms.values.map(\.shard))
+        let busy = Set(rooms.values.map(\.shard)).union(slotHolds.keys)
         for (shard, feed) in feeds where !busy.contains(shard) {
             feed.stop()
             feeds[shard] = nil

@@ -38,6 +38,8 @@ struct ClientConnection {
     var account: (userId: String, mode: AuthMode, appKey: String)?
     /// Rooms entered or being entered.
     var rooms: Set<String> = []
+    /// Rooms whose E3 slot (on the user's home shard) this connection holds.
+    var slots: Set<String> = []
 
     func send(_ text: String) {
         send(ByteBuffer(string: text))

@@ -221,6 +221,22 @@ struct EdgeSessionTests {
         await d.close()
     }
 
+    @Test("E3: while a slot is held the user's home shard is polled too (the edge's lease there); both feeds stop after exit")
+    func homeShardFeed() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let roomShard = server.cluster.shard(ofRoom: "r1")
+        let user = try #require(["alice", "bob", "carol"].first {
+            server.cluster.shard(ofRoom: RoomSlots.homeKey($0)) != roomShard
+        })
+        let c = try await server.client()
+        try await c.enter(user)
+        #expect(await server.edge.counts.feeds == 2)
+        #expect(try await c.call("exit", ["roomId": "r1"])["ok"] == .bool(true))
+        try await eventually { await server.edge.counts.feeds == 0 }
+        await c.close()
+    }
+
     @Test("X2: events the feed lost are filled from history, so seqs stay strictly increasing with no holes")
     func gapFilledFromHistory() async throws {
         let server = try await Fixture.server()
