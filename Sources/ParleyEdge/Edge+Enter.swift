@@ -70,6 +70,12 @@ extension Edge {
         } catch {
             connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
             leave(connection, roomId: request.roomId)
+            if case EdgeClusterError.timedOut = error {
+                // 5040: the enter may have applied. This edge keeps its lease, so such a session would never
+                // end on its own: propose the exit (a no-op 13100 if the enter did not apply).
+                let cluster = self.cluster
+                Task { _ = try? await cluster.submit(.exit(roomId: request.roomId), shard: shard, actor: .session(identity)) }
+            }
             return
         }
 

@@ -237,6 +237,24 @@ struct EdgeSessionTests {
         await c.close()
     }
 
+    @Test("E1: an enter whose outcome was lost (5040) is undone with an exit, so no session outlives it")
+    func enterOutcomeLost() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        server.cluster.loseNextEnterOutcome()
+        let c = try await server.client()
+        #expect(try await c.call("enter", Fixture.enter("bob")).errorCode == 5040)
+        try await eventually {
+            guard let out = try? await server.cluster.asAppServer(
+                .fetchMembersByIds(RoomUsers(roomId: "r1", userIds: ["bob"])), room: "r1"),
+                  case .success(.members(let members)) = out.result else { return false }
+            return members.allSatisfy { !$0.isOnline }
+        }
+        // The connection is usable: the retried enter works.
+        try await c.enter("bob")
+        await c.close()
+    }
+
     @Test("X2: events the feed lost are filled from history, so seqs stay strictly increasing with no holes")
     func gapFilledFromHistory() async throws {
         let server = try await Fixture.server()

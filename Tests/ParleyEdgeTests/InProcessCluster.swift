@@ -28,6 +28,9 @@ final class InProcessCluster: EdgeCluster, Sendable {
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         var submitted: [(RoomCommand, CommandActor)] = []
         var hideNext = 0
+        /// The next `enter` applies but its caller gets `EdgeClusterError.timedOut` (an outcome lost in
+        /// flight, as when the leader changes after committing).
+        var loseNextEnterOutcome = false
     }
 
     private let state: Mutex<State>
@@ -62,6 +65,9 @@ final class InProcessCluster: EdgeCluster, Sendable {
             return (outcome, waiting)
         }
         for w in waiters { w.resume() }
+        if case .enter = command, state.withLock({ s in defer { s.loseNextEnterOutcome = false }; return s.loseNextEnterOutcome }) {
+            throw EdgeClusterError.timedOut
+        }
         return outcome
     }
 
@@ -142,6 +148,10 @@ final class InProcessCluster: EdgeCluster, Sendable {
     /// The next `count` applied entries with events are reported lost by the feed.
     func hideNextEntries(_ count: Int) {
         state.withLock { $0.hideNext = count }
+    }
+
+    func loseNextEnterOutcome() {
+        state.withLock { $0.loseNextEnterOutcome = true }
     }
 
     /// Every command submitted so far, with its actor (tests check what the edge asked for).
