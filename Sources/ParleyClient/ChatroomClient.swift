@@ -259,7 +259,10 @@ public actor ChatroomClient {
                 configuration.logger.info("heartbeat to \(link.address) failed: \(error)")
                 // Handled as a loss right away: a close handshake with a silent peer would only time out.
                 linkClosed(link.id)
-                link.abort()
+                Task {
+                    await link.close()
+                    link.abort()
+                }
                 return
             }
         }

@@ -39,11 +39,6 @@ public struct KickReason: RawRepresentable, Sendable, Hashable, Codable, Express
     public var rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
     public init(integerLiteral value: Int) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
 
     public static let invalidRoom: KickReason = 1
     public static let byManager: KickReason = 2

@@ -43,11 +43,6 @@ public struct NotificationType: RawRepresentable, Sendable, Hashable, Codable, E
     public var rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
     public init(integerLiteral value: Int) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
 
     public static let enter: NotificationType = 301
     public static let exit: NotificationType = 302

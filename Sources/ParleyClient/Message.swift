@@ -20,11 +20,6 @@ public struct MessageType: RawRepresentable, Sendable, Hashable, Codable, Expres
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
 
     public static let text: MessageType = "text"
     public static let image: MessageType = "image"

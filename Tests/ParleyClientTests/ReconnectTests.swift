@@ -49,7 +49,7 @@ import ParleyClient
 
     @Test func aBadTokenFailsTheEnter() async throws {
         try await withPeer { peer in
-            let c = client([await peer.address])
+            let c = client([await peer.address, await peer.address])
             let log = EventLog(c)
             await #expect(throws: ChatroomError(code: 4010, message: "bad token")) {
                 try await c.enterChatroom(ChatroomEnterRequest(roomId: "r1", auth: .im(appKey: "demo", account: "alice", token: "bad")))
