@@ -210,4 +210,46 @@ import ParleyClient
             await c.close()
         }
     }
+    @Test func eachRoomHasItsOwnConnectionAndRecoversAlone() async throws {
+        try await withPeer { peer in
+            let c = client([await peer.address], reconnectDelay: .milliseconds(400))
+            let log = EventLog(c)
+            try await c.enterChatroom(ChatroomEnterRequest(roomId: "r1", auth: Self.alice))
+            try await c.enterChatroom(ChatroomEnterRequest(roomId: "r2", auth: Self.alice))
+            #expect(await peer.openConnections == 2)
+            await peer.drop(roomId: "r1")
+            try await log.until("r1 lost") { $0.contains(.connectionState(roomId: "r1", .loseConnection)) }
+            // r1 is away: its calls fail with 415 at once; r2 goes on as if nothing happened.
+            do {
+                _ = try await c.sendMessage("r1", body: "lost")
+                Issue.record("a call on a reconnecting room went through")
+            } catch let error as ChatroomError {
+                #expect(error.code == ChatroomError.connectionLost)
+            }
+            #expect(try await c.sendMessage("r2", body: "fine").seq == 1)
+            try await log.until("r1 back") { $0.filter { $0 == .connectionState(roomId: "r1", .enterOK) }.count == 2 }
+            #expect(await log.states("r2") == [.entering, .enterOK])
+            #expect(await c.enteredRoomIds == ["r1", "r2"])
+            await c.close()
+        }
+    }
+
+    @Test func exitWhileReEnteringStopsTheAttempts() async throws {
+        try await withPeer { peer in
+            let c = client([await peer.address], reconnectDelay: .milliseconds(50))
+            let log = EventLog(c)
+            try await c.enterChatroom(ChatroomEnterRequest(roomId: "r1", auth: Self.alice, retryCount: 50))
+            await peer.set(refuseEnters: ChatroomError(code: 5030, message: "no leader"))
+            await peer.drop(roomId: "r1")
+            try await log.until("a failed attempt") { $0.contains(.connectionState(roomId: "r1", .enterFailed)) }
+            try await c.exitChatroom("r1")
+            try await Task.sleep(for: .milliseconds(50))
+            let attempts = await peer.enters.count
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(await peer.enters.count == attempts)
+            #expect(await c.enteredRoomIds.isEmpty)
+            #expect(!(await log.events.contains { if case .autoLoginFailed = $0 { true } else { false } }))
+            await c.close()
+        }
+    }
 }
