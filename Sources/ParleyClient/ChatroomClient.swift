@@ -198,7 +198,8 @@ public actor ChatroomClient {
             let link: WebSocketLink
             do {
                 link = try await WebSocketLink.open(
-                    id: linkId, address: address, maxMessageBytes: Self.maxMessageBytes, logger: configuration.logger,
+                    id: linkId, address: address, maxMessageBytes: Self.maxMessageBytes, timeout: configuration.requestTimeout,
+                    logger: configuration.logger,
                     onText: { [weak self] text in await self?.receive(text, link: linkId) },
                     onClose: { [weak self] in await self?.linkClosed(linkId) })
             } catch {

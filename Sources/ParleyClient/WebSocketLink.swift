@@ -19,9 +19,10 @@ final class WebSocketLink: Sendable {
         self.task = task
     }
 
-    /// Connects; throws (415) if the address cannot be reached or refuses the upgrade.
+    /// Connects; throws (415) if the address cannot be reached, refuses the upgrade or does not finish it
+    /// within `timeout` (a stopped process still accepts TCP connections into its listen backlog).
     static func open(
-        id: Int, address: String, maxMessageBytes: Int, logger: Logger,
+        id: Int, address: String, maxMessageBytes: Int, timeout: Duration, logger: Logger,
         onText: @escaping @Sendable (String) async -> Void,
         onClose: @escaping @Sendable () async -> Void
     ) async throws -> WebSocketLink {
@@ -46,10 +47,16 @@ final class WebSocketLink: Sendable {
             readyContinuation.finish()
             await onClose()
         }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { readyContinuation.finish() }
+        }
         var waiting = ready.makeAsyncIterator()
         guard let writer = await waiting.next() else {
+            task.cancel()
             throw ChatroomError.lost("cannot connect to \(url)")
         }
+        timer.cancel()
         return WebSocketLink(id: id, address: address, writer: writer, task: task)
     }
 

@@ -252,4 +252,15 @@ import ParleyClient
             await c.close()
         }
     }
+    @Test func anAddressThatNeverFinishesTheUpgradeIsSkippedAfterTheTimeout() async throws {
+        try await withPeer { peer in
+            let silent = try SilentListener()
+            let c = client(["127.0.0.1:\(silent.port)", await peer.address], requestTimeout: .milliseconds(300))
+            let started = ContinuousClock.now
+            let result = try await c.enterChatroom(ChatroomEnterRequest(roomId: "r1", auth: Self.alice))
+            #expect(result.account == "alice")
+            #expect(ContinuousClock.now - started < .seconds(3))
+            await c.close()
+        }
+    }
 }
