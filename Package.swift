@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .target(name: "ParleyWire", swiftSettings: strict),
@@ -48,7 +50,11 @@ let package = Package(
                 "ParleyWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -57,7 +63,10 @@ let package = Package(
         .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
         .target(
             name: "ParleyStorage",
-            dependencies: ["ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire", "ParleyNode"], swiftSettings: strict),
@@ -70,6 +79,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -83,26 +94,44 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "ParleyEdgeTests",
+            dependencies: [
+                "ParleyEdge", "ParleyRooms", "ParleyCluster",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyAPI",
             dependencies: [
                 "ParleyRooms", "ParleyCluster",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
         .target(
             name: "ParleyNode",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI",
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI", "ParleyEdge",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO and Logging.
         .target(
             name: "ParleyClient",

@@ -7,6 +7,8 @@ import ParleyWire
 protocol HostedGroup: AnyObject {
     var group: GroupID { get }
     var raft: RawNode { get }
+    /// Called each time a proposal enters this replica's log as leader (the host counts them).
+    var onProposed: () -> Void { get set }
     /// First half of a ready cycle: take the group's Ready and stage what must be durable into `batch`.
     func collectReady(into batch: inout StorageBatch) throws -> Ready?
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
@@ -30,18 +32,31 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private(set) var snapshotIndex: LogIndex
     private var pending: [ProposalID: (term: Term, completion: Completion)] = [:]
     private var termBeforeReady: Term = 0
-    /// Called with every applied outcome, in log order (the host publishes room events from it).
-    var onApplied: (Machine.Outcome) -> Void = { _ in }
+    /// Called for every applied entry, in log order, with the outcome when the entry carried a command
+    /// (the host keeps each shard's event log from it).
+    var onApplied: (LogIndex, Machine.Outcome?) -> Void = { _, _ in }
+    /// Called when a snapshot from the leader replaced the state: entries up to the index were never applied here.
+    var onRestored: (LogIndex) -> Void = { _ in }
+    /// Runs right after each command applies, with the machine (the host takes its history items).
+    var afterApply: (inout Machine) -> Void = { _ in }
+    /// Refines the outcome a local proposer gets (reads that reach past the machine's in-memory window).
+    var answer: (Machine.Command, Machine.Outcome, Machine, ApplyContext) -> Machine.Outcome = { _, outcome, _, _ in outcome }
+    /// Sets up every machine this replica makes or restores.
+    private let prepare: (inout Machine) -> Void
+    var onProposed: () -> Void = {}
 
-    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, fresh: () -> Machine) throws {
+    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, prepare: @escaping (inout Machine) -> Void = { _ in },
+         fresh: () -> Machine) throws {
         self.group = group
         self.log = log
+        self.prepare = prepare
         let snapshot = try log.snapshot()
         if snapshot.data.isEmpty {
             machine = fresh()
         } else {
             (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
         }
+        prepare(&machine)
         applied = snapshot.metadata.index
         snapshotIndex = snapshot.metadata.index
         confState = snapshot.metadata.confState
@@ -87,6 +102,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             return completion(.failure(.proposalRefused("\(error)")))
         }
         pending[id] = (raft.term, completion)
+        onProposed()
     }
 
     // MARK: Ready cycle
@@ -98,9 +114,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         if let snapshot = rd.snapshot, !snapshot.isEmpty {
             try log.applySnapshot(snapshot)
             (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
+            prepare(&machine)
             applied = snapshot.metadata.index
             snapshotIndex = snapshot.metadata.index
             confState = snapshot.metadata.confState
+            onRestored(applied)
         }
         try log.append(rd.entries)
         if let hs = rd.hardState { log.setHardState(hs) }
@@ -124,13 +142,19 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         switch entry.kind {
         case .confChange:
             if let cc = try? ConfChange(decoding: entry.data) { confState = raft.applyConfChange(cc) }
+            onApplied(entry.index, nil)
         case .normal:
-            guard !entry.data.isEmpty, let proposal = try? GroupProposal<Machine.Command>(decoding: entry.data) else { return }
+            guard !entry.data.isEmpty, let proposal = try? GroupProposal<Machine.Command>(decoding: entry.data) else {
+                return onApplied(entry.index, nil)
+            }
             lastTimestamp = max(lastTimestamp, proposal.timestamp)
             let context = ApplyContext(logIndex: entry.index, timestamp: lastTimestamp, actor: proposal.actor)
             let outcome = machine.apply(proposal.command, context: context)
-            onApplied(outcome)
-            if let waiting = pending.removeValue(forKey: proposal.id) { waiting.completion(.success(outcome)) }
+            afterApply(&machine)
+            onApplied(entry.index, outcome)
+            if let waiting = pending.removeValue(forKey: proposal.id) {
+                waiting.completion(.success(answer(proposal.command, outcome, machine, context)))
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
@@ -49,16 +50,20 @@ public final class PeerTransport: Sendable {
     private let server: Channel
     private let links: NIOLockedValueBox<[NodeID: PeerLink]> = NIOLockedValueBox([:])
     private let onPeerDown: @Sendable (NodeID) -> Void
+    private let metrics: any MetricsFactory
 
     /// The port the server listens on.
     public var port: Int { server.localAddress?.port ?? config.port }
 
     /// Binds the server; `onRaft` receives each decoded batch with its sender, `onRequest` answers RPCs.
+    /// Dropped batches are counted per peer through `metrics`.
     public init(config: Config, group: EventLoopGroup,
                 onRaft: @escaping @Sendable (NodeID, [RaftEnvelope]) -> Void,
                 onRequest: @escaping @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>,
-                onPeerDown: @escaping @Sendable (NodeID) -> Void = { _ in }) async throws {
+                onPeerDown: @escaping @Sendable (NodeID) -> Void = { _ in },
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance) async throws {
         self.config = config
+        self.metrics = metrics
         self.onPeerDown = onPeerDown
         self.group = group
         auth = PeerAuth(secret: config.secret)
@@ -92,7 +97,10 @@ public final class PeerTransport: Sendable {
                     links[id] = PeerLink(peer: id, host: address.host, port: address.port, loop: group.next(),
                                          settings: .init(nodeID: config.nodeID, auth: auth,
                                                          queueLimitBytes: config.queueLimitBytes,
-                                                         maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown))
+                                                         maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown,
+                                                         droppedMetric: Counter(label: Self.droppedMetric,
+                                                                                dimensions: [("peer", "\(id)")],
+                                                                                factory: metrics)))
                 }
             }
             let gone = links.keys.filter { peers[$0] == nil }
@@ -100,6 +108,8 @@ public final class PeerTransport: Sendable {
         }
         for link in removed { try? await link.close().get() }
     }
+
+    public static let droppedMetric = "parley_transport_dropped_batches_total"
 
     /// Sends one Raft batch to a peer (queued while it is unreachable).
     public func send(to peer: NodeID, _ batch: [RaftEnvelope]) {

@@ -9,8 +9,11 @@ import ParleyWire
 /// when leadership moves. Everything that touches the host happens on `loop`.
 public final class RaftDriver: @unchecked Sendable {
     public let loop: EventLoop
-    private let host: RaftHost
-    private let transport: PeerTransport
+    let host: RaftHost
+    let transport: PeerTransport
+    let feeds: EdgeFeedBoard
+    private var leaseTask: RepeatedTask?
+    private var historyTask: RepeatedTask?
     private let tickInterval: TimeAmount
     private var tickTask: RepeatedTask?
     private var readyScheduled = false
@@ -22,8 +25,9 @@ public final class RaftDriver: @unchecked Sendable {
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
                 makeHost: (_ send: @escaping (NodeID, [RaftEnvelope]) -> Void,
                            _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
-                publish: @escaping (ShardID, [RoomEvent]) -> Void = { _, _ in }) throws {
+                publish: @escaping (ShardID, [RoomEvent]) -> Void = { _, _ in }, edgeLeaseMillis: Int64 = 6_000) throws {
         self.loop = loop
+        feeds = EdgeFeedBoard(leaseMillis: edgeLeaseMillis)
         self.transport = transport
         self.tickInterval = tickInterval
         host = try makeHost({ peer, batch in transport.send(to: peer, batch) }, publish)
@@ -38,12 +42,26 @@ public final class RaftDriver: @unchecked Sendable {
                 self.host.tick()
                 self.runReady()
             }
+            self.leaseTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                self.expireSilentEdges()
+            }
+            // N5: durable history older than the retention window goes once a minute.
+            self.historyTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(60)) { _ in
+                _ = try? self.host.expireHistory(now: Self.now())
+            }
             self.runReady()
         }
     }
 
     public func stop() -> EventLoopFuture<Void> {
-        loop.submit { self.tickTask?.cancel(); self.tickTask = nil }
+        loop.submit {
+            self.tickTask?.cancel()
+            self.tickTask = nil
+            self.leaseTask?.cancel()
+            self.leaseTask = nil
+            self.historyTask?.cancel()
+            self.historyTask = nil
+        }
     }
 
     /// A batch from a peer.
@@ -62,7 +80,7 @@ public final class RaftDriver: @unchecked Sendable {
         }
     }
 
-    private func scheduleReady() {
+    func scheduleReady() {
         guard !readyScheduled else { return }
         readyScheduled = true
         loop.execute {
@@ -74,10 +92,14 @@ public final class RaftDriver: @unchecked Sendable {
     private func runReady() {
         guard fatal == nil else { return }
         do {
-            if try host.processReady() > 0 { scheduleReady() }
+            if try host.processReady() > 0 {
+                wakePolls()
+                scheduleReady()
+            }
         } catch {
             fatal = error
             tickTask?.cancel()
+            leaseTask?.cancel()
         }
     }
 
@@ -97,7 +119,8 @@ public final class RaftDriver: @unchecked Sendable {
 
     /// How to reach a group's leader: propose on the local replica, or forward to a node with `path`
     /// (an RPC that proposes there only, so a command makes at most one more hop).
-    private struct GroupRoute<Outcome: BinaryCodable & Sendable & Hashable> {
+    // Built and used on the driver's loop only.
+    private struct GroupRoute<Outcome: BinaryCodable & Sendable & Hashable>: @unchecked Sendable {
         var what: String
         var path: String
         var body: [UInt8]
@@ -120,16 +143,23 @@ public final class RaftDriver: @unchecked Sendable {
             switch answer {
             case .applied(let outcome):
                 return self.loop.makeSucceededFuture(outcome)
+            case .failed(Self.outcomeUnknownText):
+                // Retrying could apply the command twice: the caller decides (a resend with the same
+                // clientMessageId is de-duplicated by the room).
+                return self.loop.makeFailedFuture(RouteError.outcomeUnknown)
             case .notLeader(let leader) where leader != 0 && leader != self.nodeID:
                 return self.forward(r, to: leader).flatMap { second -> EventLoopFuture<Outcome> in
                     if case .applied(let outcome) = second { return self.loop.makeSucceededFuture(outcome) }
+                    if case .failed(Self.outcomeUnknownText) = second {
+                        return self.loop.makeFailedFuture(RouteError.outcomeUnknown)
+                    }
                     return self.retry(r, deadline, attempt, after: "\(second)")
                 }
             default:
                 return self.retry(r, deadline, attempt, after: "\(answer)")
             }
         }.flatMapError { error in
-            if let e = error as? RouteError, case .noLeader = e { return self.loop.makeFailedFuture(e) }
+            if let e = error as? RouteError, !e.isPeerRefusal { return self.loop.makeFailedFuture(e) }
             return self.retry(r, deadline, attempt, after: "\(error)")
         }
     }
@@ -191,11 +221,14 @@ public final class RaftDriver: @unchecked Sendable {
         case .success(let outcome): .applied(outcome)
         case .failure(.notLeader(let leader)): .notLeader(leader)
         case .failure(.shardNotHere), .failure(.metaNotHere): .notLeader(0)
+        case .failure(.outcomeUnknown): .failed(outcomeUnknownText)
         case .failure(let error): .failed("\(error)")
         }
     }
 
-    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    static let outcomeUnknownText = "outcome unknown"
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// Serves the internal RPCs:
     /// - `/rpc/v1/propose` and `/rpc/v1/meta/propose` (node to node): propose on this replica only, never
@@ -216,6 +249,8 @@ public final class RaftDriver: @unchecked Sendable {
                 w.write(self.host.leader(of: shard) ?? 0)
                 return PeerResponse(status: 200, body: w.bytes)
             }
+        case "/rpc/v1/events":
+            return handleEventPoll(request.body)
         case "/rpc/v1/meta/propose":
             guard let command = try? MetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
             return loop.flatSubmit { self.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
@@ -317,4 +352,11 @@ public final class RaftDriver: @unchecked Sendable {
 public enum RouteError: Error, Equatable {
     case noLeader(what: String, last: String)
     case peerRefused(Int)
+    /// Leadership moved while the command was in flight: it may or may not have applied.
+    case outcomeUnknown
+
+    var isPeerRefusal: Bool {
+        if case .peerRefused = self { return true }
+        return false
+    }
 }

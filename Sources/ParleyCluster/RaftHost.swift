@@ -1,3 +1,4 @@
+import Metrics
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage
@@ -11,6 +12,13 @@ public struct RaftEnvelope: Sendable, Hashable {
         self.group = group
         self.message = message
     }
+}
+
+/// What the replicas' apply callbacks leave for the host between cycles: which shards applied events, and
+/// the history rows to write with the next group commit.
+final class ApplyScratch {
+    var shards = Set<ShardID>()
+    var history: [RoomHistoryStore.Row] = []
 }
 
 /// What a proposer of a room command hears back: what applying it did, or why it could not be applied.
@@ -49,23 +57,35 @@ public final class RaftHost {
     private let database: NodeDatabase
     /// Replicas by shard; `shardOrder` walks them in a stable order.
     private var replicas: [ShardID: GroupReplica<RoomsState>] = [:]
+    /// Each shard replica's recent events, for the edges' feeds.
+    private var eventLogs: [ShardID: ShardEventLog] = [:]
+    /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
+    private let newEvents = ApplyScratch()
     private let shardOrder: [ShardID]
     private let meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
     private let groups: [HostedGroup]
     private var nextSequence: UInt64 = 0
     private let send: (NodeID, [RaftEnvelope]) -> Void
+    private let metrics: RaftMetrics
+    /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
+    /// counted against it).
+    private var knownLeaders: [NodeID]
 
     /// Opens (or, on first start, creates) every group placed on this node.
     /// - Parameters:
     ///   - send: hands one peer the cycle's messages for it (all groups in one batch).
     ///   - publish: receives the room events of each applied command, per shard, in log order.
+    ///   - metrics: where proposals, commits, elections and applied commands are counted (the node's
+    ///     registry; tests that do not look leave the no-op default).
     public init(config: Config, database: NodeDatabase,
                 send: @escaping (NodeID, [RaftEnvelope]) -> Void,
-                publish: @escaping (ShardID, [RoomEvent]) -> Void) throws {
+                publish: @escaping (ShardID, [RoomEvent]) -> Void,
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws {
         self.config = config
         self.database = database
         self.send = send
+        self.metrics = RaftMetrics(factory: metrics)
         let held = Set(try database.groupIDs())
         func open(_ group: GroupID, members: [NodeID]) throws -> (DurableGroupLog, RaftConfig) {
             let log = held.contains(group) ? try database.openGroup(group)
@@ -77,15 +97,35 @@ public final class RaftHost {
         }
         var order: [ShardID] = []
         var all: [HostedGroup] = []
+        let marker = newEvents
         for shard in 0..<config.shardMap.shardCount {
             let members = config.shardMap.replicas(of: shard, nodes: config.nodes)
             guard members.contains(config.nodeID) else { continue }
             let (log, raft) = try open(config.shardMap.group(of: shard), members: members)
             let limits = config.limits
-            let replica = try GroupReplica<RoomsState>(group: config.shardMap.group(of: shard), log: log, config: raft) {
-                RoomsState(limits: limits)
+            let replica = try GroupReplica<RoomsState>(
+                group: config.shardMap.group(of: shard), log: log, config: raft,
+                prepare: { $0.collectsStoredHistory = true }) { RoomsState(limits: limits) }
+            replica.afterApply = { state in
+                for s in state.takeStoredHistory() {
+                    marker.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
+                }
             }
-            replica.onApplied = { outcome in if !outcome.events.isEmpty { publish(shard, outcome.events) } }
+            let store = database.history
+            replica.answer = { command, outcome, state, context in
+                RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store)
+            }
+            let events = ShardEventLog(applied: replica.applied)
+            replica.onApplied = { index, outcome in
+                let list = outcome?.events ?? []
+                events.applied(index, list)
+                if !list.isEmpty {
+                    marker.shards.insert(shard)
+                    publish(shard, list)
+                }
+            }
+            replica.onRestored = { index in events.restored(at: index) }
+            eventLogs[shard] = events
             replicas[shard] = replica
             order.append(shard)
             all.append(replica)
@@ -101,7 +141,36 @@ public final class RaftHost {
         }
         shardOrder = order
         groups = all
+        knownLeaders = all.map { $0.raft.softState.leader }
+        let proposals = self.metrics.proposals
+        for g in all { g.onProposed = { proposals.increment() } }
     }
+
+
+    /// The shards that applied events since the last call.
+    public func takeShardsWithNewEvents() -> Set<ShardID> {
+        defer { newEvents.shards.removeAll() }
+        return newEvents.shards
+    }
+
+    /// The shard's events after `cursor` as this replica holds them; nil when no replica is held here.
+    public func eventPage(shard: ShardID, after cursor: LogIndex?) -> ShardEventPage? {
+        guard let log = eventLogs[shard], let replica = replicas[shard] else { return nil }
+        let p = log.page(after: cursor)
+        return ShardEventPage(shard: shard, batches: p.batches, cursor: p.cursor, gap: p.gap, leader: replica.leader)
+    }
+
+    /// N5: deletes durable history older than the retention window (at `now`, ms).
+    @discardableResult
+    public func expireHistory(now: Int64) throws -> Int {
+        try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
+    }
+
+    /// Whether this node leads `shard` right now.
+    public func isLeader(of shard: ShardID) -> Bool { replicas[shard]?.isLeader ?? false }
+
+    /// The edges with sessions in the shard, as this replica has applied it.
+    public func edgesWithSessions(shard: ShardID) -> [String] { replicas[shard]?.machine.edgesWithSessions ?? [] }
 
     /// The shards this node holds a replica of, ascending.
     public var shards: [ShardID] { shardOrder }
@@ -148,7 +217,13 @@ public final class RaftHost {
     public func propose(_ command: RoomCommand, shard: ShardID, actor: CommandActor, timestamp: Int64,
                         completion: @escaping ProposalCompletion) {
         guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
-        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp, completion: completion)
+        let metrics = self.metrics
+        let kind = command.metricKind
+        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp) { result in
+            // Counted where the proposal was made (the leader), so each command counts once in the cluster.
+            if case .success(let outcome) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
+            completion(result)
+        }
     }
 
     /// Proposes a change to the meta group (node registry, placement, app credentials).
@@ -164,11 +239,19 @@ public final class RaftHost {
     @discardableResult
     public func processReady() throws -> Int {
         var batch = StorageBatch()
+        batch.history = newEvents.history
+        newEvents.history.removeAll(keepingCapacity: true)
         var readies: [(HostedGroup, Ready)] = []
-        for g in groups {
-            if let rd = try g.collectReady(into: &batch) { readies.append((g, rd)) }
+        for (i, g) in groups.enumerated() {
+            guard let rd = try g.collectReady(into: &batch) else { continue }
+            readies.append((g, rd))
+            if let soft = rd.softState { observe(soft, group: i) }
+            if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }
         }
-        guard !readies.isEmpty else { return 0 }
+        guard !readies.isEmpty else {
+            try database.commit(batch)  // history rows of the last cycle, if any
+            return 0
+        }
         try database.commit(batch)  // nothing below is sent or answered before this is durable
 
         var outbox: [NodeID: [RaftEnvelope]] = [:]
@@ -181,6 +264,12 @@ public final class RaftHost {
             try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)
         }
         return readies.count
+    }
+
+    private func observe(_ soft: SoftState, group i: Int) {
+        if soft.role == .candidate { metrics.electionsStarted.increment() }
+        if soft.leader != 0, soft.leader != knownLeaders[i] { metrics.leaderChanges.increment() }
+        knownLeaders[i] = soft.leader
     }
 
     /// Proposals waiting to be applied, over all groups.

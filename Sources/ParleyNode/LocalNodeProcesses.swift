@@ -71,6 +71,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
 
     public var runningIDs: [UInt64] { lock.withLock { running.keys.sorted() } }
 
+    /// The process id of node `id`, while it runs.
+    public func pid(_ id: UInt64) -> Int32? { lock.withLock { running[id]?.processIdentifier } }
+
     /// kill -9: no chance to flush or say goodbye.
     public func kill9(_ id: UInt64) {
         guard let p = lock.withLock({ running.removeValue(forKey: id) }) else { return }

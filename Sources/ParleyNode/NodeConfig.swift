@@ -42,6 +42,8 @@ public struct NodeConfig: Sendable, Equatable {
     public var quiesceAfterTicks: Int? = 100
     /// fsync every group commit (always on in production; benchmarks say when it is off).
     public var durable = true
+    /// Server-API apps (AppKey → AppSecret) this node puts into the meta group when missing (`--app`).
+    public var apps: [String: String] = [:]
 
     public init(id: NodeID, listen: Address, peerListen: Address, peers: [NodeID: Address], dataDirectory: String,
                 secret: String) {

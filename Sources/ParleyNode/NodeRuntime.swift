@@ -1,10 +1,12 @@
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOPosix
 import ParleyAPI
 import ParleyCluster
+import ParleyEdge
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage
@@ -20,14 +22,21 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     private let raftLoop: MultiThreadedEventLoopGroup
     public let transport: PeerTransport
     public let driver: RaftDriver
+    /// The edge's view of the cluster (commands, event feeds, tokens, addresses).
+    public let edgeCluster: NodeEdgeCluster
+    /// This node's Prometheus registry (`/metrics`); components record through `metrics.factory`.
+    public let metrics: NodeMetrics
 
     /// Opens the database, binds the peer port and builds every replica; nothing ticks until `run()`.
     public init(config: NodeConfig, logger: Logger) async throws {
         try config.validate()
         self.config = config
         self.logger = logger
+        let metrics = NodeMetrics()
+        self.metrics = metrics
         try FileManager.default.createDirectory(atPath: config.dataDirectory, withIntermediateDirectories: true)
-        let database = try NodeDatabase(path: config.dataDirectory + "/node.sqlite", durable: config.durable)
+        let database = try NodeDatabase(path: config.dataDirectory + "/node.sqlite", durable: config.durable,
+                                        metrics: metrics.factory)
         network = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))
         raftLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // The transport and the driver call each other; the reference is set once both exist.
@@ -41,7 +50,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             onRequest: { request, loop in
                 ref.driver?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))
             },
-            onPeerDown: { peer in ref.driver?.peerUnreachable(peer) })
+            onPeerDown: { peer in ref.driver?.peerUnreachable(peer) }, metrics: metrics.factory)
         var peers: [NodeID: (host: String, port: Int)] = [:]
         for (id, address) in config.peers where id != config.id { peers[id] = (address.host, address.port) }
         await transport.setPeers(peers)
@@ -54,24 +63,36 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             shardMap: ShardMap(shardCount: config.shardCount, replicationFactor: config.replicationFactor),
             raft: raft, boot: UInt64(Date().timeIntervalSince1970 * 1000))
         let transport = self.transport
+        let factory = metrics.factory
         driver = try RaftDriver(loop: raftLoop.next(), transport: transport,
                                 tickInterval: .milliseconds(Int64(config.tickMillis))) { send, publish in
-            try RaftHost(config: hostConfig, database: database, send: send, publish: publish)
+            try RaftHost(config: hostConfig, database: database, send: send, publish: publish, metrics: factory)
         }
         ref.driver = driver
+        edgeCluster = NodeEdgeCluster(driver: driver, transport: transport, boot: hostConfig.boot)
     }
 
     /// Serves the HTTP port and drives Raft until asked to stop.
     public func run() async throws {
         driver.start()
         let hosted = try await driver.status().get().count
-        let joining = Task { await self.joinMeta() }
+        let joining = Task {
+            await self.joinMeta()
+            await self.bootstrapApps()
+        }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
         ])
         let router = Router()
         StatusRoutes.add(to: router, source: self)
+        ObservabilityRoutes.add(to: router, source: self)
+        ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster)).add(to: router)
+        // Client WebSockets (`/ws`) upgrade through a router of their own beside the HTTP one (EdgeRoutes explains).
+        let edgeSettings = EdgeSettings()
+        let webSocketRouter = EdgeRoutes.router(edge: Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger))
         let app = Application(router: router,
+                              server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter,
+                                                             configuration: EdgeRoutes.configuration(edgeSettings)),
                               configuration: .init(address: .hostname(config.listen.host, port: config.listen.port),
                                                    serverName: "parley"),
                               eventLoopGroupProvider: .shared(network), logger: logger)

@@ -88,6 +88,17 @@ public enum HistoryItem: Sendable, Hashable {
     }
 }
 
+/// One item a command added to a room's history, for the node's durable history store (N5).
+public struct StoredHistoryItem: Sendable, Hashable {
+    public var roomId: String
+    public var item: HistoryItem
+
+    public init(roomId: String, item: HistoryItem) {
+        self.roomId = roomId
+        self.item = item
+    }
+}
+
 extension ChatMessage: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         w.write(seq)

@@ -43,13 +43,20 @@ extension Room {
             senderId = s.userId
             roomExt = s.roomExt
         }
+        // A resend (same sender, same clientMessageId, still in history) answers with the first send's
+        // result and changes nothing, so a client may retry a send whose answer it never got.
+        if !m.clientMessageId.isEmpty, !sentMessages.isEmpty,
+           let first = sentMessages[Self.sentKey(sender: senderId, clientMessageId: m.clientMessageId)],
+           let item = historyItem(seq: first) {
+            return .messageSent(seq: first, time: item.time)
+        }
         seq &+= 1
         let message = ChatMessage(
             seq: seq, serverId: env.context.logIndex, time: now, senderId: senderId,
             senderNickname: member?.nickname ?? "", senderAvatar: member?.avatar ?? "", senderRoomExt: roomExt,
             type: m.type, clientMessageId: m.clientMessageId, body: m.body, ext: m.ext)
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .message(message)))
-        remember(.message(message), env: env)
+        remember(.message(message), env: env, &fx)
         return .messageSent(seq: seq, time: now)
     }
 
@@ -78,6 +85,16 @@ extension Room {
             }
         }
         return out
+    }
+
+    /// The history item with this seq, by binary search (history is in seq order).
+    func historyItem(seq: UInt64) -> HistoryItem? {
+        var lo = 0, hi = history.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if history[mid].seq < seq { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < history.count && history[lo].seq == seq ? history[lo] : nil
     }
 
     /// X2: stored items after `seq`, oldest first; `historyGone` when retention already dropped some of them.

@@ -25,6 +25,9 @@ struct Room: Sendable {
     var history: Deque<HistoryItem> = []
     /// X2: the highest seq ever dropped from history (retention or cap): a resume from before it has a gap.
     var droppedThroughSeq: UInt64 = 0
+    /// Resend de-duplication: the seq of each message in history that has a clientMessageId, by sender and
+    /// id. Derived from history (rebuilt on restore), so it holds exactly what history holds.
+    var sentMessages: [String: UInt64] = [:]
 
     init(info: RoomInfo, queueMaxSize: Int) {
         self.info = info
@@ -87,16 +90,23 @@ struct Room: Sendable {
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .notification(n)))
         let isEnterExit = type == .enter || type == .exit
         if !isEnterExit || env.policy.storeEnterExitInHistory {
-            remember(.notification(n), env: env)
+            remember(.notification(n), env: env, &fx)
         }
     }
 
+    static func sentKey(_ m: ChatMessage) -> String { sentKey(sender: m.senderId, clientMessageId: m.clientMessageId) }
+    static func sentKey(sender: String, clientMessageId: String) -> String { sender + "\u{1F}" + clientMessageId }
+
     /// N5: appends to history, dropping what retention or the per-room cap no longer allows.
-    mutating func remember(_ item: consuming HistoryItem, env: ApplyEnv) {
+    mutating func remember(_ item: HistoryItem, env: ApplyEnv, _ fx: inout ApplyEffects) {
+        fx.stored.append(StoredHistoryItem(roomId: info.roomId, item: item))
+        if case .message(let m) = item, !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = m.seq }
         history.append(item)
         let oldest = env.now - env.limits.historyRetentionMillis
         while let first = history.first, first.time < oldest || history.count > env.limits.maxHistoryPerRoom {
-            droppedThroughSeq = max(droppedThroughSeq, history.removeFirst().seq)
+            let dropped = history.removeFirst()
+            droppedThroughSeq = max(droppedThroughSeq, dropped.seq)
+            if case .message(let m) = dropped, !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = nil }
         }
     }
 }

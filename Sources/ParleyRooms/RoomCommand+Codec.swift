@@ -222,6 +222,9 @@ extension RoomCommand: BinaryCodable {
         case .queueList(let id): w.write(UInt8(29)); w.write(id)
         case .queueDrop(let id): w.write(UInt8(30)); w.write(id)
         case .historySince(let id, let after, let limit): w.write(UInt8(31)); w.write(id); w.write(after); w.write(limit)
+        case .listRooms(let after, let limit): w.write(UInt8(32)); w.write(after); w.write(limit)
+        case .claimRoomSlot(let id): w.write(UInt8(33)); w.write(id)
+        case .releaseRoomSlot(let id): w.write(UInt8(34)); w.write(id)
         }
     }
 
@@ -258,6 +261,9 @@ extension RoomCommand: BinaryCodable {
         case 29: self = .queueList(roomId: try r.readString())
         case 30: self = .queueDrop(roomId: try r.readString())
         case 31: self = .historySince(roomId: try r.readString(), afterSeq: try r.readUInt64(), limit: try r.readInt())
+        case 32: self = .listRooms(after: try r.readString(), limit: try r.readInt())
+        case 33: self = .claimRoomSlot(roomId: try r.readString())
+        case 34: self = .releaseRoomSlot(roomId: try r.readString())
         case let t: throw .badTag("RoomCommand", UInt64(t))
         }
     }

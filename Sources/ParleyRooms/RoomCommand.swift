@@ -9,12 +9,19 @@ public enum RoomCommand: Sendable, Hashable {
     case setRoomPolicy(RoomPolicyUpdate)
     case setAppPolicy(AppPolicy)
     case fetchRoomInfo(roomId: String)
+    /// The shard's room ids after `after` (exclusive, "" = from the start), sorted, at most `limit`:
+    /// how the server API walks every room for a broadcast.
+    case listRooms(after: String, limit: Int)
     // Sessions (E1-E3, E7, E10)
     case enter(EnterRoom)
     /// E10: the acting session leaves.
     case exit(roomId: String)
-    /// Every session of a dead edge ends, in every room of the shard.
+    /// Every session of a dead edge ends, in every room of the shard (and its E3 room slots go).
     case sessionLost(edgeId: String)
+    /// E3 across shards, sent to the user's home shard (`RoomSlots.homeKey`): claim a slot before entering a
+    /// room anywhere (13101 for the 11th room), release it after leaving.
+    case claimRoomSlot(roomId: String)
+    case releaseRoomSlot(roomId: String)
     // Messages (N1, N5)
     case sendMessage(SendMessage)
     case fetchHistory(HistoryQuery)
@@ -45,7 +52,7 @@ public enum RoomCommand: Sendable, Hashable {
     /// Read-only commands go through apply for linearizability but never change state.
     public var isReadOnly: Bool {
         switch self {
-        case .fetchRoomInfo, .fetchMembers, .fetchMembersByIds, .queueList, .fetchHistory, .historySince: return true
+        case .fetchRoomInfo, .listRooms, .fetchMembers, .fetchMembersByIds, .queueList, .fetchHistory, .historySince: return true
         default: return false
         }
     }

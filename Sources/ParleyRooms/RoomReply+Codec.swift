@@ -66,6 +66,7 @@ extension RoomReply: BinaryCodable {
         case .keysNotFound(let v): w.write(UInt8(7)); w.write(v)
         case .history(let v): w.write(UInt8(8)); w.write(v)
         case .sessionsEnded(let n): w.write(UInt8(9)); w.write(n)
+        case .roomIds(let ids): w.write(UInt8(10)); w.write(ids)
         }
     }
 
@@ -81,6 +82,7 @@ extension RoomReply: BinaryCodable {
         case 7: self = .keysNotFound(try r.readStrings())
         case 8: self = .history(try r.readArray())
         case 9: self = .sessionsEnded(try r.readInt())
+        case 10: self = .roomIds(try r.readStrings())
         case let t: throw .badTag("RoomReply", UInt64(t))
         }
     }

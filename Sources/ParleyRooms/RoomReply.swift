@@ -23,6 +23,8 @@ public enum RoomReply: Sendable, Hashable {
     case history([HistoryItem])
     /// How many sessions a `sessionLost` ended.
     case sessionsEnded(Int)
+    /// A page of room ids (`listRooms`).
+    case roomIds([String])
 }
 
 /// What `apply` returns: the result and the events the command caused (none on failure).
@@ -46,6 +48,8 @@ public struct ApplyOutcome: Sendable, Hashable {
 /// in the room, so the state can keep its user-to-rooms index (E3) current.
 struct ApplyEffects {
     var events: [RoomEvent] = []
+    /// Items added to history (the node also writes them to its durable history store).
+    var stored: [StoredHistoryItem] = []
     var online: [String] = []
     var offline: [String] = []
 }

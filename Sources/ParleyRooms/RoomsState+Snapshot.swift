@@ -6,7 +6,7 @@ import ParleyWire
 extension RoomsState {
     static let snapshotMagic: [UInt8] = [0x50, 0x52, 0x4D, 0x53]  // "PRMS"
     /// Bump when the layout changes; restore refuses versions it does not know.
-    public static let snapshotVersion: UInt8 = 2
+    public static let snapshotVersion: UInt8 = 3
 
     /// The whole state as bytes.
     public func snapshot() -> [UInt8] {
@@ -20,6 +20,12 @@ extension RoomsState {
         for u in mutes {
             w.write(u)
             w.write(globalMutes[u]!)
+        }
+        let users = slots.keys.sorted()
+        w.write(UInt64(users.count))
+        for u in users {
+            w.write(u)
+            w.write(slots[u]!)
         }
         let ids = rooms.ids
         w.write(UInt64(ids.count))
@@ -37,6 +43,12 @@ extension RoomsState {
         for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {
             let u = try r.readString()
             globalMutes[u] = try r.readInt64()
+        }
+        for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {
+            let u = try r.readString()
+            let held: [RoomSlot] = try r.readArray()
+            guard !held.isEmpty, slots[u] == nil else { throw .invalidValue("room slots of \(u)") }
+            slots[u] = held
         }
         for _ in 0 ..< (try r.readCount(minimumItemBytes: 8)) {
             let room = try Room(from: &r)
@@ -142,6 +154,7 @@ extension Room: BinaryCodable {
         history.reserveCapacity(n)
         for _ in 0 ..< n { history.append(try r.read()) }
         droppedThroughSeq = try r.readUInt64()
+        for case .message(let m) in history where !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = m.seq }
         // The invariants apply relies on: forged bytes must fail here, not trap later.
         guard queueMaxSize >= 0, userSessions.keys.allSatisfy({ members[$0] != nil }),
               members[info.creator]?.role == .creator,

@@ -9,6 +9,12 @@ public struct RoomsState: Sendable {
     var userRooms: [String: [String]] = [:]
     /// M9: global mute expiry (ms, Int64.max = permanent) by user.
     var globalMutes: [String: Int64] = [:]
+    /// E3 across shards: room slots of the users whose home shard this is.
+    var slots: [String: [RoomSlot]] = [:]
+    /// History items added since the last `takeStoredHistory()`: scratch, not state (never in a snapshot).
+    private var stored: [StoredHistoryItem] = []
+    /// Whether to collect `takeStoredHistory()` items (a node with a durable history store turns it on).
+    public var collectsStoredHistory = false
 
     /// An empty shard. Limits must be valid (`RoomLimits.isValid`); a bad configuration stops here.
     public init(limits: RoomLimits = RoomLimits(), policy: AppPolicy = AppPolicy()) {
@@ -20,10 +26,24 @@ public struct RoomsState: Sendable {
     /// The ids of every room, sorted.
     public var roomIds: [String] { rooms.ids }
 
+    /// N5: the history items applied commands added since the last call, in apply order (the node writes
+    /// them to its durable history store, which keeps what the in-memory window no longer holds).
+    public mutating func takeStoredHistory() -> [StoredHistoryItem] {
+        defer { stored.removeAll(keepingCapacity: true) }
+        return stored
+    }
+
+    /// N5 / X2: what the in-memory history of a room still holds: its oldest seq (nil when empty) and the
+    /// newest seq it dropped (0 = none), so a query can tell when it must read further back.
+    public func historyWindow(roomId: String) -> (oldestSeq: UInt64?, droppedThroughSeq: UInt64)? {
+        rooms[roomId].map { ($0.history.first?.seq, $0.droppedThroughSeq) }
+    }
+
     /// The edges that hold at least one online session in this shard, sorted (the leader watches their leases).
     public var edgesWithSessions: [String] {
         var edges = Set<String>()
         for room in rooms.slots { for s in room.sessions.values { edges.insert(s.edgeId) } }
+        for held in slots.values { for s in held { edges.insert(s.edgeId) } }
         return edges.sorted()
     }
 
@@ -40,6 +60,7 @@ public struct RoomsState: Sendable {
         var fx = ApplyEffects()
         do {
             let reply = try dispatch(command, env, &fx)
+            if collectsStoredHistory && !fx.stored.isEmpty { stored += fx.stored }
             return ApplyOutcome(result: .success(reply), events: fx.events)
         } catch {
             return ApplyOutcome(result: .failure(error), events: [])
@@ -84,6 +105,10 @@ public struct RoomsState: Sendable {
                 _ = try rooms[slot: i].resolveOperator(env)
             }
             return .roomInfo(rooms[slot: i].view)
+        case .listRooms(let after, let limit):
+            try requireAppServer(env)
+            guard (1...1000).contains(limit) else { throw RoomError(.badParameter, "limit must be 1 … 1000") }
+            return .roomIds(Array(rooms.ids.lazy.filter { $0 > after }.prefix(limit)))
         case .enter(let e):
             return try enter(e, env, &fx)
         case .exit(let roomId):
@@ -95,6 +120,7 @@ public struct RoomsState: Sendable {
         case .sessionLost(let edgeId):
             try requireAppServer(env)
             try FieldCheck.id(edgeId, limits.maxIdBytes, "edgeId")
+            if !slots.isEmpty { releaseSlots(onEdge: edgeId) }
             return .sessionsEnded(endSessions(onEdge: edgeId, env, &fx))
         case .fetchHistory(let q):
             let i = try openSlot(q.roomId)
@@ -139,6 +165,10 @@ public struct RoomsState: Sendable {
             try rooms[slot: i].updateAllowlist(s, env, &fx)
         case .setGlobalMute(let g):
             try setGlobalMute(g, env, &fx)
+        case .claimRoomSlot(let roomId):
+            try claimSlot(roomId, env)
+        case .releaseRoomSlot(let roomId):
+            try releaseSlot(roomId, env)
         case .queueInit(let roomId, let size):
             try requireAppServer(env)
             let i = try openSlot(roomId)

@@ -31,7 +31,10 @@ public struct StorageBatch: Sendable, Equatable {
 
     public init() {}
 
-    public var isEmpty: Bool { writes.allSatisfy { $0.write.isEmpty } }
+    /// Room history rows applied since the last batch (N5), written in the same transaction.
+    public var history: [RoomHistoryStore.Row] = []
+
+    public var isEmpty: Bool { history.isEmpty && writes.allSatisfy { $0.write.isEmpty } }
 
     /// Number of entries the batch appends, over all groups.
     public var entryCount: Int { writes.reduce(0) { $0 + $1.write.entries.count } }
@@ -49,7 +52,7 @@ public struct StorageBatch: Sendable, Equatable {
     }
 
     public static func == (a: StorageBatch, b: StorageBatch) -> Bool {
-        a.writes.count == b.writes.count
+        a.writes.count == b.writes.count && a.history == b.history
             && zip(a.writes, b.writes).allSatisfy { $0.group == $1.group && $0.write == $1.write }
     }
 }

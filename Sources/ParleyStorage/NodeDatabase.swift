@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Metrics
 import ParleyRaft
 import ParleyRooms
 
@@ -10,10 +11,16 @@ import ParleyRooms
 public final class NodeDatabase: Sendable {
     private let queue: DatabaseQueue
     public let path: String
+    /// Time of each group commit (the transaction and its fsync), `parley_storage_commit_seconds`.
+    private let commitTime: Metrics.Timer
+
+    /// The histogram `commitTime` feeds; its buckets are set where the node makes its metrics factory.
+    public static let commitTimeMetric = "parley_storage_commit_seconds"
 
     /// Opens (creating if needed) the database at `path`. `durable: false` skips fsync (tests, benchmarks
-    /// that say so); a node always runs durable.
-    public init(path: String, durable: Bool = true) throws {
+    /// that say so); a node always runs durable. Group-commit latency is recorded through `metrics`.
+    public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws {
+        commitTime = Metrics.Timer(label: Self.commitTimeMetric, factory: metrics)
         var config = Configuration()
         config.journalMode = .wal
         config.label = "parley-node"
@@ -23,7 +30,11 @@ public final class NodeDatabase: Sendable {
         self.path = path
         queue = try DatabaseQueue(path: path, configuration: config)
         try Self.migrator.migrate(queue)
+        history = RoomHistoryStore(queue: queue)
     }
+
+    /// The durable room history kept in this database.
+    public let history: RoomHistoryStore
 
     private static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
@@ -41,6 +52,7 @@ public final class NodeDatabase: Sendable {
                     conf_state BLOB NOT NULL, data BLOB NOT NULL);
                 """)
         }
+        RoomHistoryStore.migrate(&m)
         return m
     }
 
@@ -135,10 +147,13 @@ public final class NodeDatabase: Sendable {
     /// crash, and a crash before it returns leaves none of it half-applied.
     public func commit(_ batch: StorageBatch) throws {
         guard !batch.isEmpty else { return }
+        let start = ContinuousClock.now
+        defer { commitTime.record(duration: ContinuousClock.now - start) }
         try queue.write { db in
             for (group, write) in batch.writes where !write.isEmpty {
                 try Self.apply(write, to: group, in: db)
             }
+            if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
         }
     }
 

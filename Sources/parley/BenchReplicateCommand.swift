@@ -30,22 +30,13 @@ struct BenchReplicateCommand: AsyncParsableCommand {
     func run() async throws {
         let levels = concurrency.split(separator: ",").compactMap { Int($0) }
         guard !levels.isEmpty, levels.allSatisfy({ $0 > 0 }) else { throw ValidationError("bad --concurrency") }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)")
-        let ports = try LocalNodeProcesses.freePorts(2 * nodes)
-        var layout = LocalNodeProcesses.Layout(count: nodes, httpPorts: Array(ports[0..<nodes]), peerPorts: Array(ports[nodes...]),
-                                               dataDirectory: directory.path, secret: "bench-\(UUID().uuidString)", shards: shards)
-        if noFsync { layout.extraArguments = ["--no-fsync"] }
-        let cluster = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
-        for id in layout.ids { try cluster.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let client = try await PeerTransport(config: .init(nodeID: 900, port: 0, secret: layout.secret), group: group,
-                                             onRaft: { _, _ in },
-                                             onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
+        let cluster = try BenchCluster(nodes: nodes, shards: shards, fsync: !noFsync)
+        let layout = cluster.layout
         do {
-            var peers: [NodeID: (host: String, port: Int)] = [:]
-            for id in layout.ids { peers[id] = ("127.0.0.1", layout.peerPort(id)) }
-            await client.setPeers(peers)
-            try await waitReady(layout)
+            try await cluster.start()
+            let client: PeerTransport = cluster.client
+            let alive = cluster.keepEdgeAlive("bench", shards: shards)
+            defer { alive.cancel() }
             let bench = ReplicateLoad(client: client, nodes: layout.ids, shardMap: ShardMap(shardCount: shards),
                                       rooms: (0..<rooms).map { "bench-room-\($0)" }, size: size)
             try await bench.prepare()
@@ -64,27 +55,10 @@ struct BenchReplicateCommand: AsyncParsableCommand {
                              results.reduce(0) { $0 + $1.errors }))
             }
         } catch {
-            cluster.killAll()
+            await cluster.stop(after: error)
             throw error
         }
-        await client.shutdown()
-        cluster.terminateAll()
-        for id in layout.ids { cluster.stop(id) }
-        try? await group.shutdownGracefully()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    private func waitReady(_ layout: LocalNodeProcesses.Layout) async throws {
-        let deadline = Date().addingTimeInterval(30)
-        for id in layout.ids {
-            while true {
-                let url = URL(string: layout.httpURL(id) + "/readyz")!
-                if let (_, response) = try? await URLSession.shared.data(from: url),
-                   (response as? HTTPURLResponse)?.statusCode == 200 { break }
-                guard Date() < deadline else { throw ValidationError("node \(id) did not become ready") }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
+        await cluster.stop()
     }
 }
 

@@ -20,9 +20,11 @@ struct DevCommand: AsyncParsableCommand {
 
     func run() async throws {
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-        let layout = LocalNodeProcesses.Layout(
+        var layout = LocalNodeProcesses.Layout(
             count: nodes, httpPorts: (0..<nodes).map { httpPort + $0 }, peerPorts: (0..<nodes).map { peerPort + $0 },
             dataDirectory: data, secret: try secret ?? Self.devSecret(in: data), shards: shards)
+        let appSecret = try Self.devAppSecret(in: data)
+        layout.extraArguments += ["--app", "\(Self.devAppKey):\(appSecret)"]
         let processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
         let exits = ExitCounter(count: nodes)
         processes.onExit = { _, _ in exits.exited() }
@@ -32,6 +34,7 @@ struct DevCommand: AsyncParsableCommand {
         for id in layout.ids {
             banner += "  node \(id): \(layout.httpURL(id))  (status: /status, peer port \(layout.peerPort(id)))\n"
         }
+        banner += DevAppBanner(appKey: Self.devAppKey, secret: appSecret, url: layout.httpURL(1)).text
         banner += "Watch it: parley status --node \(layout.httpURL(1)) --watch      Stop: Ctrl-C\n"
         Self.say(banner)
 
@@ -55,9 +58,16 @@ struct DevCommand: AsyncParsableCommand {
     /// Unbuffered, so the banner shows at once even when stdout is a pipe.
     static func say(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
 
+    /// The development app of the server API (its secret is made once per data folder, like the cluster's).
+    static let devAppKey = "dev"
+
+    static func devAppSecret(in folder: String) throws -> String {
+        try devSecret(in: folder, file: "dev-app-secret")
+    }
+
     /// A secret made once per data folder, so restarts of the dev cluster keep talking to each other.
-    static func devSecret(in folder: String) throws -> String {
-        let path = folder + "/cluster-secret"
+    static func devSecret(in folder: String, file: String = "cluster-secret") throws -> String {
+        let path = folder + "/" + file
         if let existing = try? String(contentsOfFile: path, encoding: .utf8), existing.count >= 8 {
             return existing.trimmingCharacters(in: .whitespacesAndNewlines)
         }

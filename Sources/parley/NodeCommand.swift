@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
 import ParleyNode
 
 /// `parley node`: run one node. Every option can also come from the environment (`PARLEY_ID`,
@@ -21,6 +22,8 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Replicas per shard (default 3).") var replicas: Int?
     @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
     var tickMillis: Int?
+    @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
+    var apps: [String] = []
     @Flag(name: .customLong("no-fsync"), help: "Skip fsync (benchmarks only: a crash can lose acknowledged writes).")
     var noFsync = false
 
@@ -46,6 +49,9 @@ struct NodeCommand: AsyncParsableCommand {
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
+        do {
+            nodeConfig.apps = try NodeConfig.parseApps(apps.isEmpty ? settings.value("apps").map { [$0] } ?? [] : apps)
+        } catch { throw ValidationError("\(error)") }
         do { try nodeConfig.validate() } catch { throw ValidationError("\(error)") }
 
         LoggingSystem.bootstrap { label in
@@ -56,6 +62,8 @@ struct NodeCommand: AsyncParsableCommand {
         var logger = Logger(label: "parley.node")
         logger[metadataKey: "node"] = "\(nodeID)"
         let runtime = try await NodeRuntime(config: nodeConfig, logger: logger)
+        // One node per process here, so its registry can also take what libraries record globally.
+        MetricsSystem.bootstrap(runtime.metrics.factory)
         try await runtime.run()
     }
 }

@@ -11,10 +11,12 @@ final class InProcessCluster {
     let shardMap: ShardMap
     let directory: URL
     var hosts: [NodeID: RaftHost] = [:]
+    var databases: [NodeID: NodeDatabase] = [:]
     var boots: [NodeID: UInt64] = [:]
     var inflight: [(to: NodeID, envelopes: [RaftEnvelope])] = []
     var events: [NodeID: [(ShardID, RoomEvent)]] = [:]
     var snapshotEvery: LogIndex = 10_000
+    var limits = RoomLimits()
     var clock: Int64 = 1_700_000_000_000
     private var cycle = 0
     let ticksEvery = 2
@@ -32,8 +34,10 @@ final class InProcessCluster {
         boots[node, default: 0] += 1
         var config = RaftHost.Config(nodeID: node, nodes: nodes, shardMap: shardMap, boot: boots[node]!)
         config.snapshotEvery = snapshotEvery
+        config.limits = limits
         config.snapshotKeep = 5
         let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false)
+        databases[node] = db
         hosts[node] = try RaftHost(config: config, database: db,
             send: { [unowned self] to, envelopes in inflight.append((to, envelopes)) },
             publish: { [unowned self] shard, evs in events[node, default: []] += evs.map { (shard, $0) } })

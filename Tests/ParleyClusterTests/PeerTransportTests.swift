@@ -1,10 +1,12 @@
 import Foundation
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
 import ParleyCluster
 import ParleyRaft
+import Prometheus
 
 /// Collects what a transport receives, for assertions from the test.
 final class Inbox: Sendable {
@@ -25,7 +27,8 @@ final class Inbox: Sendable {
 enum TransportTestError: Error { case timeout(String) }
 
 func makeTransport(_ id: NodeID, port: Int = 0, secret: String = "s3cret", maxFrame: Int = 64 << 20,
-                   queueLimit: Int = 32 << 20, inbox: Inbox, group: EventLoopGroup) async throws -> PeerTransport {
+                   queueLimit: Int = 32 << 20, inbox: Inbox, group: EventLoopGroup,
+                   metrics: any MetricsFactory = NOOPMetricsHandler.instance) async throws -> PeerTransport {
     var config = PeerTransport.Config(nodeID: id, port: port, secret: secret)
     config.maxFrameBytes = maxFrame
     config.queueLimitBytes = queueLimit
@@ -35,7 +38,7 @@ func makeTransport(_ id: NodeID, port: Int = 0, secret: String = "s3cret", maxFr
         case "/rpc/v1/whoami": loop.makeSucceededFuture(PeerResponse(status: 200, body: Array("\(request.from)".utf8)))
         default: loop.makeSucceededFuture(PeerResponse(status: 404, body: []))
         }
-    })
+    }, metrics: metrics)
 }
 
 func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
@@ -114,13 +117,17 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         let probe = try await makeTransport(9, inbox: Inbox(), group: group)
         let port = probe.port
         await probe.shutdown()
-        let a = try await makeTransport(1, queueLimit: 20_000, inbox: inA, group: group)
+        let registry = PrometheusCollectorRegistry()
+        let a = try await makeTransport(1, queueLimit: 20_000, inbox: inA, group: group,
+                                        metrics: PrometheusMetricsFactory(registry: registry))
         await a.setPeers([2: ("127.0.0.1", port)])
         for i in 0..<200 { a.send(to: 2, batch(i, payload: 1000)) }  // ~200 KB against a 20 KB queue
         try await Task.sleep(for: .milliseconds(200))
         let status = await a.linkStatus()
         #expect(status.count == 1 && status[0].connected == false)
         #expect(status[0].droppedBatches > 150)
+        // /metrics counts the same drops, per peer.
+        #expect(registry.emitToString().contains("\(PeerTransport.droppedMetric){peer=\"2\"} \(status[0].droppedBatches)\n"))
         let b = try await makeTransport(2, port: port, inbox: inB, group: group)
         a.send(to: 2, batch(1000))
         try await inB.wait(for: 2)

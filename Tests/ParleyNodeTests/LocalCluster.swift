@@ -9,6 +9,7 @@ import ParleyCluster
 import ParleyNode
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 
 enum LocalClusterError: Error { case timeout(String), failed(String) }
 
@@ -21,14 +22,15 @@ final class LocalCluster: @unchecked Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var client: PeerTransport?
 
-    init(size: Int = 3, shards: Int = 16) throws {
+    init(size: Int = 3, shards: Int = 16, extraArguments: [String] = []) throws {
         self.shards = shards
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ports = try LocalNodeProcesses.freePorts(2 * size)
-        let layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
+        var layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
                                                dataDirectory: directory.path,
                                                secret: "integration-secret-\(UUID().uuidString.prefix(8))", shards: shards)
+        layout.extraArguments = extraArguments
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
 
@@ -109,6 +111,69 @@ final class LocalCluster: @unchecked Sendable {
         }
     }
 
+    /// Proposes a meta command (apps, users) through whichever node leads the meta group, as the server API would.
+    func proposeMeta(_ command: MetaCommand) async throws -> MetaOutcome {
+        let transport = try await clientTransport()
+        for id in ids where running.contains(id) {
+            guard let response = try? await transport.call(id, path: "/rpc/v1/meta/propose", body: command.encoded()).get(),
+                  response.status == 200, case .applied(let outcome) = try GroupAnswer<MetaOutcome>(decoding: response.body)
+            else { continue }
+            return outcome
+        }
+        throw LocalClusterError.failed("no meta leader took \(command)")
+    }
+
+    /// Acts as a live edge named `edgeId`: renews its lease on every shard replica once a second (as a real edge
+    /// does by polling its shards' event feeds), so sessions the test enters under that edge are not ended.
+    func keepEdgeAlive(_ edgeId: String) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                if let transport = try? await clientTransport() {
+                    for id in ids {
+                        for shard in 0..<shards {
+                            var w = ByteWriter()
+                            w.write(shard); w.write(false); w.write(UInt64(0)); w.write(edgeId); w.write(0)
+                            _ = try? await transport.call(id, path: "/rpc/v1/events", body: w.bytes).get()
+                        }
+                    }
+                }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Applies a meta command (apps, users) on whichever node leads the meta group.
+    func meta(_ command: MetaCommand) async throws {
+        let transport = try await clientTransport()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            for id in ids {
+                guard let response = try? await transport.call(id, path: "/rpc/v1/meta/propose", body: command.encoded()).get(),
+                      response.status == 200, let answer = try? GroupAnswer<MetaOutcome>(decoding: response.body) else { continue }
+                switch answer {
+                case .applied(.refused(_, let why)): throw LocalClusterError.failed("meta refused: \(why)")
+                case .applied: return
+                default: continue
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw LocalClusterError.failed("meta command not applied")
+    }
+
+    /// The `host:port` a client uses for node `id`.
+    func clientAddress(_ id: UInt64) -> String { http(id).replacingOccurrences(of: "http://", with: "") }
+
+    /// Polls a shard's event feed on node `id` as edge `edgeId`.
+    func events(shard: Int, after cursor: UInt64?, edgeId: String, waitMillis: Int = 0, via id: UInt64) async throws
+        -> ShardEventPage {
+        var w = ByteWriter()
+        w.write(shard); w.write(cursor != nil); w.write(cursor ?? 0); w.write(edgeId); w.write(waitMillis)
+        let response = try await clientTransport().call(id, path: "/rpc/v1/events", body: w.bytes).get()
+        guard response.status == 200 else { throw LocalClusterError.failed("status \(response.status)") }
+        return try ShardEventPage(decoding: response.body)
+    }
+
     private func clientTransport() async throws -> PeerTransport {
         if let client { return client }
         // The test speaks to the nodes as a cluster tool would: with the secret, under its own id.
@@ -124,14 +189,19 @@ final class LocalCluster: @unchecked Sendable {
 }
 
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
-func withLocalCluster(size: Int = 3, shards: Int = 16, _ body: (LocalCluster) async throws -> Void) async throws {
-    let cluster = try LocalCluster(size: size, shards: shards)
+func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [],
+                      _ body: (LocalCluster) async throws -> Void) async throws {
+    let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments)
+    // The tests' own sessions live on edge "it-edge": keep its lease.
+    let alive = cluster.keepEdgeAlive("it-edge")
     do {
         try await body(cluster)
     } catch {
+        alive.cancel()
         await cluster.shutdown()
         throw error
     }
+    alive.cancel()
     await cluster.shutdown()
 }
 

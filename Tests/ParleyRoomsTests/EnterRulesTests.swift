@@ -177,3 +177,38 @@ import Testing
         #expect(!silent.events.contains { if case .memberChange = $0.kind { true } else { false } })
     }
 }
+
+/// E3 across shards: the user's home shard holds a slot per room the user is in.
+@Suite struct RoomSlotRulesTests {
+    @Test func E3_theHomeShardRefusesTheEleventhRoomWhateverShardItIsIn() throws {
+        var home = TestShard()
+        for i in 0..<10 { #expect(home.user("ann", .claimRoomSlot(roomId: "room-\(i)")).isSuccess) }
+        // Claiming a room the session already holds changes nothing.
+        let before = home.state.snapshot()
+        #expect(home.user("ann", .claimRoomSlot(roomId: "room-3")).isSuccess)
+        #expect(home.state.snapshot() == before)
+        home.expectRejected(.claimRoomSlot(roomId: "room-10"), as: TestShard.session("ann"), .tooManyRooms)
+        // A second device in a room the user is already in takes no new room.
+        #expect(home.user("ann", .claimRoomSlot(roomId: "room-0"), device: 2).isSuccess)
+        #expect(home.state.slotRooms(of: "ann").count == 10)
+        // Releasing one frees a room; releasing twice is harmless.
+        #expect(home.user("ann", .releaseRoomSlot(roomId: "room-5")).isSuccess)
+        #expect(home.user("ann", .releaseRoomSlot(roomId: "room-5")).isSuccess)
+        #expect(home.user("ann", .claimRoomSlot(roomId: "room-10")).isSuccess)
+        // Only sessions claim; the slots survive a snapshot.
+        home.expectRejected(.claimRoomSlot(roomId: "x"), .noPermission)
+        home.expectRejected(.claimRoomSlot(roomId: ""), as: TestShard.session("ann"), .badParameter)
+        let restored = try RoomsState(restoring: home.state.snapshot())
+        #expect(restored.slotRooms(of: "ann") == home.state.slotRooms(of: "ann"))
+    }
+
+    @Test func E3_aLostEdgeReleasesItsSlots() {
+        var home = TestShard()
+        home.run(.claimRoomSlot(roomId: "a"), as: .session(SessionIdentity(userId: "bo", sessionId: "s1", edgeId: "e1")))
+        home.run(.claimRoomSlot(roomId: "b"), as: .session(SessionIdentity(userId: "bo", sessionId: "s2", edgeId: "e2")))
+        #expect(home.state.edgesWithSessions == ["e1", "e2"])
+        home.run(.sessionLost(edgeId: "e1"))
+        #expect(home.state.slotRooms(of: "bo") == ["b"])
+        #expect(home.state.edgesWithSessions == ["e2"])
+    }
+}

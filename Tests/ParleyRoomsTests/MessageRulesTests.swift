@@ -29,6 +29,23 @@ import Testing
                              .notEntered)
     }
 
+    @Test("N1 a resend with the same clientMessageId from the same sender is answered again, not sent twice")
+    func n1ResendIsDeduplicated() throws {
+        var shard = TestShard.populated()
+        let first = shard.user("dave", .sendMessage(SendMessage(roomId: "r1", clientMessageId: "c1", body: "hello")))
+        let again = shard.user("dave", .sendMessage(SendMessage(roomId: "r1", clientMessageId: "c1", body: "hello")))
+        #expect(first.reply == again.reply && first.events.count == 1 && again.events.isEmpty)
+        // Another sender, an empty id, or the app server sending as another user: distinct messages.
+        let other = shard.user("erin", .sendMessage(SendMessage(roomId: "r1", clientMessageId: "c1", body: "hi")))
+        #expect(other.events.count == 1 && other.reply != first.reply)
+        #expect(shard.user("dave", .sendMessage(SendMessage(roomId: "r1", body: "a"))).events.count == 1)
+        #expect(shard.user("dave", .sendMessage(SendMessage(roomId: "r1", body: "a"))).events.count == 1)
+        let server = shard.run(.sendMessage(SendMessage(roomId: "r1", clientMessageId: "s1", body: "x", fromUser: "sys")))
+        #expect(shard.run(.sendMessage(SendMessage(roomId: "r1", clientMessageId: "s1", body: "x", fromUser: "sys"))).reply
+            == server.reply)
+        // While the original is in history the id stays taken (ResendRulesTests covers it leaving history).
+    }
+
     @Test("N2 clients can never send notification messages; only the server creates them")
     func n2NoClientNotifications() {
         var shard = TestShard.populated()

@@ -76,3 +76,41 @@ import Testing
         #expect(shard.state.edgesWithSessions == ["e1"])
     }
 }
+
+/// A client may resend a message whose answer it never got: the same sender and clientMessageId answer with
+/// the first send's seq and time, and nothing is sent twice.
+@Suite struct ResendRulesTests {
+    @Test func N1_aResendWithTheSameClientMessageIdIsAnsweredWithTheFirstResultAndChangesNothing() throws {
+        var shard = TestShard.populated()
+        let send = SendMessage(roomId: "r1", clientMessageId: "c-1", body: "hello")
+        let first = shard.user("carol", .sendMessage(send))
+        let before = shard.state.snapshot()
+        let again = shard.user("carol", .sendMessage(send))
+        #expect(again.reply == first.reply && again.events.isEmpty)
+        #expect(shard.state.snapshot() == before)
+        // Another sender with the same id, or no id, is a new message.
+        #expect(shard.user("boss", .sendMessage(send)).events.count == 1)
+        #expect(shard.user("carol", .sendMessage(SendMessage(roomId: "r1", body: "hello"))).events.count == 1)
+        // The index survives a snapshot round trip (it is rebuilt from history).
+        var restored = TestShard()
+        restored.state = try RoomsState(restoring: shard.state.snapshot())
+        restored.time = shard.time
+        restored.index = shard.index
+        let third = restored.user("carol", .sendMessage(send))
+        #expect(third.reply == first.reply && third.events.isEmpty)
+    }
+
+    @Test func N1_onceTheFirstSendLeftHistoryTheIdIsFreeAgain() {
+        var limits = RoomLimits()
+        limits.maxHistoryPerRoom = 3
+        var shard = TestShard(limits: limits)
+        shard.createRoom()
+        shard.enter("owner")
+        let send = SendMessage(roomId: "r1", clientMessageId: "dup", body: "x")
+        let first = shard.user("owner", .sendMessage(send))
+        for i in 0..<3 { shard.user("owner", .sendMessage(SendMessage(roomId: "r1", body: "\(i)"))) }
+        #expect(shard.state.rooms["r1"]!.sentMessages.isEmpty)
+        let again = shard.user("owner", .sendMessage(send))
+        #expect(again.events.count == 1 && again.reply != first.reply)
+    }
+}

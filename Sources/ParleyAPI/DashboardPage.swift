@@ -1,0 +1,126 @@
+/// The `/dashboard` page: one self-contained HTML document (inline CSS and JS, no external assets, so it
+/// works on a cluster with no internet access) that polls `/status/cluster` every 1.5 s and renders a
+/// table of nodes and a table of shards. Rows carry `data-node` / `data-shard` / `data-leader` attributes
+/// so tests (and scripts) can read the rendered DOM.
+enum DashboardPage {
+    static let html = #"""
+<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Parley cluster</title>
+<style>
+  body { font: 13px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+  h1 { font-size: 1.3em; margin: 0 0 .2em; }
+  h2 { font-size: 1.1em; margin: 1.4em 0 .4em; }
+  table { border-collapse: collapse; }
+  th, td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
+  th { background: #f0f0f0; }
+  td.text { text-align: left; }
+  tr.down td { background: #fde2e2; }
+  tr.noleader td { background: #fff3cd; }
+  .lag { font-weight: bold; color: #b00; }
+  #updated { color: #666; }
+</style>
+</head>
+<body>
+<h1>Parley cluster</h1>
+<div id="updated">loading…</div>
+<h2>Nodes</h2>
+<table id="nodes">
+  <thead><tr><th>node</th><th>http</th><th>state</th><th>healthy</th><th>version</th><th>uptime s</th>
+  <th>shards</th><th>leading</th><th>peers up</th><th>dropped</th><th>error</th></tr></thead>
+  <tbody></tbody>
+</table>
+<h2>Shards</h2>
+<table id="shards">
+  <thead><tr><th>shard</th><th>leader</th><th>term</th><th>commit</th><th>applied (min)</th><th>lag (max)</th>
+  <th>rooms</th><th>log</th><th>replicas</th></tr></thead>
+  <tbody></tbody>
+</table>
+<script>
+"use strict";
+function cell(row, value, cls) {
+  const td = document.createElement("td");
+  td.textContent = value === undefined || value === null ? "" : String(value);
+  if (cls) td.className = cls;
+  row.appendChild(td);
+  return td;
+}
+function renderNodes(report) {
+  const body = document.querySelector("#nodes tbody");
+  body.textContent = "";
+  for (const n of report.nodes) {
+    const s = n.status;
+    const tr = document.createElement("tr");
+    tr.dataset.node = n.id;
+    if (!s || !s.healthy) tr.className = "down";
+    cell(tr, n.id);
+    cell(tr, n.httpAddress, "text");
+    cell(tr, n.state || "", "text");
+    cell(tr, s ? (s.healthy ? "yes" : "no") : "?", "text");
+    cell(tr, s ? s.version : "", "text");
+    cell(tr, s ? Math.round(s.uptimeSeconds) : "");
+    cell(tr, s ? s.shards.length : "");
+    cell(tr, s ? s.shards.filter(x => x.role === "leader").length : "");
+    cell(tr, s ? s.peers.filter(p => p.connected).length + "/" + s.peers.length : "");
+    cell(tr, s ? s.peers.reduce((a, p) => a + p.droppedBatches, 0) : "");
+    cell(tr, n.error || "", "text");
+    body.appendChild(tr);
+  }
+}
+// One row per shard, merged from every replica that answered: the leader's view for term and commit,
+// the slowest replica for applied, the largest commit - applied for lag.
+function renderShards(report) {
+  const shards = new Map();
+  for (const n of report.nodes) {
+    if (!n.status) continue;
+    for (const r of n.status.shards) {
+      if (!shards.has(r.shard)) shards.set(r.shard, []);
+      shards.get(r.shard).push({ node: n.id, r: r });
+    }
+  }
+  const body = document.querySelector("#shards tbody");
+  body.textContent = "";
+  for (const id of [...shards.keys()].sort((a, b) => a - b)) {
+    const replicas = shards.get(id);
+    const lead = replicas.find(x => x.r.role === "leader");
+    const view = lead ? lead.r : replicas.reduce((a, b) => (b.r.term > a.r.term ? b : a)).r;
+    const leader = lead ? lead.node : 0;
+    const lag = Math.max(...replicas.map(x => x.r.commit - x.r.applied));
+    const tr = document.createElement("tr");
+    tr.dataset.shard = id;
+    tr.dataset.leader = leader;
+    if (!leader) tr.className = "noleader";
+    cell(tr, id);
+    cell(tr, leader || "none");
+    cell(tr, view.term);
+    cell(tr, view.commit);
+    cell(tr, Math.min(...replicas.map(x => x.r.applied)));
+    cell(tr, lag, lag > 0 ? "lag" : "");
+    cell(tr, view.rooms);
+    cell(tr, view.logSize);
+    cell(tr, replicas.map(x => x.node + ":" + x.r.role).join(" "), "text");
+    body.appendChild(tr);
+  }
+}
+async function refresh() {
+  const stamp = document.getElementById("updated");
+  try {
+    const answer = await fetch("/status/cluster", { cache: "no-store" });
+    if (!answer.ok) throw new Error("HTTP " + answer.status);
+    const report = await answer.json();
+    renderNodes(report);
+    renderShards(report);
+    stamp.textContent = "updated " + new Date().toLocaleTimeString() + " by node " + report.gatheredBy;
+  } catch (e) {
+    stamp.textContent = "refresh failed: " + e.message;
+  }
+}
+refresh();
+setInterval(refresh, 1500);
+</script>
+</body>
+</html>
+"""#
+}

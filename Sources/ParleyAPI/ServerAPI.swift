@@ -1,0 +1,185 @@
+import Foundation
+import Hummingbird
+import ParleyCluster
+import ParleyRooms
+
+/// The server API for app servers: `POST /v1/<area>/<action>` with a JSON body, signed NIM-style
+/// (`RequestSignature`), answered by whichever node receives it. Room commands go to their shard leader
+/// as `.appServer`; users and tokens go to the meta group. Success is `{"code":200,"data":…}`, a refusal
+/// `{"code":N,"desc":"…"}` with a 4xx status (503 only when no leader answered). docs/api.md and
+/// docs/openapi.yaml describe every endpoint; `ServerAPI.endpoints` is the one table both the router and
+/// the OpenAPI test read.
+public struct ServerAPI: Sendable {
+    public let backend: any ServerAPIBackend
+    public let nonces: NonceLedger
+    private let keyring = AppKeyring()
+    /// Unix seconds; injectable so a test can check the window without waiting.
+    let clock: @Sendable () -> Int64
+
+    public static let maxBodyBytes = 256 * 1024
+
+    public init(backend: any ServerAPIBackend, nonces: NonceLedger = NonceLedger(),
+                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.backend = backend
+        self.nonces = nonces
+        self.clock = clock
+    }
+
+    /// One endpoint: its path and what it does with the verified request.
+    public struct Endpoint: Sendable {
+        public let path: String
+        let run: @Sendable (ServerAPI, Call) async throws -> any Encodable & Sendable
+    }
+
+    /// A verified request: the caller's app and the body.
+    struct Call: Sendable {
+        var appKey: String
+        var body: ByteBuffer
+
+        func decode<T: Decodable>(_ type: T.Type) throws(APIError) -> T {
+            do {
+                return try JSONDecoder().decode(T.self, from: Data(buffer: body))
+            } catch let error as DecodingError {
+                throw APIError(.badJSON, Self.describe(error))
+            } catch {
+                throw APIError(.badJSON, "the body is not JSON")
+            }
+        }
+
+        private static func describe(_ error: DecodingError) -> String {
+            func at(_ path: [any CodingKey]) -> String {
+                path.isEmpty ? "the body" : path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            }
+            switch error {
+            case .typeMismatch(_, let c): return "\(at(c.codingPath)) has the wrong type"
+            case .valueNotFound(_, let c): return "\(at(c.codingPath)) is null"
+            case .keyNotFound(let key, let c): return "\(at(c.codingPath + [key])) is required"
+            case .dataCorrupted(let c): return "\(at(c.codingPath)): \(c.debugDescription)"
+            @unknown default: return "the body does not match the endpoint"
+            }
+        }
+    }
+
+    /// Every endpoint, in documentation order.
+    public static var endpoints: [Endpoint] {
+        UserEndpoints.all + RoomEndpoints.all + MemberEndpoints.all + QueueEndpoints.all + MessageEndpoints.all
+    }
+
+    public static var paths: [String] { endpoints.map(\.path) }
+
+    public func add<Context: RequestContext>(to router: Router<Context>) {
+        for endpoint in Self.endpoints {
+            router.post(RouterPath(endpoint.path)) { request, context -> Response in
+                await self.answer(endpoint, request, context)
+            }
+        }
+    }
+
+    private func answer(_ endpoint: Endpoint, _ request: Request, _ context: some RequestContext) async -> Response {
+        do {
+            let signature = try RequestSignature { name in
+                let wanted = name.lowercased()
+                return request.headers.first { $0.name.canonicalName == wanted }?.value
+            }
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: Self.maxBodyBytes)
+            } catch {
+                throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
+            }
+            try await verify(signature)
+            let data = try await endpoint.run(self, Call(appKey: signature.appKey, body: body))
+            return Self.success(data)
+        } catch let error as APIError {
+            return Self.failure(error)
+        } catch {
+            // Only routing fails this way (no leader in time): bad input is refused above as an APIError.
+            return Self.failure(APIError(.unavailable, "no leader answered in time; retry (\(error))"))
+        }
+    }
+
+    /// Checks app, time window, checksum, then the nonce (recorded only for a request that verified).
+    private func verify(_ signature: RequestSignature) async throws {
+        let now = clock()
+        guard let app = try await keyring.app(signature.appKey, now: now, read: backend.metaState) else {
+            throw APIError(.unknownAppKey, "no app with this AppKey")
+        }
+        try signature.verify(secret: app.secret, now: now)
+        try nonces.record(appKey: signature.appKey, nonce: signature.nonce, now: now)
+    }
+
+    static func success(_ data: any Encodable & Sendable) -> Response {
+        struct Envelope: Encodable {
+            var code = 200
+            var data: any Encodable
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Key.self)
+                try c.encode(code, forKey: .code)
+                try data.encode(to: c.superEncoder(forKey: .data))
+            }
+            enum Key: String, CodingKey { case code, data }
+        }
+        return json(.ok, Envelope(data: data))
+    }
+
+    static func failure(_ error: APIError) -> Response {
+        struct Refusal: Encodable { var code: Int; var desc: String }
+        return json(error.status, Refusal(code: error.code, desc: error.desc))
+    }
+
+    private static func json(_ status: HTTPResponse.Status, _ value: some Encodable) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let bytes = (try? encoder.encode(value)) ?? Data(#"{"code":10503,"desc":"unencodable answer"}"#.utf8)
+        return Response(status: status, headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    // MARK: Helpers for the endpoint tables
+
+    /// Runs a room command on the room's shard; a domain refusal becomes its `APIError`.
+    func room(_ command: RoomCommand, roomId: String) async throws -> RoomReply {
+        try FieldRule.roomId(roomId)
+        return try Self.reply(try await backend.submit(command, shard: backend.shard(ofRoom: roomId)))
+    }
+
+    static func reply(_ outcome: ApplyOutcome) throws(APIError) -> RoomReply {
+        switch outcome.result {
+        case .success(let reply): return reply
+        case .failure(let error): throw APIError(error)
+        }
+    }
+
+    /// Runs a command on every shard (app policy, M9 global mute): the state machine keeps both per shard.
+    /// A refusal in `tolerated` (e.g. "not muted" on a shard where the user never was) counts as unchanged;
+    /// any other stops the walk, and the shards already done keep the change: repeating the call is safe.
+    /// Returns how many shards changed.
+    func everyShard(_ command: RoomCommand, tolerating tolerated: Set<RoomErrorCode> = []) async throws -> Int {
+        var changed = 0
+        for shard in 0..<backend.shardCount {
+            let outcome = try await backend.submit(command, shard: shard)
+            if let code = outcome.errorCode, tolerated.contains(code) { continue }
+            _ = try Self.reply(outcome)
+            changed += 1
+        }
+        return changed
+    }
+
+    func meta(_ command: MetaCommand) async throws {
+        if case .refused(let code, let message) = try await backend.submitMeta(command) {
+            throw APIError(metaRefusal: code, message)
+        }
+    }
+}
+
+/// Answers without a payload.
+struct Done: Encodable, Sendable {}
+
+extension ServerAPI.Endpoint {
+    /// An endpoint whose body decodes as `B`; `run` gets the API, the body and the caller's AppKey.
+    static func post<B: Decodable>(_ path: String, _ body: B.Type,
+                                   _ run: @escaping @Sendable (ServerAPI, B, String) async throws -> any Encodable & Sendable)
+        -> Self {
+        Self(path: path) { api, call in try await run(api, try call.decode(B.self), call.appKey) }
+    }
+}

@@ -1,0 +1,16 @@
+import ParleyCluster
+import ParleyRooms
+
+/// What the server API needs from the node: routing to shard and meta leaders, the meta state, and the edge
+/// addresses of a room. `ParleyNode` implements it over the Raft driver. Every throwing call throws only
+/// when no leader answered in time (the API turns that into 503 `unavailable`).
+public protocol ServerAPIBackend: Sendable {
+    var shardCount: Int { get }
+    func shard(ofRoom roomId: String) -> Int
+    /// Applies a room command on its shard's leader, as the app server.
+    func submit(_ command: RoomCommand, shard: Int) async throws -> ApplyOutcome
+    func submitMeta(_ command: MetaCommand) async throws -> MetaOutcome
+    func metaState() async throws -> MetaState
+    /// E6: edge addresses (host:port) that should serve the room, best first.
+    func roomAddresses(roomId: String) async -> [String]
+}

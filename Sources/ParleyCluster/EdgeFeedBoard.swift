@@ -1,0 +1,71 @@
+import NIOCore
+import ParleyRaft
+
+/// The driver's book of the edges' event feeds: parked long-polls per shard, when each edge last polled each
+/// shard (its lease), and since when this node leads each shard. Touched only on the driver's loop.
+final class EdgeFeedBoard {
+    struct Poll {
+        var cursor: LogIndex
+        var promise: EventLoopPromise<ShardEventPage>
+        var timeout: Scheduled<Void>?
+    }
+
+    /// How long an edge may go without polling a shard before the shard's leader ends its sessions there.
+    var leaseMillis: Int64
+    private(set) var polls: [ShardID: [UInt64: Poll]] = [:]
+    private var nextPoll: UInt64 = 0
+    /// Wall-clock ms of each edge's last poll, per shard.
+    private var lastPoll: [ShardID: [String: Int64]] = [:]
+    private var leaderSince: [ShardID: Int64] = [:]
+    /// "shard/edge" keys whose sessions are being ended, so one expiry is proposed at a time.
+    private var expiring = Set<String>()
+
+    init(leaseMillis: Int64) {
+        self.leaseMillis = leaseMillis
+    }
+
+    func renew(shard: ShardID, edge: String, now: Int64) {
+        lastPoll[shard, default: [:]][edge] = now
+    }
+
+    func park(shard: ShardID, _ poll: Poll) -> UInt64 {
+        nextPoll += 1
+        polls[shard, default: [:]][nextPoll] = poll
+        return nextPoll
+    }
+
+    func setTimeout(_ task: Scheduled<Void>, shard: ShardID, id: UInt64) {
+        polls[shard]?[id]?.timeout = task
+    }
+
+    func unpark(shard: ShardID, id: UInt64) -> Poll? {
+        polls[shard]?.removeValue(forKey: id)
+    }
+
+    /// The edges whose lease on `shard` ran out, given whether this node leads it and which edges hold
+    /// sessions there. A new leader gives every edge a full lease from its own start, since polls went to
+    /// the old leader until now.
+    func expired(shard: ShardID, isLeader: Bool, edges: [String], now: Int64) -> [String] {
+        guard isLeader else {
+            leaderSince[shard] = nil
+            return []
+        }
+        let since = leaderSince[shard] ?? now
+        leaderSince[shard] = since
+        let seen = lastPoll[shard] ?? [:]
+        var out: [String] = []
+        for edge in edges where now - max(seen[edge] ?? 0, since) > leaseMillis {
+            if expiring.insert("\(shard)/\(edge)").inserted { out.append(edge) }
+        }
+        // Forget edges that hold no sessions here and have been silent for long: memory stays bounded.
+        if seen.count > edges.count {
+            let live = Set(edges)
+            lastPoll[shard] = seen.filter { live.contains($0.key) || now - $0.value < 10 * leaseMillis }
+        }
+        return out
+    }
+
+    func expiryDone(shard: ShardID, edge: String) {
+        expiring.remove("\(shard)/\(edge)")
+    }
+}

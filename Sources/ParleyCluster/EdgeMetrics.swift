@@ -1,0 +1,24 @@
+import Metrics
+
+/// The edge's figures on `/metrics`, created once per node so the edge (client WebSocket sessions and
+/// fan-out) only increments them. Names:
+/// - `parley_edge_connections`: open client WebSocket connections on this node (gauge).
+/// - `parley_edge_sessions`: authenticated sessions on this node (gauge).
+/// - `parley_edge_fanout_deliveries_total`: room events written to local sessions (one per session per event).
+/// - `parley_edge_fanout_events_total`: room events this edge received to fan out (one per event).
+public final class EdgeMetrics: Sendable {
+    /// `increment()` when a connection opens, `decrement()` when it closes.
+    public let connections: Meter
+    /// `increment()` when a session authenticates, `decrement()` when it ends.
+    public let sessions: Meter
+    /// `increment(by: sessionsWritten)` per fanned-out event.
+    public let fanoutDeliveries: Counter
+    public let fanoutEvents: Counter
+
+    public init(factory: any MetricsFactory) {
+        connections = Meter(label: "parley_edge_connections", factory: factory)
+        sessions = Meter(label: "parley_edge_sessions", factory: factory)
+        fanoutDeliveries = Counter(label: "parley_edge_fanout_deliveries_total", factory: factory)
+        fanoutEvents = Counter(label: "parley_edge_fanout_events_total", factory: factory)
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import NIOCore
+import ParleyRaft
+import ParleyRooms
+import ParleyWire
+
+/// The edges' event feeds (long-polled over `/rpc/v1/events` or locally) and their leases.
+extension RaftDriver {
+    /// A poll as it travels between nodes.
+    struct EventPoll: BinaryCodable {
+        var shard: ShardID
+        var cursor: LogIndex?
+        var edgeId: String
+        var waitMillis: Int
+
+        func encode(to w: inout ByteWriter) {
+            w.write(shard)
+            w.write(cursor != nil)
+            w.write(cursor ?? 0)
+            w.write(edgeId)
+            w.write(waitMillis)
+        }
+
+        init(shard: ShardID, cursor: LogIndex?, edgeId: String, waitMillis: Int) {
+            self.shard = shard
+            self.cursor = cursor
+            self.edgeId = edgeId
+            self.waitMillis = waitMillis
+        }
+
+        init(from r: inout ByteReader) throws(CodecError) {
+            shard = try r.readInt()
+            let has = try r.readBool()
+            let value = try r.readUInt64()
+            cursor = has ? value : nil
+            edgeId = try r.readString()
+            waitMillis = try r.readInt()
+        }
+    }
+
+    /// Longest a poll may wait: well inside the peer call timeout.
+    public static let maxPollWaitMillis = 5_000
+
+    /// The shard's events after `cursor` from the replica on `node` (this node or a peer), waiting up to
+    /// `waitMillis` for some. Renews `edgeId`'s lease on that replica. Fails when the node holds no replica.
+    public func events(shard: ShardID, after cursor: LogIndex?, edgeId: String, waitMillis: Int,
+                       at node: NodeID) -> EventLoopFuture<ShardEventPage> {
+        let poll = EventPoll(shard: shard, cursor: cursor, edgeId: edgeId,
+                             waitMillis: min(max(0, waitMillis), Self.maxPollWaitMillis))
+        if node == nodeID { return loop.flatSubmit { self.pollHere(poll) } }
+        return transport.call(node, path: "/rpc/v1/events", body: poll.encoded()).hop(to: loop).flatMapThrowing { response in
+            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
+            return try ShardEventPage(decoding: response.body)
+        }
+    }
+
+    /// Serves a poll from this node's replica: at once when there is something (or a gap, or a start), else
+    /// when the next events of the shard apply, else empty after the wait.
+    func pollHere(_ poll: EventPoll) -> EventLoopFuture<ShardEventPage> {
+        loop.preconditionInEventLoop()
+        guard let page = host.eventPage(shard: poll.shard, after: poll.cursor) else {
+            return loop.makeFailedFuture(ClusterError.shardNotHere(poll.shard))
+        }
+        feeds.renew(shard: poll.shard, edge: poll.edgeId, now: Self.now())
+        guard page.batches.isEmpty, !page.gap, let cursor = poll.cursor, poll.waitMillis > 0 else {
+            return loop.makeSucceededFuture(page)
+        }
+        let promise = loop.makePromise(of: ShardEventPage.self)
+        let id = feeds.park(shard: poll.shard, EdgeFeedBoard.Poll(cursor: cursor, promise: promise, timeout: nil))
+        let task = loop.scheduleTask(in: .milliseconds(Int64(poll.waitMillis))) {
+            guard let parked = self.feeds.unpark(shard: poll.shard, id: id) else { return }
+            let now = self.host.eventPage(shard: poll.shard, after: parked.cursor)
+            parked.promise.succeed(now ?? page)
+        }
+        feeds.setTimeout(task, shard: poll.shard, id: id)
+        return promise.futureResult
+    }
+
+    /// Answers the parked polls of shards that applied events in the last ready cycle.
+    func wakePolls() {
+        for shard in host.takeShardsWithNewEvents() {
+            guard let parked = feeds.polls[shard], !parked.isEmpty else { continue }
+            for (id, poll) in parked {
+                guard let page = host.eventPage(shard: shard, after: poll.cursor), !page.batches.isEmpty || page.gap
+                else { continue }
+                _ = feeds.unpark(shard: shard, id: id)
+                poll.timeout?.cancel()
+                poll.promise.succeed(page)
+            }
+        }
+    }
+
+    /// On each shard this node leads, ends the sessions of edges that stopped polling (dead or cut off).
+    func expireSilentEdges() {
+        let now = Self.now()
+        for shard in host.shards {
+            let edges = host.isLeader(of: shard) ? host.edgesWithSessions(shard: shard) : []
+            for edge in feeds.expired(shard: shard, isLeader: host.isLeader(of: shard), edges: edges, now: now) {
+                host.propose(.sessionLost(edgeId: edge), shard: shard, actor: .appServer, timestamp: now) { _ in
+                    self.feeds.expiryDone(shard: shard, edge: edge)
+                }
+            }
+        }
+        scheduleReady()
+    }
+
+    func handleEventPoll(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+        guard let poll = try? EventPoll(decoding: body), (0..<shardMap.shardCount).contains(poll.shard),
+              poll.edgeId.utf8.count <= 128 else {
+            return loop.makeSucceededFuture(PeerResponse(status: 400, body: Array("bad poll".utf8)))
+        }
+        return loop.flatSubmit { self.pollHere(poll) }
+            .map { PeerResponse(status: 200, body: $0.encoded()) }
+            .recover { _ in PeerResponse(status: 404, body: Array("no replica of shard \(poll.shard) here".utf8)) }
+    }
+}

@@ -1,0 +1,140 @@
+import NIOCore
+import ParleyCluster
+import ParleyRooms
+
+extension Edge {
+    /// Starts the shard's feed if none runs and waits until it has its starting cursor.
+    func startFeed(_ shard: ShardID) async throws {
+        let feed: ShardFeed
+        if let running = feeds[shard] {
+            feed = running
+        } else {
+            feed = ShardFeed(shard: shard, edge: self, cluster: cluster, settings: settings)
+            feeds[shard] = feed
+        }
+        do {
+            _ = try await feed.start.value
+        } catch {
+            // A feed that never started is dropped, so the next enter tries again.
+            if feeds[shard] === feed {
+                feed.stop()
+                feeds[shard] = nil
+            }
+            throw error
+        }
+    }
+
+    /// Fans one page of a shard's events out to the local sessions they address.
+    func deliver(_ page: ShardEventPage) async {
+        guard feeds[page.shard] != nil else { return }
+        if page.gap {
+            // The replica no longer holds what we missed: fill every local room of the shard from history.
+            for (roomId, room) in rooms where room.shard == page.shard {
+                guard let last = room.lastSeq else { continue }
+                await fill(roomId: roomId, after: last, before: nil)
+            }
+        }
+        for batch in page.batches {
+            for event in batch.events {
+                await route(event)
+            }
+            let kicked = kickedInBatch
+            kickedInBatch = []
+            for (connection, roomId) in kicked { leave(connection, roomId: roomId) }
+        }
+    }
+
+    /// One event: dedupe and gap-fill room-wide events by seq, then write the encoded bytes (once for all
+    /// sessions) to every local session it addresses.
+    func route(_ event: RoomEvent) async {
+        guard let known = rooms[event.roomId] else { return }
+        if event.seq > 0 {
+            if let last = known.lastSeq {
+                if event.seq <= last { return }
+                if event.seq > last + 1 {
+                    await fill(roomId: event.roomId, after: last, before: event.seq)
+                    guard let now = rooms[event.roomId]?.lastSeq, event.seq > now else { return }
+                }
+            }
+            rooms[event.roomId]?.lastSeq = event.seq
+        }
+        guard let room = rooms[event.roomId] else { return }
+        let targets: [UInt64]
+        switch event.audience {
+        case .room:
+            targets = Array(room.sessions.keys)
+        case .users(let ids):
+            let users = Set(ids)
+            targets = room.sessions.filter { users.contains($0.value.userId) }.map(\.key)
+        case .sessions(let ids):
+            let sids = Set(ids)
+            targets = room.sessions.filter { sids.contains($0.value.sessionId) }.map(\.key)
+        }
+        guard !targets.isEmpty else { return }
+        var kicked = false
+        if case .kicked = event.kind { kicked = true }
+        let frame = ByteBuffer(string: EventFrame.encode(event))
+        for connection in targets.sorted() {
+            write(frame, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection)
+        }
+    }
+
+    /// Writes (or buffers, while the session's enter is in flight) one encoded event.
+    private func write(_ frame: ByteBuffer, seq: UInt64, kicked: Bool, roomId: String, connection: UInt64) {
+        guard var session = rooms[roomId]?.sessions[connection], let c = connections[connection] else { return }
+        if session.buffering {
+            session.buffer.append((seq, frame, kicked))
+            rooms[roomId]?.sessions[connection] = session
+            return
+        }
+        guard seq == 0 || seq > session.floor else { return }
+        if session.exiting && seq == 0 { return }
+        c.send(frame)
+        // E9: a kicked session has left the room (after this batch); the connection stays open for its other rooms.
+        if kicked { kickedInBatch.append((connection, roomId)) }
+    }
+
+    /// X2: delivers history items with seq in (after, before) to the room's sessions; what history no longer
+    /// holds becomes a `gap` event. `before` nil = everything history has.
+    func fill(roomId: String, after: UInt64, before: UInt64?) async {
+        guard let shard = rooms[roomId]?.shard else { return }
+        let result = await history(roomId: roomId, shard: shard, after: after, upTo: before.map { $0 - 1 } ?? 0)
+        var expected = after + 1
+        var items: [HistoryItem] = []
+        var gaps: [(UInt64, UInt64)] = []
+        switch result {
+        case .success(let list):
+            for item in list where before == nil || item.seq < before! {
+                guard item.seq >= expected else { continue }
+                if item.seq > expected { gaps.append((expected, item.seq - 1)) }
+                items.append(item)
+                expected = item.seq + 1
+            }
+            if let before, expected < before { gaps.append((expected, before - 1)) }
+        case .failure:
+            if let before, expected < before { gaps.append((expected, before - 1)) }
+        }
+        guard let room = rooms[roomId] else { return }
+        // Gaps and items go out in seq order.
+        var gapIndex = 0
+        func flushGaps(upTo seq: UInt64) {
+            while gapIndex < gaps.count, gaps[gapIndex].0 < seq {
+                let frame = ByteBuffer(string: EventFrame.gap(roomId: roomId, from: gaps[gapIndex].0, to: gaps[gapIndex].1))
+                for connection in room.sessions.keys.sorted() {
+                    write(frame, seq: 0, kicked: false, roomId: roomId, connection: connection)
+                }
+                gapIndex += 1
+            }
+        }
+        for item in items {
+            flushGaps(upTo: item.seq)
+            let frame = ByteBuffer(string: EventFrame.encode(item, roomId: roomId))
+            for connection in room.sessions.keys.sorted() {
+                write(frame, seq: item.seq, kicked: false, roomId: roomId, connection: connection)
+            }
+            rooms[roomId]?.lastSeq = item.seq
+        }
+        flushGaps(upTo: UInt64.max)
+        if let before { rooms[roomId]?.lastSeq = max(rooms[roomId]?.lastSeq ?? 0, before - 1) }
+    }
+}

@@ -1,0 +1,286 @@
+import Foundation
+import Logging
+import ParleyCluster
+import ParleyRooms
+
+/// The client-facing side of a node: WebSocket connections, their room sessions, and one event feed per
+/// shard that has local sessions (docs/cluster.md, "Edge").
+///
+/// An actor: connections, sessions and feeds change from many tasks. Writes never await inside it — every
+/// frame goes into the connection's outbox (an `AsyncStream` drained by the connection's writer), so the
+/// order in which the actor yields is the order the client reads.
+public actor Edge {
+    public let cluster: any EdgeCluster
+    public let settings: EdgeSettings
+    let logger: Logger
+    var nextConnection: UInt64 = 0
+    var connections: [UInt64: ClientConnection] = [:]
+    var rooms: [String: LocalRoom] = [:]
+    var feeds: [ShardID: ShardFeed] = [:]
+    /// Sessions kicked by the batch being delivered; they leave once the whole batch is out, so the events the
+    /// same entry addressed to them after the kick (RC `status: destroyed`) still reach them.
+    var kickedInBatch: [(connection: UInt64, roomId: String)] = []
+    /// E3 room slots this edge's sessions hold, per home shard. The home shard counts this edge among those
+    /// with sessions, so its feed is polled (renewing the lease there) while any slot is held.
+    var slotHolds: [ShardID: Int] = [:]
+
+    public init(cluster: any EdgeCluster, settings: EdgeSettings = EdgeSettings(), logger: Logger) {
+        self.cluster = cluster
+        self.settings = settings
+        self.logger = logger
+    }
+
+    public nonisolated var edgeId: String { cluster.edgeId }
+
+    /// Registers a new connection; its frames go to `outbox`. Returns the connection number.
+    public func open(outbox: AsyncStream<Outbound>.Continuation) -> UInt64 {
+        nextConnection += 1
+        let n = nextConnection
+        connections[n] = ClientConnection(number: n, sessionId: "\(cluster.edgeId)#\(n)", outbox: outbox)
+        return n
+    }
+
+    /// Number of open connections and of (room, connection) sessions, for status and tests.
+    public var counts: (connections: Int, sessions: Int, feeds: Int) {
+        (connections.count, rooms.values.reduce(0) { $0 + $1.sessions.count }, feeds.count)
+    }
+
+    /// Sends an error for a frame the connection layer refused (binary, too large) and closes.
+    public func refuseFrame(_ connection: UInt64, _ error: ProtocolError, closeCode: UInt16) {
+        guard let c = connections[connection] else { return }
+        c.send(EventFrame.error(id: 0, error))
+        close(connection, code: closeCode, reason: error.message)
+    }
+
+    /// Asks the writer to close the WebSocket; the sessions end when the connection reports `closed`.
+    func close(_ connection: UInt64, code: UInt16, reason: String) {
+        guard var c = connections[connection], !c.closing else { return }
+        c.closing = true
+        connections[connection] = c
+        c.outbox.yield(.close(code: code, reason: reason))
+    }
+
+    /// The idle timeout ran out (close 1001).
+    public func idle(_ connection: UInt64) {
+        close(connection, code: 1001, reason: "idle timeout")
+    }
+
+    /// The WebSocket is gone: every session of the connection ends as on `exit` (best effort; the domain
+    /// clears the user's transient queue items with a 320 PartClear).
+    public func closed(_ connection: UInt64) {
+        guard let c = connections.removeValue(forKey: connection) else { return }
+        c.outbox.finish()
+        guard let account = c.account else { return }
+        let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
+                                       edgeId: cluster.edgeId)
+        var exits: [(String, ShardID)] = []
+        for roomId in c.rooms {
+            guard let shard = rooms[roomId]?.shard else { continue }
+            rooms[roomId]?.sessions[connection] = nil
+            exits.append((roomId, shard))
+        }
+        let cluster = self.cluster
+        let ending = exits
+        let slots = c.slots
+        Task {
+            for (roomId, shard) in ending {
+                _ = try? await cluster.submit(.exit(roomId: roomId), shard: shard, actor: .session(identity))
+                if slots.contains(roomId) { self.releaseSlot(identity, roomId: roomId) }
+            }
+            self.release(rooms: ending.map(\.0))
+        }
+    }
+
+    /// Handles one text message of a connection. The connection awaits it before reading the next, so a
+    /// connection's requests are answered in order.
+    public func receive(_ connection: UInt64, _ text: String) async {
+        guard let c = connections[connection], !c.closing else { return }
+        let request: ClientRequest
+        do {
+            request = try ClientRequest.parse(text)
+        } catch {
+            c.send(EventFrame.error(id: error.id, error.error))
+            return
+        }
+        if !c.helloDone && request.op != "hello" {
+            c.send(EventFrame.error(id: request.id, .helloRequired))
+            return
+        }
+        let op: ClientOp
+        do {
+            op = try ClientOp(request)
+        } catch {
+            c.send(EventFrame.error(id: request.id, error))
+            return
+        }
+        switch op {
+        case .hello(let versions):
+            hello(c, id: request.id, versions: versions)
+        case .ping:
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            c.send(EventFrame.answer(id: request.id) { j in
+                j.beginObject(); j.field("time", now); j.endObject()
+            })
+        case .authMode(let roomId):
+            guard let account = c.account, c.rooms.contains(roomId) else {
+                c.send(EventFrame.error(id: request.id, .cluster(RoomErrorCode.notEntered.rawValue, "not in the room")))
+                return
+            }
+            c.send(EventFrame.answer(id: request.id) { j in
+                j.beginObject(); j.field("authMode", account.mode.protocolName); j.endObject()
+            })
+        case .enter(let enter):
+            await self.enter(connection, id: request.id, enter)
+        case .room(let roomId, let command):
+            await roomCommand(connection, id: request.id, roomId: roomId, command)
+        }
+    }
+
+    private func hello(_ c: ClientConnection, id: Int64, versions: [Int64]) {
+        guard !c.helloDone else {
+            c.send(EventFrame.error(id: id, .helloTwice))
+            return
+        }
+        guard let version = versions.filter({ EdgeSettings.versions.contains($0) }).max() else {
+            c.send(EventFrame.error(id: id, .noCommonVersion))
+            close(c.number, code: 1002, reason: "no protocol version in common")
+            return
+        }
+        connections[c.number]?.helloDone = true
+        let settings = self.settings
+        let edgeId = cluster.edgeId
+        c.send(EventFrame.answer(id: id) { j in
+            j.beginObject()
+            j.field("version", version)
+            j.field("heartbeatMs", settings.heartbeatMillis)
+            j.field("idleTimeoutMs", settings.idleTimeoutMillis)
+            j.field("maxFrameBytes", settings.maxFrameBytes)
+            j.field("edge", edgeId)
+            j.field("connection", c.sessionId)
+            j.endObject()
+        })
+    }
+
+    /// Any room op but enter: the session must be in the room on this connection (13100).
+    private func roomCommand(_ connection: UInt64, id: Int64, roomId: String, _ command: RoomCommand) async {
+        guard let c = connections[connection] else { return }
+        guard let account = c.account, c.rooms.contains(roomId), let shard = rooms[roomId]?.shard else {
+            c.send(EventFrame.error(id: id, .cluster(RoomErrorCode.notEntered.rawValue, "not in the room")))
+            return
+        }
+        let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
+                                       edgeId: cluster.edgeId)
+        let isExit: Bool
+        if case .exit = command { isExit = true } else { isExit = false }
+        if isExit { rooms[roomId]?.sessions[connection]?.exiting = true }
+        let outcome: ApplyOutcome
+        do {
+            outcome = try await cluster.submit(command, shard: shard, actor: .session(identity))
+        } catch {
+            if isExit { rooms[roomId]?.sessions[connection]?.exiting = false }
+            connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
+            return
+        }
+        if isExit, outcome.errorCode != nil { rooms[roomId]?.sessions[connection]?.exiting = false }
+        guard let c = connections[connection] else { return }
+        switch outcome.result {
+        case .failure(let e):
+            c.send(EventFrame.error(id: id, ProtocolError.from(e)))
+        case .success(let reply):
+            c.send(EventFrame.answer(id: id) { j in Self.writeReply(reply, events: outcome.events, into: &j) })
+            if isExit {
+                // E11: the session's own `status: quit` comes with the exit's outcome; the feed would find the
+                // session already gone.
+                for event in outcome.events where event.roomId == roomId {
+                    if case .sessions(let ids) = event.audience, ids.contains(c.sessionId) {
+                        c.send(EventFrame.encode(event))
+                    }
+                }
+                leave(connection, roomId: roomId)
+            }
+        }
+    }
+
+    /// The answer `data` of a room command's reply.
+    static func writeReply(_ reply: RoomReply, events: [RoomEvent], into j: inout JSONText) {
+        j.beginObject()
+        switch reply {
+        case .done, .sessionsEnded:
+            break
+        case .roomInfo(let view):
+            j.key("room"); j.room(view)
+        case .entered(let result):
+            j.key("room"); j.room(result.room)
+            j.key("member"); j.member(result.member)
+        case .messageSent(let seq, let time):
+            j.field("seq", seq)
+            j.field("time", time)
+            let serverId = events.lazy.compactMap { e -> UInt64? in
+                if case .message(let m) = e.kind { return m.serverId }
+                return nil
+            }.first ?? 0
+            j.field("serverId", serverId)
+        case .members(let list):
+            j.key("members"); j.members(list)
+        case .queueElement(let e):
+            j.key("element"); j.queueEntry(e)
+        case .queue(let list):
+            j.key("elements"); j.queueEntries(list)
+        case .keysNotFound(let keys):
+            j.field("notFound", strings: keys)
+        case .history(let items):
+            j.key("messages"); j.historyItems(items)
+        case .roomIds(let ids):
+            j.field("roomIds", strings: ids)  // app-server only; no client op asks for it
+        }
+        j.endObject()
+    }
+
+    /// Forgets the connection's session in the room (exit answered, kicked) and stops the shard's feed when
+    /// it was the last local session there.
+    func leave(_ connection: UInt64, roomId: String) {
+        if let c = connections[connection], let account = c.account, c.slots.contains(roomId) {
+            connections[connection]?.slots.remove(roomId)
+            releaseSlot(SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
+                                        edgeId: cluster.edgeId), roomId: roomId)
+        }
+        connections[connection]?.rooms.remove(roomId)
+        rooms[roomId]?.sessions[connection] = nil
+        release(rooms: [roomId])
+    }
+
+    /// E3: the user's room slots live on their home shard, across every shard's rooms.
+    nonisolated func homeShard(of userId: String) -> ShardID {
+        cluster.shard(ofRoom: RoomSlots.homeKey(userId))
+    }
+
+    /// E3: frees the session's room slot after it left the room. Retried a few times: a slot left behind
+    /// would count against the user until this edge's sessions are ended with its lease.
+    func releaseSlot(_ identity: SessionIdentity, roomId: String) {
+        let cluster = self.cluster
+        let home = homeShard(of: identity.userId)
+        Task {
+            for attempt in 0..<3 {
+                if attempt > 0 { try? await Task.sleep(for: .milliseconds(200 << attempt)) }
+                if (try? await cluster.submit(.releaseRoomSlot(roomId: roomId), shard: home, actor: .session(identity))) != nil {
+                    break
+                }
+            }
+            self.slotHolds[home, default: 1] -= 1
+            if self.slotHolds[home]! <= 0 { self.slotHolds[home] = nil }
+            self.release(rooms: [])
+        }
+    }
+
+    /// Drops the local state of rooms without sessions, and the feeds of shards without rooms.
+    func release(rooms ids: [String]) {
+        for id in ids {
+            if let room = rooms[id], room.sessions.isEmpty { rooms[id] = nil }
+        }
+        let busy = Set(rooms.values.map(\.shard)).union(slotHolds.keys)
+        for (shard, feed) in feeds where !busy.contains(shard) {
+            feed.stop()
+            feeds[shard] = nil
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import NIOCore
+
+/// The numbers the edge announces in `hello` and enforces (docs/protocol.md).
+public struct EdgeSettings: Sendable, Hashable {
+    public var heartbeatMillis: Int = 25_000
+    /// A connection that sends nothing for this long is closed (1001) and its sessions end.
+    public var idleTimeoutMillis: Int = 75_000
+    /// Largest message (after reassembly of fragments) a client may send.
+    public var maxFrameBytes: Int = 65_536
+    /// How long one event-feed poll waits at the replica for new events.
+    public var pollWaitMillis: Int = 5_000
+    /// Items per `historySince` page when filling a gap or resuming.
+    public var historyPageLimit: Int = 100
+    /// Pause after a failed poll before the next (the shard may be electing a leader).
+    public var pollRetryMillis: Int = 200
+    /// Frames queued for one connection beyond which it counts as too slow: its queue is closed and, once the
+    /// queued frames are written, so is the WebSocket (1008). Bounds the memory a client that stops reading holds.
+    public var maxQueuedFrames = 4096
+    /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
+    public var servesEcho = false
+
+    public init() {}
+
+    /// The protocol versions this edge speaks.
+    public static let versions: [Int64] = [1]
+}
+
+/// What the edge asks the connection's writer to do, in order.
+public enum Outbound: Sendable, Equatable {
+    /// One text frame's UTF-8 bytes. A fanned-out event is one buffer shared (copy-on-write, never copied)
+    /// by every connection it goes to.
+    case text(ByteBuffer)
+    /// Close the WebSocket with this code; nothing is written after it.
+    case close(code: UInt16, reason: String)
+}

@@ -1,0 +1,144 @@
+import ParleyRooms
+
+/// The frames the edge writes: answers and events, encoded once each (an event's bytes are shared by every
+/// local session it reaches).
+public enum EventFrame {
+    /// `{"event": …, "roomId": …, "seq": …, "data": …}` for one room event.
+    public static func encode(_ event: RoomEvent) -> String {
+        var j = JSONText()
+        j.beginObject()
+        j.field("event", event.kind.protocolName)
+        j.field("roomId", event.roomId)
+        j.field("seq", event.seq)
+        j.key("data")
+        switch event.kind {
+        case .message(let m):
+            j.message(m)
+        case .notification(let n):
+            j.notification(n)
+        case .kicked(let reason, let ext):
+            j.beginObject()
+            j.field("reason", Int(reason.rawValue))
+            j.field("ext", ext)
+            j.endObject()
+        case .status(let status):
+            j.beginObject()
+            switch status {
+            case .joined(let count, let time):
+                j.field("status", "joined")
+                j.field("memberCount", count)
+                j.field("time", time)
+            case .quit:
+                j.field("status", "quit")
+            case .destroyed(let type):
+                j.field("status", "destroyed")
+                j.field("type", Int(type))
+            }
+            j.endObject()
+        case .memberChange(let actions, let count):
+            j.beginObject()
+            j.key("actions")
+            j.beginArray()
+            for a in actions {
+                j.beginObject()
+                j.field("userId", a.userId)
+                j.field("action", a.action == .join ? "join" : "quit")
+                j.endObject()
+            }
+            j.endArray()
+            j.field("memberCount", count)
+            j.endObject()
+        case .multiLoginSync(let joined, let reason, let time):
+            j.beginObject()
+            j.field("joined", joined)
+            j.field("reason", Int(reason))
+            j.field("time", time)
+            j.endObject()
+        case .block(let blocked, let duration, let time, let ids, let extra):
+            j.beginObject()
+            j.field("blocked", blocked)
+            j.field("durationMs", duration)
+            j.field("operateTime", time)
+            j.field("userIds", strings: ids)
+            j.field("extra", extra)
+            j.endObject()
+        case .ban(let type, let duration, let time, let ids, let extra):
+            j.beginObject()
+            j.field("banType", Int(type.rawValue))
+            j.field("durationMs", duration)
+            j.field("operateTime", time)
+            j.field("userIds", strings: ids)
+            j.field("extra", extra)
+            j.endObject()
+        }
+        j.endObject()
+        return j.string
+    }
+
+    /// A history item replayed as the live event it was (X2 resume and gap fill).
+    public static func encode(_ item: HistoryItem, roomId: String) -> String {
+        switch item {
+        case .message(let m):
+            return encode(RoomEvent(roomId: roomId, seq: m.seq, audience: .room, kind: .message(m)))
+        case .notification(let n):
+            return encode(RoomEvent(roomId: roomId, seq: n.seq, audience: .room, kind: .notification(n)))
+        }
+    }
+
+    /// X2: `{"event": "gap", …}` — events in fromSeq…toSeq are lost and no longer in history.
+    public static func gap(roomId: String, from: UInt64, to: UInt64) -> String {
+        var j = JSONText()
+        j.beginObject()
+        j.field("event", "gap")
+        j.field("roomId", roomId)
+        j.field("seq", UInt64(0))
+        j.key("data")
+        j.beginObject()
+        j.field("fromSeq", from)
+        j.field("toSeq", to)
+        j.endObject()
+        j.endObject()
+        return j.string
+    }
+
+    /// `{"id": …, "ok": true, "data": …}`; `data` writes the answer's object.
+    public static func answer(id: Int64, _ data: (inout JSONText) -> Void) -> String {
+        var j = JSONText()
+        j.beginObject()
+        j.field("id", id)
+        j.field("ok", true)
+        j.key("data")
+        data(&j)
+        j.endObject()
+        return j.string
+    }
+
+    public static func error(id: Int64, _ error: ProtocolError) -> String {
+        var j = JSONText()
+        j.beginObject()
+        j.field("id", id)
+        j.field("ok", false)
+        j.key("error")
+        j.beginObject()
+        j.field("code", error.code)
+        j.field("message", error.message)
+        j.endObject()
+        j.endObject()
+        return j.string
+    }
+}
+
+extension RoomEventKind {
+    var protocolName: String {
+        switch self {
+        case .message: return "message"
+        case .notification: return "notification"
+        case .kicked: return "kicked"
+        case .status: return "status"
+        case .memberChange: return "memberChange"
+        case .multiLoginSync: return "multiLoginSync"
+        case .block: return "block"
+        case .ban: return "ban"
+        }
+    }
+}

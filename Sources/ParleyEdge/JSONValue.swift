@@ -1,0 +1,114 @@
+import Foundation
+
+/// A decoded JSON value that keeps integers, booleans and strings apart, so a request's field types can be
+/// checked exactly (protocol error 414 for a field of the wrong JSON type).
+public enum JSONValue: Sendable, Hashable, Decodable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null; return }
+        // Bool first: JSONDecoder refuses `1` as a Bool and `true` as an Int, so the order keeps them apart.
+        if let b = try? c.decode(Bool.self) { self = .bool(b); return }
+        if let i = try? c.decode(Int64.self) { self = .int(i); return }
+        if let d = try? c.decode(Double.self) { self = .double(d); return }
+        if let s = try? c.decode(String.self) { self = .string(s); return }
+        if let a = try? c.decode([JSONValue].self) { self = .array(a); return }
+        self = .object(try c.decode([String: JSONValue].self))
+    }
+
+    /// Parses one frame's text; nil when it is not JSON at all.
+    public static func parse(_ text: String) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+}
+
+/// The fields of one request, with typed accessors that fail with the offending field's name.
+public struct RequestFields: Sendable {
+    public let values: [String: JSONValue]
+
+    public init(_ values: [String: JSONValue]) {
+        self.values = values
+    }
+
+    public func string(_ name: String) throws(ProtocolError) -> String {
+        guard let v = values[name] else { throw .missingField(name) }
+        guard case .string(let s) = v else { throw .wrongType(name, "string") }
+        return s
+    }
+
+    public func string(_ name: String, default value: String) throws(ProtocolError) -> String {
+        values[name] == nil || values[name] == .null ? value : try string(name)
+    }
+
+    public func optionalString(_ name: String) throws(ProtocolError) -> String? {
+        values[name] == nil || values[name] == .null ? nil : try string(name)
+    }
+
+    public func int(_ name: String) throws(ProtocolError) -> Int64 {
+        guard let v = values[name] else { throw .missingField(name) }
+        guard case .int(let i) = v else { throw .wrongType(name, "int") }
+        return i
+    }
+
+    public func int(_ name: String, default value: Int64) throws(ProtocolError) -> Int64 {
+        values[name] == nil || values[name] == .null ? value : try int(name)
+    }
+
+    public func optionalInt(_ name: String) throws(ProtocolError) -> Int64? {
+        values[name] == nil || values[name] == .null ? nil : try int(name)
+    }
+
+    /// A non-negative integer (seq numbers, durations, anchors).
+    public func unsigned(_ name: String, default value: UInt64? = nil) throws(ProtocolError) -> UInt64 {
+        let i: Int64
+        if let value, values[name] == nil || values[name] == .null { return value } else { i = try int(name) }
+        guard i >= 0 else { throw .wrongType(name, "non-negative int") }
+        return UInt64(i)
+    }
+
+    public func bool(_ name: String) throws(ProtocolError) -> Bool {
+        guard let v = values[name] else { throw .missingField(name) }
+        guard case .bool(let b) = v else { throw .wrongType(name, "bool") }
+        return b
+    }
+
+    public func bool(_ name: String, default value: Bool) throws(ProtocolError) -> Bool {
+        values[name] == nil || values[name] == .null ? value : try bool(name)
+    }
+
+    public func strings(_ name: String) throws(ProtocolError) -> [String] {
+        guard let v = values[name] else { throw .missingField(name) }
+        guard case .array(let items) = v else { throw .wrongType(name, "[string]") }
+        var out: [String] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard case .string(let s) = item else { throw .wrongType(name, "[string]") }
+            out.append(s)
+        }
+        return out
+    }
+
+    public func object(_ name: String) throws(ProtocolError) -> RequestFields {
+        guard let v = values[name] else { throw .missingField(name) }
+        guard case .object(let o) = v else { throw .wrongType(name, "object") }
+        return RequestFields(o)
+    }
+
+    public func objects(_ name: String) throws(ProtocolError) -> [RequestFields] {
+        guard let v = values[name] else { throw .missingField(name) }
+        guard case .array(let items) = v else { throw .wrongType(name, "[object]") }
+        var out: [RequestFields] = []
+        for item in items {
+            guard case .object(let o) = item else { throw .wrongType(name, "[object]") }
+            out.append(RequestFields(o))
+        }
+        return out
+    }
+}

@@ -1,0 +1,54 @@
+import NIOCore
+import ParleyRooms
+import ParleyCluster
+
+/// A room with at least one session on this edge: who is here, and how far its room-wide events have been
+/// delivered (X2 ordering).
+struct LocalRoom {
+    let shard: ShardID
+    /// The highest room seq delivered (nil until the feed shows the first one).
+    var lastSeq: UInt64?
+    /// Keyed by connection number.
+    var sessions: [UInt64: LocalSession] = [:]
+}
+
+/// One connection's session in one room.
+struct LocalSession {
+    let userId: String
+    let sessionId: String
+    /// While the enter (and a resume's replay) is in flight, events wait here so the answer and the replayed
+    /// items reach the client first.
+    var buffering = true
+    var buffer: [(seq: UInt64, frame: ByteBuffer, kicked: Bool)] = []
+    /// Room-wide events at or below this seq happened before the session (or were replayed); they are skipped.
+    var floor: UInt64 = 0
+    /// An exit is in flight: events addressed to the session wait for the exit's answer, which carries them
+    /// (so the feed and the answer never both deliver its `status: quit`).
+    var exiting = false
+}
+
+/// One connection's state on the edge.
+struct ClientConnection {
+    let number: UInt64
+    let sessionId: String
+    let outbox: AsyncStream<Outbound>.Continuation
+    var helloDone = false
+    var closing = false
+    /// Set by the first successful enter; every later enter must use the same account and mode (4013).
+    var account: (userId: String, mode: AuthMode, appKey: String)?
+    /// Rooms entered or being entered.
+    var rooms: Set<String> = []
+    /// Rooms whose E3 slot (on the user's home shard) this connection holds.
+    var slots: Set<String> = []
+
+    func send(_ text: String) {
+        send(ByteBuffer(string: text))
+    }
+
+    func send(_ frame: ByteBuffer) {
+        if case .dropped = outbox.yield(.text(frame)) {
+            // Too slow (EdgeSettings.maxQueuedFrames): nothing more is queued; the writer closes with 1008.
+            outbox.finish()
+        }
+    }
+}

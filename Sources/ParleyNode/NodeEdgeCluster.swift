@@ -1,0 +1,96 @@
+import Foundation
+import NIOCore
+import NIOConcurrencyHelpers
+import ParleyCluster
+import ParleyEdge
+import ParleyRaft
+import ParleyRooms
+
+/// The edge's view of the cluster on a real node: commands through the Raft driver (routed to shard
+/// leaders), event feeds long-polled from each shard's leader (or another replica while none is known),
+/// tokens and edge addresses from the meta group, reachability from the peer links.
+public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
+    public let edgeId: String
+    private let driver: RaftDriver
+    private let transport: PeerTransport
+    /// Where each shard's feed is polled; moves to the leader a page names, or to the next replica on failure.
+    private let feedNodes = NIOLockedValueBox<[ShardID: NodeID]>([:])
+    private let meta = NIOLockedValueBox<(state: MetaState?, fetched: Date)>((nil, .distantPast))
+    /// How long a command may take, leader changes included.
+    public var commandTimeout: TimeAmount = .seconds(5)
+    /// How stale the cached meta state may be before a token or address lookup refreshes it.
+    public var metaMaxAge: TimeInterval = 1
+
+    public init(driver: RaftDriver, transport: PeerTransport, boot: UInt64) {
+        self.driver = driver
+        self.transport = transport
+        edgeId = "n\(driver.nodeID).\(boot)"
+    }
+
+    public var shardCount: Int { driver.shardMap.shardCount }
+
+    public func shard(ofRoom roomId: String) -> ShardID { driver.shardMap.shard(ofRoom: roomId) }
+
+    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
+        do {
+            return try await driver.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout).get()
+        } catch RouteError.outcomeUnknown {
+            // The leader changed mid-flight: the command may have applied, so this is a timeout, not "unavailable".
+            throw EdgeClusterError.timedOut
+        } catch RouteError.noLeader(let what, let last) {
+            throw EdgeClusterError.unavailable("no leader for \(what): \(last)")
+        } catch {
+            throw EdgeClusterError.unavailable("\(error)")
+        }
+    }
+
+    public func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage {
+        let replicas = try await driver.placement(of: shard).get()
+        let start = feedNodes.withLockedValue { $0[shard] } ?? (replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? driver.nodeID)
+        var order = [start] + replicas.replicas.filter { $0 != start }
+        if order.isEmpty { order = [driver.nodeID] }
+        var lastError: Error = EdgeClusterError.unavailable("no replica of shard \(shard)")
+        for node in order {
+            do {
+                let page = try await driver.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis,
+                                                   at: node).get()
+                let next = page.leader != 0 ? page.leader : node
+                feedNodes.withLockedValue { $0[shard] = next }
+                return page
+            } catch {
+                lastError = error
+            }
+        }
+        feedNodes.withLockedValue { $0[shard] = nil }
+        throw EdgeClusterError.unavailable("event feed of shard \(shard): \(lastError)")
+    }
+
+    public func checkToken(appKey: String, account: String, token: String) async -> TokenVerdict {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let verdict = await metaState(maxAge: metaMaxAge)?.checkToken(appKey: appKey, account: account, token: token, now: now)
+        if let verdict, case .valid = verdict { return verdict }
+        // A user or token created a moment ago may not be in the cached copy yet: look once more, fresh.
+        return await metaState(maxAge: 0)?.checkToken(appKey: appKey, account: account, token: token, now: now)
+            ?? .unknownApp
+    }
+
+    public func appExists(_ appKey: String) async -> Bool {
+        if await metaState(maxAge: metaMaxAge)?.apps[appKey] != nil { return true }
+        return await metaState(maxAge: 0)?.apps[appKey] != nil
+    }
+
+    public func roomAddresses(roomId: String) async -> [String] {
+        guard let state = await metaState(maxAge: metaMaxAge) else { return [] }
+        var reachable: Set<NodeID> = [driver.nodeID]
+        for link in await transport.linkStatus() where link.connected { reachable.insert(link.peer) }
+        return EdgeDirectory.addresses(forRoom: roomId, nodes: Array(state.nodes.values), reachable: reachable)
+    }
+
+    private func metaState(maxAge: TimeInterval) async -> MetaState? {
+        let cached = meta.withLockedValue { $0 }
+        if let state = cached.state, Date().timeIntervalSince(cached.fetched) <= maxAge { return state }
+        guard let fresh = try? await driver.metaState().get() else { return cached.state }
+        meta.withLockedValue { $0 = (fresh, Date()) }
+        return fresh
+    }
+}

@@ -1,0 +1,76 @@
+import Metrics
+import ParleyAPI
+import ParleyCluster
+import ParleyStorage
+import Prometheus
+import Synchronization
+
+/// One node's Prometheus registry and the factory every component of the node records through. Each
+/// `NodeRuntime` owns its own, so several nodes in one test process never share or collide; `parley node`
+/// also installs the factory as the process-wide `MetricsSystem` (once) for libraries that use the global.
+///
+/// Counters and histograms are fed where things happen (RaftHost, PeerLink, NodeDatabase, the edge);
+/// the gauges below are state, so they are read from `/status` figures when `/metrics` is scraped.
+public final class NodeMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    public let factory: PrometheusMetricsFactory
+    /// For the edge engineer's sessions and fan-out; see `EdgeMetrics` for the names.
+    public let edge: EdgeMetrics
+
+    private let applyLag: Metrics.Gauge
+    private let rooms: Metrics.Gauge
+    private let shardsHosted: Metrics.Gauge
+    private let shardsLed: Metrics.Gauge
+    private let peerGauges = Mutex<[UInt64: (queued: Metrics.Gauge, connected: Metrics.Gauge)]>([:])
+
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Group commit is one SQLite transaction and fsync: sub-millisecond on fast disks, tens of
+        // milliseconds on slow ones; the default buckets start at 5 ms and would hide it.
+        factory.durationHistogramBuckets[NodeDatabase.commitTimeMetric] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .seconds(1),
+        ]
+        self.factory = factory
+        edge = EdgeMetrics(factory: factory)
+        applyLag = Metrics.Gauge(label: "parley_raft_apply_lag_entries", factory: factory)
+        rooms = Metrics.Gauge(label: "parley_rooms", factory: factory)
+        shardsHosted = Metrics.Gauge(label: "parley_shards_hosted", factory: factory)
+        shardsLed = Metrics.Gauge(label: "parley_shards_led", factory: factory)
+    }
+
+    /// Sets the scrape-time gauges from a status report:
+    /// - `parley_raft_apply_lag_entries`: Σ (commit − applied) over the shard replicas on this node;
+    /// - `parley_rooms`: rooms in the shards this node leads (summed over nodes: the cluster's rooms);
+    /// - `parley_shards_hosted` / `parley_shards_led`;
+    /// - `parley_transport_queued_batches{peer}` / `parley_transport_peer_connected{peer}`.
+    public func update(from report: NodeStatusReport) {
+        applyLag.record(report.shards.reduce(UInt64(0)) { $0 + ($1.commit >= $1.applied ? $1.commit - $1.applied : 0) })
+        let led = report.shards.filter { $0.role == "leader" }
+        rooms.record(led.reduce(0) { $0 + $1.rooms })
+        shardsHosted.record(report.shards.count)
+        shardsLed.record(led.count)
+        for peer in report.peers {
+            let gauges = peerGauges.withLock { all in
+                if let g = all[peer.id] { return g }
+                let labels = [("peer", "\(peer.id)")]
+                let g = (queued: Metrics.Gauge(label: "parley_transport_queued_batches", dimensions: labels, factory: factory),
+                         connected: Metrics.Gauge(label: "parley_transport_peer_connected", dimensions: labels, factory: factory))
+                all[peer.id] = g
+                return g
+            }
+            gauges.queued.record(peer.queuedBatches)
+            gauges.connected.record(peer.connected ? 1 : 0)
+        }
+    }
+
+    /// The registry in Prometheus text format.
+    public func exposition() -> [UInt8] {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(16 << 10)
+        registry.emit(into: &buffer)
+        return buffer
+    }
+}

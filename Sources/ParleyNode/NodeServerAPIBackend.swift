@@ -1,0 +1,36 @@
+import Foundation
+import ParleyAPI
+import ParleyCluster
+import ParleyRooms
+
+/// The server API's view of this node: commands go through the Raft driver to their leaders (as the app
+/// server), the meta state is this node's replica or a fetched copy.
+struct NodeServerAPIBackend: ServerAPIBackend {
+    let driver: RaftDriver
+    let edges: NodeEdgeCluster
+
+    var shardCount: Int { driver.shardMap.shardCount }
+
+    func shard(ofRoom roomId: String) -> Int { driver.shardMap.shard(ofRoom: roomId) }
+
+    func submit(_ command: RoomCommand, shard: Int) async throws -> ApplyOutcome {
+        try await driver.submit(command, shard: shard, actor: .appServer).get()
+    }
+
+    func submitMeta(_ command: MetaCommand) async throws -> MetaOutcome {
+        try await driver.submitMeta(command).get()
+    }
+
+    func metaState() async throws -> MetaState {
+        guard let state = try await driver.metaState().get() else {
+            throw RouteError.noLeader(what: "the meta group", last: "no meta replica answered")
+        }
+        return state
+    }
+
+    /// E6: the live edges for the room by rendezvous hashing (docs/cluster.md), the same answer the edge
+    /// gives: one room's members gather on the same first edge; draining and unreachable nodes are left out.
+    func roomAddresses(roomId: String) async -> [String] {
+        await edges.roomAddresses(roomId: roomId)
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyCluster
+import ParleyNode
+import ParleyRaft
+import ParleyWire
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A local cluster of real node processes for a benchmark, with a cluster-tool client on the peer port.
+final class BenchCluster: @unchecked Sendable {
+    let directory: URL
+    let layout: LocalNodeProcesses.Layout
+    let processes: LocalNodeProcesses
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private(set) var client: PeerTransport!
+
+    init(nodes: Int, shards: Int, fsync: Bool) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)")
+        let ports = try LocalNodeProcesses.freePorts(2 * nodes)
+        var layout = LocalNodeProcesses.Layout(count: nodes, httpPorts: Array(ports[0..<nodes]), peerPorts: Array(ports[nodes...]),
+                                               dataDirectory: directory.path, secret: "bench-\(UUID().uuidString)", shards: shards)
+        if !fsync { layout.extraArguments = ["--no-fsync"] }
+        self.layout = layout
+        processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
+    }
+
+    /// Starts the nodes and waits until each answers `/readyz`.
+    func start() async throws {
+        for id in layout.ids { try processes.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
+        client = try await PeerTransport(config: .init(nodeID: 900, port: 0, secret: layout.secret), group: group,
+                                         onRaft: { _, _ in },
+                                         onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
+        var peers: [NodeID: (host: String, port: Int)] = [:]
+        for id in layout.ids { peers[id] = ("127.0.0.1", layout.peerPort(id)) }
+        await client.setPeers(peers)
+        let deadline = Date().addingTimeInterval(30)
+        for id in layout.ids {
+            while true {
+                let url = URL(string: layout.httpURL(id) + "/readyz")!
+                if let (_, response) = try? await URLSession.shared.data(from: url),
+                   (response as? HTTPURLResponse)?.statusCode == 200 { break }
+                guard Date() < deadline else { throw ValidationError("node \(id) did not become ready") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    /// Acts as a live edge named `edgeId` (sessions the benchmark enters through the peer port live there):
+    /// renews its lease on every shard replica every 2 s, as a real edge does by polling its event feeds.
+    func keepEdgeAlive(_ edgeId: String, shards: Int) -> Task<Void, Never> {
+        let client = self.client!, ids = layout.ids
+        return Task {
+            while !Task.isCancelled {
+                for id in ids {
+                    for shard in 0..<shards {
+                        var w = ByteWriter()
+                        w.write(shard); w.write(false); w.write(UInt64(0)); w.write(edgeId); w.write(0)
+                        _ = try? await client.call(id, path: "/rpc/v1/events", body: w.bytes).get()
+                    }
+                }
+                try? await Task.sleep(for: .seconds(2))
+            }
+        }
+    }
+
+    func admin(shardMap: ShardMap) -> ClusterAdmin { ClusterAdmin(client: client, nodes: layout.ids, shardMap: shardMap) }
+
+    /// Resident memory of node `id` in bytes (from /proc).
+    func residentBytes(_ id: UInt64) -> Int? {
+        guard let pid = processes.pid(id),
+              let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return nil }
+        return kb * 1024
+    }
+
+    func stop(after error: Error? = nil) async {
+        if error != nil { processes.killAll() }
+        await client?.shutdown()
+        processes.terminateAll()
+        for id in layout.ids { processes.stop(id) }
+        try? await group.shutdownGracefully()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

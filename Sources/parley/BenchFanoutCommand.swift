@@ -1,0 +1,118 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyCluster
+import ParleyNode
+import ParleyRaft
+import ParleyRooms
+
+/// `parley bench fanout`: one room with many members spread over the edges of a local cluster; one sender;
+/// messages delivered per second and send-to-receive latency, and the memory an idle connection costs.
+struct BenchFanoutCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fanout", abstract: "Fan-out of one room's messages to many WebSocket members on a local cluster.")
+
+    @Option(help: "Nodes (edges) to start.") var nodes = 3
+    @Option(help: "Shard count.") var shards = 16
+    @Option(help: "Member counts, comma-separated.") var members = "1000,10000"
+    @Option(help: "Messages per run.") var messages = 200
+    @Option(help: "Sends in flight at once.") var window = 8
+    @Option(help: "Runs per member count (the median is reported).") var runs = 3
+    @Option(help: "Connections opened at once while members enter.") var connectWindow = 200
+    @Flag(help: "Skip fsync on the nodes (never for published figures).") var noFsync = false
+
+    static let appKey = "bench"
+
+    func run() async throws {
+        let levels = members.split(separator: ",").compactMap { Int($0) }
+        guard !levels.isEmpty, levels.allSatisfy({ $0 > 0 }), messages > 0, window > 0 else {
+            throw ValidationError("bad --members, --messages or --window")
+        }
+        let cluster = try BenchCluster(nodes: nodes, shards: shards, fsync: !noFsync)
+        let clients = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        do {
+            try await cluster.start()
+            let admin = cluster.admin(shardMap: ShardMap(shardCount: shards))
+            try await admin.meta(.putApp(AppCredential(appKey: Self.appKey, secret: String(repeating: "b", count: 32))))
+            try await admin.meta(.putUser(UserRecord(appKey: Self.appKey, account: "sender", token: "sender-token")))
+            print("parley bench fanout: \(nodes) edges, fsync \(noFsync ? "OFF" : "on"), \(messages) messages × \(runs) runs, "
+                + "\(window) sends in flight")
+            print("members  deliveries/s (median)  messages/s  p50 ms  p99 ms  idle KiB/conn")
+            for level in levels {
+                try await runLevel(level, cluster: cluster, admin: admin, group: clients)
+            }
+        } catch {
+            await cluster.stop(after: error)
+            try? await clients.shutdownGracefully()
+            throw error
+        }
+        await cluster.stop()
+        try? await clients.shutdownGracefully()
+    }
+
+    private func runLevel(_ level: Int, cluster: BenchCluster, admin: ClusterAdmin, group: EventLoopGroup) async throws {
+        let room = "fanout-\(level)-\(UUID().uuidString.prefix(8))"
+        try await admin.room(.createRoom(CreateRoom(roomId: room, creator: "sender", name: "Fan-out")), roomId: room)
+        // Ten thousand 301s would each go to everyone: enter/exit notifications off for this room (N4).
+        try await admin.room(.setRoomPolicy(RoomPolicyUpdate(roomId: room, enterExitNotifications: false)), roomId: room)
+        let before = cluster.layout.ids.map { cluster.residentBytes($0) ?? 0 }
+        let tally = FanoutTally()
+        var channels: [Channel] = []
+        var opened = 0
+        // Members enter round-robin over the edges, `connectWindow` at a time; one in 20 samples latency.
+        try await withThrowingTaskGroup(of: Channel.self) { tasks in
+            func open(_ i: Int) {
+                let port = cluster.layout.httpPorts[i % cluster.layout.count]
+                let enter = #"{"id":2,"op":"enter","roomId":"\#(room)","auth":{"mode":"anonymous","appKey":"\#(Self.appKey)"},"nickname":"m\#(i)","avatar":"a"}"#
+                tasks.addTask {
+                    try await FanoutConnection.connect(host: "127.0.0.1", port: port, group: group, enterFrame: enter,
+                                                       tally: tally, samplesLatency: i % 20 == 0).0
+                }
+            }
+            while opened < min(connectWindow, level) { open(opened); opened += 1 }
+            for try await channel in tasks {
+                channels.append(channel)
+                if opened < level { open(opened); opened += 1 }
+            }
+        }
+        try await Task.sleep(for: .seconds(2))
+        let after = cluster.layout.ids.map { cluster.residentBytes($0) ?? 0 }
+        let perConnection = Double(zip(after, before).reduce(0) { $0 + max(0, $1.0 - $1.1) }) / Double(level) / 1024
+        let senderEnter = #"{"id":2,"op":"enter","roomId":"\#(room)","auth":{"mode":"independent","appKey":"\#(Self.appKey)","account":"sender","token":"sender-token"},"nickname":"S","avatar":"a"}"#
+        let (senderChannel, sender) = try await FanoutConnection.connect(
+            host: "127.0.0.1", port: cluster.layout.httpPorts[0], group: group, enterFrame: senderEnter,
+            tally: FanoutTally(), samplesLatency: false)
+        var results: [(rate: Double, sent: Double, p50: Double, p99: Double)] = []
+        for _ in 0..<runs {
+            tally.reset()
+            let start = DispatchTime.now().uptimeNanoseconds
+            try await withThrowingTaskGroup(of: Void.self) { sends in
+                var next = 0
+                func send() {
+                    let body = "t:\(DispatchTime.now().uptimeNanoseconds)"
+                    sends.addTask { try await sender.sendMessage(roomId: room, body: body).get() }
+                    next += 1
+                }
+                while next < min(window, messages) { send() }
+                for try await _ in sends where next < messages { send() }
+            }
+            let sentEnd = DispatchTime.now().uptimeNanoseconds
+            let expected = level * messages
+            let deadline = Date().addingTimeInterval(60)
+            while tally.snapshot.delivered < expected, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            let snap = tally.snapshot
+            let seconds = Double(max(snap.last, sentEnd) - start) / 1e9
+            let sorted = snap.samples.sorted()
+            func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[Int(p * Double(sorted.count - 1))] }
+            if snap.delivered < expected { print("  warning: \(snap.delivered) of \(expected) deliveries arrived") }
+            results.append((Double(snap.delivered) / seconds, Double(messages) / (Double(sentEnd - start) / 1e9),
+                            pct(0.5), pct(0.99)))
+        }
+        let m = results.sorted { $0.rate < $1.rate }[results.count / 2]
+        print(String(format: "%7d  %21.0f  %10.0f  %6.1f  %6.1f  %13.1f", level, m.rate, m.sent, m.p50, m.p99, perConnection))
+        try? await senderChannel.close()
+        for c in channels { c.close(promise: nil) }
+        try await Task.sleep(for: .seconds(1))
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import NIOCore
+import ParleyCluster
+import ParleyRaft
+import ParleyRooms
+
+/// Set-up a benchmark does as a cluster tool (with the cluster secret, over the peer port): apps, users and
+/// rooms, without going through the server API.
+struct ClusterAdmin: Sendable {
+    let client: PeerTransport
+    let nodes: [NodeID]
+    let shardMap: ShardMap
+
+    enum Failure: Error, CustomStringConvertible {
+        case refused(String)
+        var description: String { if case .refused(let why) = self { why } else { "" } }
+    }
+
+    /// Applies a meta command on whichever node leads the meta group, retrying until it is elected.
+    func meta(_ command: MetaCommand, deadline: Date = Date().addingTimeInterval(30)) async throws {
+        var last = "no answer"
+        while Date() < deadline {
+            for node in nodes {
+                guard let response = try? await client.call(node, path: "/rpc/v1/meta/propose", body: command.encoded()).get(),
+                      response.status == 200, let answer = try? GroupAnswer<MetaOutcome>(decoding: response.body) else { continue }
+                switch answer {
+                case .applied(.refused(_, let why)): throw Failure.refused("meta refused: \(why)")
+                case .applied: return
+                default: last = "\(answer)"
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Failure.refused("meta command not applied: \(last)")
+    }
+
+    /// Routes a room command to its shard's leader through any node.
+    @discardableResult
+    func room(_ command: RoomCommand, roomId: String, actor: CommandActor = .appServer,
+              deadline: Date = Date().addingTimeInterval(30)) async throws -> ApplyOutcome {
+        let body = ForwardedCommand(shard: shardMap.shard(ofRoom: roomId), actor: actor, command: command).encoded()
+        var last = "no answer"
+        while Date() < deadline {
+            for node in nodes {
+                guard let response = try? await client.call(node, path: "/rpc/v1/submit", body: body).get(),
+                      response.status == 200, let answer = try? ForwardedAnswer(decoding: response.body) else { continue }
+                if case .applied(let outcome) = answer { return outcome }
+                last = "\(answer)"
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Failure.refused("room command not applied: \(last)")
+    }
+}

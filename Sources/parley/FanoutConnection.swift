@@ -1,0 +1,172 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+
+/// What the fan-out benchmark's connections report to: deliveries counted, latency sampled.
+final class FanoutTally: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var delivered = 0
+    private var samples: [Double] = []
+    private var lastDelivery: UInt64 = 0
+
+    func record(latencyNanos: UInt64?, at now: UInt64) {
+        lock.withLock {
+            delivered += 1
+            if let latencyNanos { samples.append(Double(latencyNanos) / 1e6) }
+            lastDelivery = max(lastDelivery, now)
+        }
+    }
+
+    func reset() { lock.withLock { delivered = 0; samples = []; lastDelivery = 0 } }
+
+    var snapshot: (delivered: Int, samples: [Double], last: UInt64) { lock.withLock { (delivered, samples, lastDelivery) } }
+}
+
+/// One client of the benchmark speaking docs/protocol.md over a raw NIO WebSocket (thin on purpose: ten
+/// thousand of these share two threads): hello, enter, then count message events. The sender also sends.
+final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    let enterFrame: String
+    let tally: FanoutTally
+    /// Only some receivers sample latency, to keep the sample count bounded.
+    let samplesLatency: Bool
+    let entered: EventLoopPromise<Void>
+    private var context: ChannelHandlerContext?
+    private var nextID = 3
+    private var answers: [Int: EventLoopPromise<Void>] = [:]
+
+    init(enterFrame: String, tally: FanoutTally, samplesLatency: Bool, entered: EventLoopPromise<Void>) {
+        self.enterFrame = enterFrame
+        self.tally = tally
+        self.samplesLatency = samplesLatency
+        self.entered = entered
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        send(#"{"id":1,"op":"hello","versions":[1],"client":"parley-bench"}"#)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        entered.fail(ChannelError.ioOnClosedChannel)
+        for p in answers.values { p.fail(ChannelError.ioOnClosedChannel) }
+        answers.removeAll()
+    }
+
+    private func send(_ text: String) {
+        guard let context else { return }
+        let buffer = context.channel.allocator.buffer(string: text)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)),
+                              promise: nil)
+    }
+
+    /// Sends a message to the room (on the channel's loop); the future completes on its answer.
+    func sendMessage(roomId: String, body: String) -> EventLoopFuture<Void> {
+        let loop = entered.futureResult.eventLoop
+        return loop.flatSubmit {
+            let id = self.nextID
+            self.nextID += 1
+            let promise = loop.makePromise(of: Void.self)
+            self.answers[id] = promise
+            self.send(#"{"id":\#(id),"op":"sendMessage","roomId":"\#(roomId)","type":"text","body":"\#(body)"}"#)
+            return promise.futureResult
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            var data = frame.unmaskedData
+            guard let text = data.readString(length: data.readableBytes) else { return }
+            handle(text)
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(),
+                                                                 data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    private func handle(_ text: String) {
+        // Messages are the hot path: recognised without parsing; answers are rare and parsed properly.
+        if text.contains(#""event":"message""#) {
+            let now = DispatchTime.now().uptimeNanoseconds
+            var latency: UInt64?
+            if samplesLatency, let r = text.range(of: "t:") {
+                let digits = text[r.upperBound...].prefix { $0.isNumber }
+                if let sent = UInt64(digits), now >= sent { latency = now - sent }
+            }
+            tally.record(latencyNanos: latency, at: now)
+            return
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let id = object["id"] as? Int else { return }
+        let ok = object["ok"] as? Bool == true
+        switch id {
+        case 1:
+            if ok { send(enterFrame) } else { entered.fail(FanoutError.refused(text)) }
+        case 2:
+            if ok { entered.succeed() } else { entered.fail(FanoutError.refused(text)) }
+        default:
+            guard let promise = answers.removeValue(forKey: id) else { return }
+            if ok { promise.succeed() } else { promise.fail(FanoutError.refused(text)) }
+        }
+    }
+
+    /// Opens a WebSocket to `host:port/ws` and installs a connection that enters with `enterFrame`.
+    static func connect(host: String, port: Int, group: EventLoopGroup, enterFrame: String, tally: FanoutTally,
+                        samplesLatency: Bool) async throws -> (Channel, FanoutConnection) {
+        let loop = group.next()
+        let entered = loop.makePromise(of: Void.self)
+        let connection = FanoutConnection(enterFrame: enterFrame, tally: tally, samplesLatency: samplesLatency, entered: entered)
+        let upgraded = loop.makePromise(of: Void.self)
+        let channel = try await ClientBootstrap(group: loop)
+            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .channelInitializer { channel in
+                let upgrader = NIOWebSocketClientUpgrader(maxFrameSize: 1 << 20, upgradePipelineHandler: { channel, _ in
+                    channel.pipeline.addHandler(connection).map { upgraded.succeed() }
+                })
+                var headers = HTTPHeaders()
+                headers.add(name: "Host", value: "\(host):\(port)")
+                let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/ws", headers: headers)
+                return channel.pipeline.addHTTPClientHandlers(withClientUpgrade: (
+                    upgraders: [upgrader], completionHandler: { _ in })).flatMap {
+                    channel.pipeline.addHandler(UpgradeRequestWriter(head: head))
+                }
+            }
+            .connect(host: host, port: port).get()
+        channel.closeFuture.whenComplete { _ in upgraded.fail(ChannelError.ioOnClosedChannel) }
+        try await upgraded.futureResult.get()
+        try await entered.futureResult.get()
+        return (channel, connection)
+    }
+}
+
+enum FanoutError: Error, CustomStringConvertible {
+    case refused(String)
+    var description: String { if case .refused(let t) = self { "refused: \(t.prefix(300))" } else { "" } }
+}
+
+/// Writes the HTTP upgrade request once the connection is up.
+private final class UpgradeRequestWriter: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+    let head: HTTPRequestHead
+
+    init(head: HTTPRequestHead) { self.head = head }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.fireChannelActive()
+    }
+}

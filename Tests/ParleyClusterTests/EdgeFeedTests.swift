@@ -1,0 +1,102 @@
+import Testing
+@testable import ParleyCluster
+import ParleyRaft
+import ParleyRooms
+
+/// The shard event feeds edges poll, the leases that end a dead edge's sessions, and the edge directory (E6).
+@Suite struct EdgeFeedTests {
+    static func event(_ seq: UInt64) -> RoomEvent {
+        RoomEvent(roomId: "r", seq: seq, audience: .room, kind: .kicked(reason: .byManager, ext: ""))
+    }
+
+    @Test func aPageHoldsWhatWasAppliedAfterTheCursorAndTheCursorNeverGoesBack() {
+        let log = ShardEventLog(applied: 10)
+        #expect(log.page(after: nil) == ([], 10, false))
+        log.applied(11, [Self.event(1)])
+        log.applied(12, [])
+        log.applied(13, [Self.event(2), Self.event(3)])
+        let all = log.page(after: 10)
+        #expect(all.batches.map(\.index) == [11, 13] && all.cursor == 13 && !all.gap)
+        #expect(log.page(after: 11).batches.map(\.index) == [13])
+        #expect(log.page(after: 13) == ([], 13, false))
+        // A cursor from a replica that is further ahead stays where it is.
+        #expect(log.page(after: 20) == ([], 20, false))
+        // Entries without events still move the cursor on.
+        log.applied(14, [])
+        #expect(log.page(after: 13) == ([], 14, false))
+        // Paging: a limit stops at the last batch returned.
+        let first = log.page(after: 10, limit: 1)
+        #expect(first.batches.map(\.index) == [11] && first.cursor == 11)
+    }
+
+    @Test func X2_aCursorBeforeWhatTheReplicaHoldsIsAGap() {
+        let log = ShardEventLog(applied: 100)
+        log.applied(101, [Self.event(1)])
+        let page = log.page(after: 50)
+        #expect(page.gap && page.batches.map(\.index) == [101])
+        // Eviction keeps memory bounded and moves the complete point.
+        let small = ShardEventLog(applied: 0, maxEvents: 3)
+        for i in 1...5 { small.applied(UInt64(i), [Self.event(UInt64(i))]) }
+        #expect(small.batches.count == 3 && small.completeAfter == 2)
+        #expect(small.page(after: 1).gap && !small.page(after: 2).gap)
+        // A snapshot install restarts the log at its index.
+        small.restored(at: 40)
+        #expect(small.page(after: 5).gap && small.page(after: 40) == ([], 40, false))
+    }
+
+    @Test func E5_aSilentEdgeExpiresOnlyOnTheLeaderAndOnlyOnceAtATime() {
+        let board = EdgeFeedBoard(leaseMillis: 1_000)
+        // A follower never expires anyone.
+        #expect(board.expired(shard: 0, isLeader: false, edges: ["e1"], now: 10_000).isEmpty)
+        // A new leader gives every edge a full lease from its own start.
+        #expect(board.expired(shard: 0, isLeader: true, edges: ["e1", "e2"], now: 20_000).isEmpty)
+        board.renew(shard: 0, edge: "e1", now: 20_900)
+        #expect(board.expired(shard: 0, isLeader: true, edges: ["e1", "e2"], now: 21_001) == ["e2"])
+        // Proposed once; not again while the expiry is in flight.
+        #expect(board.expired(shard: 0, isLeader: true, edges: ["e1", "e2"], now: 21_500).isEmpty)
+        board.expiryDone(shard: 0, edge: "e2")
+        #expect(board.expired(shard: 0, isLeader: true, edges: ["e1"], now: 21_800).isEmpty)
+        #expect(board.expired(shard: 0, isLeader: true, edges: ["e1"], now: 22_000) == ["e1"])
+        // Losing leadership resets the start.
+        _ = board.expired(shard: 0, isLeader: false, edges: [], now: 30_000)
+        board.expiryDone(shard: 0, edge: "e1")
+        #expect(board.expired(shard: 0, isLeader: true, edges: ["e1"], now: 40_000).isEmpty)
+    }
+
+    @Test func E6_addressesFollowRendezvousOverLiveActiveEdges() {
+        let nodes = (1...5).map { NodeRecord(id: NodeID($0), peerAddress: "10.0.0.\($0):7000", httpAddress: "10.0.0.\($0):8000") }
+        let all = Set(nodes.map(\.id))
+        let order = EdgeDirectory.addresses(forRoom: "lobby", nodes: nodes, reachable: all)
+        #expect(order.count == 5 && Set(order).count == 5)
+        // Stable: the same room gives the same order whatever the input order.
+        #expect(EdgeDirectory.addresses(forRoom: "lobby", nodes: nodes.reversed(), reachable: all) == order)
+        // An unreachable or draining edge is left out; the rest keep their relative order.
+        let firstID = nodes.first { $0.httpAddress == order[0] }!.id
+        let without = EdgeDirectory.addresses(forRoom: "lobby", nodes: nodes, reachable: all.subtracting([firstID]))
+        #expect(without == Array(order.dropFirst()))
+        var draining = nodes
+        draining[Int(firstID) - 1].state = .draining
+        #expect(EdgeDirectory.addresses(forRoom: "lobby", nodes: draining, reachable: all) == Array(order.dropFirst()))
+        // Rooms spread over the edges.
+        let firsts = Set((0..<200).map { EdgeDirectory.addresses(forRoom: "room-\($0)", nodes: nodes, reachable: all)[0] })
+        #expect(firsts.count == 5)
+    }
+
+    /// Every replica names the same events by the same index, so an edge can move between replicas.
+    @Test func X2_everyReplicaServesTheSameEventsAtTheSameIndexes() throws {
+        let cluster = try InProcessCluster(shards: 1)
+        try cluster.submit(.createRoom(CreateRoom(roomId: "lobby", creator: "ann", name: "Lobby")), room: "lobby")
+        try cluster.submit(.enter(EnterRoom(roomId: "lobby", nickname: "Ann")), room: "lobby", as: session("ann"))
+        for i in 0..<5 {
+            try cluster.submit(.sendMessage(SendMessage(roomId: "lobby", body: "m\(i)")), room: "lobby", as: session("ann"))
+        }
+        try cluster.run(until: { cluster.replicasAgree(on: 0) })
+        let pages = cluster.nodes.map { cluster.hosts[$0]!.eventPage(shard: 0, after: 0)! }
+        #expect(pages[0].batches.count >= 6)
+        #expect(pages.allSatisfy { $0.batches == pages[0].batches && $0.cursor == pages[0].cursor })
+        #expect(pages.allSatisfy { $0.leader == cluster.leader(of: 0)! })
+        // And the events are the ones the host published.
+        #expect(pages[0].batches.flatMap(\.events) == cluster.events[1]!.map(\.1))
+        #expect(cluster.hosts[1]!.edgesWithSessions(shard: 0) == ["edge-1"])
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import ParleyEdge
+import ParleyRooms
+
+/// App, users and rooms the protocol tests share.
+enum Fixture {
+    static let app = "demo"
+
+    static func server(limits: RoomLimits = RoomLimits(), settings: EdgeSettings = .testing) async throws -> EdgeServer {
+        let cluster = InProcessCluster(limits: limits)
+        cluster.addApp(app)
+        for user in ["alice", "bob", "carol"] {
+            cluster.addUser(appKey: app, account: user, token: "t-\(user)")
+        }
+        try await cluster.createRoom("r1", creator: "alice")
+        return try await EdgeServer.start(cluster: cluster, settings: settings)
+    }
+
+    static func auth(_ account: String, mode: String = "independent") -> [String: Any] {
+        ["mode": mode, "appKey": app, "account": account, "token": "t-\(account)"]
+    }
+
+    static func enter(_ account: String, room: String = "r1", extra: [String: Any] = [:]) -> [String: Any] {
+        var fields: [String: Any] = ["roomId": room, "auth": auth(account), "nickname": account.capitalized]
+        for (k, v) in extra { fields[k] = v }
+        return fields
+    }
+}
+
+extension TestClient {
+    /// Enters and checks the answer is ok.
+    @discardableResult
+    func enter(_ account: String, room: String = "r1", extra: [String: Any] = [:]) async throws -> JSONValue {
+        let answer = try await call("enter", Fixture.enter(account, room: room, extra: extra))
+        guard answer["ok"] == .bool(true) else { throw EdgeTestError.unexpected("enter failed: \(answer)") }
+        return answer
+    }
+}

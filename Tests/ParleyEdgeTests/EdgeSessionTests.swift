@@ -1,0 +1,284 @@
+import Foundation
+import ParleyEdge
+import ParleyRooms
+import Testing
+
+/// Sessions through real WebSockets against a real `RoomsState` cluster: auth, messages, notifications,
+/// kicks, disconnects, resume.
+@Suite("Edge sessions")
+struct EdgeSessionTests {
+    @Test("E4 E5: bad token 4010, unknown account 4010, unknown app 4012, revoked 4015, expired 4011 — each closes 4401")
+    func authErrorsClose() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        server.cluster.addUser(appKey: Fixture.app, account: "old", token: "t-old", expiresAt: 1)
+        server.cluster.addUser(appKey: Fixture.app, account: "gone", token: "t-gone")
+        server.cluster.meta(.revokeToken(appKey: Fixture.app, account: "gone"))
+        let cases: [([String: Any], Int64)] = [
+            (["mode": "independent", "appKey": Fixture.app, "account": "alice", "token": "wrong"], 4010),
+            (["mode": "im", "appKey": Fixture.app, "account": "nobody", "token": "x"], 4010),
+            (["mode": "independent", "appKey": "nope", "account": "alice", "token": "t-alice"], 4012),
+            (["mode": "independent", "appKey": Fixture.app, "account": "gone", "token": "t-gone"], 4015),
+            (["mode": "independent", "appKey": Fixture.app, "account": "old", "token": "t-old"], 4011),
+            (["mode": "anonymous", "appKey": "nope"], 4012),
+        ]
+        for (auth, code) in cases {
+            let c = try await server.client()
+            let answer = try await c.call("enter", ["roomId": "r1", "auth": auth, "nickname": "n", "avatar": "a"])
+            #expect(answer.errorCode == code, "\(auth)")
+            #expect(try await c.closed() == 4401)
+        }
+    }
+
+    @Test("E4: the token is checked on every enter: revoked after the first, the second enter gets 4015 and close 4401")
+    func tokenCheckedOnEveryEnter() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        try await server.cluster.createRoom("r2")
+        let c = try await server.client()
+        try await c.enter("alice")
+        server.cluster.meta(.revokeToken(appKey: Fixture.app, account: "alice"))
+        #expect(try await c.call("enter", Fixture.enter("alice", room: "r2")).errorCode == 4015)
+        #expect(try await c.closed() == 4401)
+        // The close ended the first room's session too.
+        try await eventually { await server.edge.counts.sessions == 0 }
+    }
+
+    @Test("E5: anonymous needs nickname and avatar (4014), gets an anon- account, cannot send (13102); one account per connection (4013)")
+    func anonymous() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let c = try await server.client()
+        let anonAuth: [String: Any] = ["mode": "anonymous", "appKey": Fixture.app]
+        #expect(try await c.call("enter", ["roomId": "r1", "auth": anonAuth, "nickname": "x"]).errorCode == 4014)
+        let answer = try await c.call("enter", ["roomId": "r1", "auth": anonAuth, "nickname": "Guest", "avatar": "a.png"])
+        #expect(answer["ok"] == .bool(true))
+        #expect(answer["data"]?["account"]?.string?.hasPrefix("anon-") == true)
+        #expect(answer["data"]?["authMode"] == .string("anonymous"))
+        #expect(try await c.call("authMode", ["roomId": "r1"])["data"]?["authMode"] == .string("anonymous"))
+        #expect(try await c.call("sendMessage", ["roomId": "r1", "body": "hi"]).errorCode == 13102)
+        #expect(try await c.call("enter", Fixture.enter("bob", room: "r2")).errorCode == 4013)
+        #expect(try await c.call("enter", ["roomId": "r1", "auth": anonAuth, "nickname": "G", "avatar": "a"]).errorCode == 4016)
+        await c.close()
+    }
+
+    @Test("E1 N1: two sessions see each other's messages in the same order, with seq strictly increasing")
+    func messagesSameOrder() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let a = try await server.client()
+        let b = try await server.client()
+        let entered = try await a.enter("alice")
+        #expect(entered["data"]?["room"]?["roomId"] == .string("r1"))
+        #expect(entered["data"]?["member"]?["type"] == .string("creator"))
+        try await b.enter("bob")
+        // alice sees bob's 301 enter notification.
+        let join = try await a.event("notification") { $0["data"]?["type"] == .int(301) && $0["data"]?["source"]?["userId"] == .string("bob") }
+        #expect(join["seq"]?.int ?? 0 > 0)
+        for i in 0..<5 {
+            let sender = i % 2 == 0 ? a : b
+            let sent = try await sender.call("sendMessage", ["roomId": "r1", "body": "m\(i)", "clientMessageId": "c\(i)"])
+            #expect(sent["data"]?["seq"]?.int ?? 0 > 0)
+            #expect(sent["data"]?["serverId"]?.int ?? 0 > 0)
+        }
+        var seen: [[String]] = []
+        for client in [a, b] {
+            var bodies: [String] = []
+            var lastSeq: Int64 = 0
+            for _ in 0..<5 {
+                let m = try await client.event("message")
+                let seq = m["seq"]?.int ?? 0
+                #expect(seq > lastSeq)
+                lastSeq = seq
+                bodies.append(m["data"]?["body"]?.string ?? "")
+            }
+            seen.append(bodies)
+        }
+        #expect(seen[0] == ["m0", "m1", "m2", "m3", "m4"])
+        #expect(seen[0] == seen[1])
+        let history = try await a.call("fetchHistory", ["roomId": "r1", "limit": 10, "types": ["text"]])
+        #expect(history["data"]?["messages"]?.array?.count == 5)
+        #expect(history["data"]?["messages"]?.array?.first?["kind"] == .string("message"))
+        await a.close()
+        await b.close()
+    }
+
+    @Test("N3 M2 M7 M8 R4 R5 Q2: notifications, ban and block events; kick → kicked event and the session leaves")
+    func notificationsAndKick() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let a = try await server.client()
+        let b = try await server.client()
+        try await a.enter("alice")
+        try await b.enter("bob")
+        func ok(_ answer: JSONValue) { #expect(answer["ok"] == .bool(true), "\(answer)") }
+        ok(try await a.call("markManager", ["roomId": "r1", "userId": "bob", "enable": true]))
+        ok(try await a.call("markManager", ["roomId": "r1", "userId": "bob", "enable": false]))
+        ok(try await a.call("setMute", ["roomId": "r1", "userId": "bob", "enable": true]))
+        #expect(try await b.call("sendMessage", ["roomId": "r1", "body": "x"]).errorCode == 13004)
+        ok(try await a.call("setMute", ["roomId": "r1", "userId": "bob", "enable": false]))
+        ok(try await a.call("setTempMute", ["roomId": "r1", "userId": "bob", "duration": 60]))
+        ok(try await a.call("updateRoomInfo", ["roomId": "r1", "announcement": "hello"]))
+        ok(try await a.call("setRoomMute", ["roomId": "r1", "enable": true]))
+        ok(try await a.call("setRoomMute", ["roomId": "r1", "enable": false]))
+        ok(try await b.call("updateMyMemberInfo", ["roomId": "r1", "nickname": "Bobby"]))
+        ok(try await a.call("queueOffer", ["roomId": "r1", "key": "k1", "value": "v1"]))
+        let list = try await a.call("queueList", ["roomId": "r1"])
+        #expect(list["data"]?["elements"]?.array?.first?["key"] == .string("k1"))
+        let temp = try await b.event("notification") { $0["data"]?["type"] == .int(314) }
+        #expect(temp["data"]?["ext"]?["muteDuration"] == .int(60))
+        let queue = try await b.event("notification") { $0["data"]?["type"] == .int(317) }
+        #expect(queue["data"]?["ext"]?["change"] == .string("offer"))
+        #expect(queue["data"]?["ext"]?["key"] == .string("k1"))
+        for type in [307, 308, 305, 306, 312, 318, 319, 316] {
+            _ = try await b.event("notification") { $0["data"]?["type"] == .int(Int64(type)) }
+        }
+        _ = try await b.event("ban")
+        let members = try await a.call("fetchMembersByIds", ["roomId": "r1", "userIds": ["bob"]])
+        #expect(members["data"]?["members"]?.array?.first?["nickname"] == .string("Bobby"))
+
+        // M7 / E9: kick.
+        ok(try await a.call("kick", ["roomId": "r1", "userId": "bob", "notifyExt": "bye"]))
+        let kicked = try await b.event("kicked")
+        #expect(kicked["data"]?["reason"] == .int(2))
+        #expect(kicked["seq"] == .int(0))
+        _ = try await a.event("notification") { $0["data"]?["type"] == .int(313) }
+        // The kicked session has left: room ops answer 13100, the connection stays open.
+        try await eventually { await server.edge.counts.sessions == 1 }
+        #expect(try await b.call("sendMessage", ["roomId": "r1", "body": "still here?"]).errorCode == 13100)
+        #expect(!b.isClosed)
+        await a.close()
+        await b.close()
+    }
+
+    @Test("E10 Q3: disconnect → exit proposed, 302 for the others and 320 PartClear for a transient queue item")
+    func disconnectClearsTransient() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let a = try await server.client()
+        let b = try await server.client()
+        try await a.enter("alice")
+        try await b.enter("bob")
+        #expect(try await b.call("queueOffer", ["roomId": "r1", "key": "seat", "value": "bob", "transient": true])["ok"] == .bool(true))
+        await b.close()
+        let clear = try await a.event("notification") { $0["data"]?["type"] == .int(320) }
+        #expect(clear["data"]?["ext"]?["change"] == .string("partClear"))
+        #expect(clear["data"]?["ext"]?["elements"]?.array?.first?["key"] == .string("seat"))
+        _ = try await a.event("notification") { $0["data"]?["type"] == .int(302) }
+        #expect(try await a.call("queueList", ["roomId": "r1"])["data"]?["elements"]?.array?.isEmpty == true)
+        await a.close()
+    }
+
+    @Test("X2: enter with lastSeq replays history before live events (resumed); exit then re-enter")
+    func resume() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let a = try await server.client()
+        try await a.enter("alice")
+        let b = try await server.client()
+        try await b.enter("bob")
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "one"])
+        let first = try await a.event("message")
+        let lastSeq = first["seq"]?.int ?? 0
+        // alice leaves (E10) and misses two messages.
+        #expect(try await a.call("exit", ["roomId": "r1"])["ok"] == .bool(true))
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "two"])
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "three"])
+        _ = try await a.drainEvents()
+        let answer = try await a.enter("alice", extra: ["lastSeq": lastSeq])
+        #expect(answer["data"]?["resumed"] == .bool(true))
+        #expect(answer["data"]?["gapTooOld"] == .bool(false))
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "four"])
+        let events = try await a.drainEvents(after: .milliseconds(500))
+        let bodies = events.filter { $0["event"] == .string("message") }.compactMap { $0["data"]?["body"]?.string }
+        #expect(bodies == ["two", "three", "four"])
+        let seqs = events.compactMap { $0["seq"]?.int }.filter { $0 > 0 }
+        #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count && seqs.first ?? 0 > lastSeq)
+        await a.close()
+        await b.close()
+    }
+
+    @Test("E3: the 11th room is refused with 13101 across shards; leaving one frees its slot")
+    func eleventhRoom() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let ids = ["r1"] + (1...10).map { "room-\($0)" }
+        #expect(Set(ids.map { server.cluster.shard(ofRoom: $0) }).count > 1, "the rooms should span shards")
+        for id in ids.dropFirst() { try await server.cluster.createRoom(id) }
+        let c = try await server.client()
+        for id in ids.prefix(10) { try await c.enter("carol", room: id) }
+        let refused = try await c.call("enter", Fixture.enter("carol", room: ids[10]))
+        #expect(refused.errorCode == 13101)
+        #expect(await server.edge.counts.sessions == 10)
+        // Another connection of the same user counts the same rooms.
+        let d = try await server.client()
+        #expect(try await d.call("enter", Fixture.enter("carol", room: ids[10])).errorCode == 13101)
+        #expect(try await c.call("exit", ["roomId": ids[0]])["ok"] == .bool(true))
+        try await eventually {
+            (try? await d.call("enter", Fixture.enter("carol", room: ids[10])))?["ok"] == .bool(true)
+        }
+        await c.close()
+        await d.close()
+    }
+
+    @Test("E3: while a slot is held the user's home shard is polled too (the edge's lease there); both feeds stop after exit")
+    func homeShardFeed() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let roomShard = server.cluster.shard(ofRoom: "r1")
+        let user = try #require(["alice", "bob", "carol"].first {
+            server.cluster.shard(ofRoom: RoomSlots.homeKey($0)) != roomShard
+        })
+        let c = try await server.client()
+        try await c.enter(user)
+        #expect(await server.edge.counts.feeds == 2)
+        #expect(try await c.call("exit", ["roomId": "r1"])["ok"] == .bool(true))
+        try await eventually { await server.edge.counts.feeds == 0 }
+        await c.close()
+    }
+
+    @Test("E1: an enter whose outcome was lost (5040) is undone with an exit, so no session outlives it")
+    func enterOutcomeLost() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        server.cluster.loseNextEnterOutcome()
+        let c = try await server.client()
+        #expect(try await c.call("enter", Fixture.enter("bob")).errorCode == 5040)
+        try await eventually {
+            guard let out = try? await server.cluster.asAppServer(
+                .fetchMembersByIds(RoomUsers(roomId: "r1", userIds: ["bob"])), room: "r1"),
+                  case .success(.members(let members)) = out.result else { return false }
+            return members.allSatisfy { !$0.isOnline }
+        }
+        // The connection is usable: the retried enter works.
+        try await c.enter("bob")
+        await c.close()
+    }
+
+    @Test("X2: events the feed lost are filled from history, so seqs stay strictly increasing with no holes")
+    func gapFilledFromHistory() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let a = try await server.client()
+        let b = try await server.client()
+        try await a.enter("alice")
+        try await b.enter("bob")
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "before"])
+        _ = try await a.event("message")
+        server.cluster.hideNextEntries(2)
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "lost1"])
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "lost2"])
+        _ = try await b.call("sendMessage", ["roomId": "r1", "body": "after"])
+        var bodies: [String] = []
+        var seqs: [Int64] = []
+        for _ in 0..<3 {
+            let m = try await a.event("message")
+            bodies.append(m["data"]?["body"]?.string ?? "")
+            seqs.append(m["seq"]?.int ?? 0)
+        }
+        #expect(bodies == ["lost1", "lost2", "after"])
+        #expect(seqs == [seqs[0], seqs[0] + 1, seqs[0] + 2])
+        await a.close()
+        await b.close()
+    }
+}

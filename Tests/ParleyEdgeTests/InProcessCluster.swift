@@ -1,0 +1,159 @@
+import Foundation
+import ParleyCluster
+import ParleyEdge
+import ParleyRooms
+import Synchronization
+
+/// A whole cluster in one process for the edge tests: every shard is a real `RoomsState` applied with real
+/// `ApplyContext`s in log order, its event log is served honestly (cursor nil = the present, long-poll until
+/// something is applied or the wait ends), and tokens come from a real `MetaState`. What it leaves out is
+/// replication, which the edge cannot see.
+final class InProcessCluster: EdgeCluster, Sendable {
+    let edgeId: String
+    let shardCount: Int
+    private let map: ShardMap
+
+    private struct Shard {
+        var state: RoomsState
+        var index: UInt64 = 0
+        var log: [ShardEventBatch] = []
+        /// Log entries the feed reports lost (`gap: true`) instead of serving: tests of the edge's gap fill.
+        var hidden: Set<UInt64> = []
+    }
+
+    private struct State {
+        var shards: [Shard]
+        var meta = MetaState()
+        var metaIndex: UInt64 = 0
+        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        var submitted: [(RoomCommand, CommandActor)] = []
+        var hideNext = 0
+        /// The next `enter` applies but its caller gets `EdgeClusterError.timedOut` (an outcome lost in
+        /// flight, as when the leader changes after committing).
+        var loseNextEnterOutcome = false
+    }
+
+    private let state: Mutex<State>
+
+    init(edgeId: String = "e1.1000", shardCount: Int = 2, limits: RoomLimits = RoomLimits()) {
+        self.edgeId = edgeId
+        self.shardCount = shardCount
+        map = ShardMap(shardCount: shardCount, replicationFactor: 1)
+        state = Mutex(State(shards: (0..<shardCount).map { _ in Shard(state: RoomsState(limits: limits)) }))
+    }
+
+    func shard(ofRoom roomId: String) -> ShardID { map.shard(ofRoom: roomId) }
+
+    private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
+        let (outcome, waiters) = state.withLock { s -> (ApplyOutcome, [CheckedContinuation<Void, Never>]) in
+            s.shards[shard].index += 1
+            let index = s.shards[shard].index
+            let outcome = s.shards[shard].state.apply(
+                command, context: ApplyContext(logIndex: index, timestamp: Self.now, actor: actor))
+            s.submitted.append((command, actor))
+            if !outcome.events.isEmpty {
+                s.shards[shard].log.append(ShardEventBatch(index: index, events: outcome.events))
+                if s.hideNext > 0 {
+                    s.hideNext -= 1
+                    s.shards[shard].hidden.insert(index)
+                }
+            }
+            let waiting = Array(s.waiters.values)
+            s.waiters = [:]
+            return (outcome, waiting)
+        }
+        for w in waiters { w.resume() }
+        if case .enter = command, state.withLock({ s in defer { s.loseNextEnterOutcome = false }; return s.loseNextEnterOutcome }) {
+            throw EdgeClusterError.timedOut
+        }
+        return outcome
+    }
+
+    func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage {
+        let deadline = ContinuousClock.now + .milliseconds(waitMillis)
+        while true {
+            let page: ShardEventPage? = state.withLock { s in
+                let sh = s.shards[shard]
+                guard let cursor else {
+                    return ShardEventPage(shard: shard, batches: [], cursor: sh.index, gap: false, leader: 1)
+                }
+                let after = sh.log.filter { $0.index > cursor }
+                guard !after.isEmpty else { return nil }
+                let gap = after.contains { sh.hidden.contains($0.index) }
+                return ShardEventPage(shard: shard, batches: after.filter { !sh.hidden.contains($0.index) },
+                                      cursor: after.last!.index, gap: gap, leader: 1)
+            }
+            if let page { return page }
+            if ContinuousClock.now >= deadline || Task.isCancelled {
+                return ShardEventPage(shard: shard, batches: [], cursor: cursor ?? 0, gap: false, leader: 1)
+            }
+            await waitForApply(until: deadline)
+        }
+    }
+
+    /// Sleeps until the next applied command or the deadline, whichever is first.
+    private func waitForApply(until deadline: ContinuousClock.Instant) async {
+        let id = UUID()
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            state.withLock { $0.waiters[id] = c }
+            Task {
+                try? await Task.sleep(until: deadline)
+                let w = self.state.withLock { $0.waiters.removeValue(forKey: id) }
+                w?.resume()
+            }
+        }
+    }
+
+    func checkToken(appKey: String, account: String, token: String) async -> TokenVerdict {
+        state.withLock { $0.meta.checkToken(appKey: appKey, account: account, token: token, now: Self.now) }
+    }
+
+    func appExists(_ appKey: String) async -> Bool {
+        state.withLock { $0.meta.apps[appKey] != nil }
+    }
+
+    func roomAddresses(roomId: String) async -> [String] { [] }
+
+    // MARK: set-up as the app server would do it
+
+    @discardableResult
+    func meta(_ command: MetaCommand) -> MetaOutcome {
+        state.withLock { s in
+            s.metaIndex += 1
+            return s.meta.apply(command, context: ApplyContext(logIndex: s.metaIndex, timestamp: Self.now,
+                                                               actor: .appServer))
+        }
+    }
+
+    func addApp(_ appKey: String) {
+        meta(.putApp(AppCredential(appKey: appKey, secret: String(repeating: "s", count: 32))))
+    }
+
+    func addUser(appKey: String, account: String, token: String, expiresAt: Int64 = 0) {
+        meta(.putUser(UserRecord(appKey: appKey, account: account, token: token, tokenExpiresAt: expiresAt)))
+    }
+
+    func asAppServer(_ command: RoomCommand, room: String) async throws -> ApplyOutcome {
+        try await submit(command, shard: shard(ofRoom: room), actor: .appServer)
+    }
+
+    func createRoom(_ roomId: String, creator: String = "owner") async throws {
+        let outcome = try await asAppServer(.createRoom(CreateRoom(roomId: roomId, creator: creator, name: roomId)),
+                                            room: roomId)
+        _ = try outcome.result.get()
+    }
+
+    /// The next `count` applied entries with events are reported lost by the feed.
+    func hideNextEntries(_ count: Int) {
+        state.withLock { $0.hideNext = count }
+    }
+
+    func loseNextEnterOutcome() {
+        state.withLock { $0.loseNextEnterOutcome = true }
+    }
+
+    /// Every command submitted so far, with its actor (tests check what the edge asked for).
+    var submitted: [(RoomCommand, CommandActor)] { state.withLock { $0.submitted } }
+}

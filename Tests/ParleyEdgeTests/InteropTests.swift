@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+/// Clients no one here wrote: a Python client written from docs/protocol.md (`websockets`), and the
+/// Autobahn conformance cases (`kosoku`) against `/ws/echo`.
+@Suite("Edge interop")
+struct InteropTests {
+    @Test("E1 E5 N1: the Python client written from docs/protocol.md alone passes",
+          .enabled(if: Python.withModules(["websockets"]) != nil,
+                   "python3 with the `websockets` module is missing (pip install websockets)"))
+    func pythonClient() async throws {
+        let python = try #require(Python.withModules(["websockets"]))
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let result = try await python.run(
+            script: "Tests/interop/ws_client_test.py",
+            arguments: [server.url, Fixture.app, "r1", "alice", "t-alice", "bob", "t-bob"], timeout: .seconds(60))
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("interop ok"), "\(result.output)")
+    }
+
+    @Test("Autobahn cases (kosoku, no compression, no performance cases) on /ws/echo: OK, NON-STRICT or INFORMATIONAL only",
+          .enabled(if: Python.withModules(["kosoku"]) != nil,
+                   "python3 with the `kosoku` module is missing (pip install kosoku)"))
+    func autobahn() async throws {
+        let python = try #require(Python.withModules(["kosoku"]))
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let result = try await python.run(
+            script: "Tests/interop/autobahn_echo.py",
+            arguments: ["ws://127.0.0.1:\(server.port)/ws/echo"], timeout: .seconds(300))
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains(" not accepted"), "the cases did not run: \(result.output)")
+        print("autobahn: \(result.output)")
+    }
+}
+
+/// A python3 that has the given modules, found on PATH.
+struct Python {
+    let path: String
+
+    static func withModules(_ modules: [String]) -> Python? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = "\(dir)/python3"
+            guard FileManager.default.isExecutableFile(atPath: candidate) else { continue }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: candidate)
+            p.arguments = ["-c", modules.map { "import \($0)" }.joined(separator: "; ")]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            guard (try? p.run()) != nil else { continue }
+            p.waitUntilExit()
+            if p.terminationStatus == 0 { return Python(path: candidate) }
+        }
+        return nil
+    }
+
+    /// Runs a script from the package root; kills it after `timeout`.
+    func run(script: String, arguments: [String], timeout: Duration) async throws -> (status: Int32, output: String) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = [root.appendingPathComponent(script).path] + arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let deadline = ContinuousClock.now + timeout
+        while p.isRunning {
+            if ContinuousClock.now >= deadline {
+                p.terminate()
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        p.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (p.terminationStatus, text)
+    }
+}

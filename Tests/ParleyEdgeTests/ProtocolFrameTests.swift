@@ -1,0 +1,125 @@
+import Foundation
+import ParleyEdge
+import ParleyRooms
+import Testing
+
+/// The envelope: hello, heartbeat, malformed frames and size limits (docs/protocol.md).
+@Suite("Edge protocol frames")
+struct ProtocolFrameTests {
+    @Test("hello picks the highest common version; none in common closes 1002; twice is 4003; first is required (4002)")
+    func helloAndVersions() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let c = try await server.connect()
+        let early = try await c.call("ping")
+        #expect(early.errorCode == 4002)
+        let hello = try await c.call("hello", ["versions": [1, 7], "client": "test/1"])
+        #expect(hello["ok"] == .bool(true))
+        #expect(hello["data"]?["version"] == .int(1))
+        #expect(hello["data"]?["maxFrameBytes"] == .int(65_536))
+        #expect(hello["data"]?["connection"]?.string?.hasPrefix("e1.1000#") == true)
+        #expect(try await c.call("hello", ["versions": [1]]).errorCode == 4003)
+        let ping = try await c.call("ping")
+        #expect(ping["data"]?["time"]?.int ?? 0 > 0)
+        await c.close()
+
+        let d = try await server.connect()
+        #expect(try await d.call("hello", ["versions": [2, 3]]).errorCode == 4001)
+        #expect(try await d.closed() == 1002)
+    }
+
+    @Test("malformed frames: not JSON, not an object, no id, no op, unknown op, wrong types stay open")
+    func malformedFrames() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let c = try await server.client()
+        c.send("this is not json")
+        #expect(try await c.answer(0).errorCode == 4000)
+        c.send("[1, 2]")
+        #expect(try await c.answer(0).errorCode == 4000)
+        c.send(#"{"op": "ping"}"#)
+        #expect(try await c.answer(0).errorCode == 4000)
+        c.send(#"{"id": "7", "op": "ping"}"#)
+        #expect(try await c.answer(0).errorCode == 4000)
+        c.send(#"{"id": 8}"#)
+        #expect(try await c.answer(8).errorCode == 4000)
+        #expect(try await c.call("launchRockets", ["roomId": "r1"]).errorCode == 4004)
+        // 414: missing field, wrong JSON type, a notification sent by a client (N2).
+        #expect(try await c.call("enter", ["roomId": "r1"]).errorCode == 414)
+        #expect(try await c.call("enter", ["roomId": 5, "auth": Fixture.auth("alice")]).errorCode == 414)
+        try await c.enter("alice")
+        #expect(try await c.call("sendMessage", ["roomId": "r1", "body": 12]).errorCode == 414)
+        #expect(try await c.call("sendMessage", ["roomId": "r1", "body": "x", "type": "notification"]).errorCode == 414)
+        #expect(try await c.call("setMute", ["roomId": "r1", "userId": "bob", "enable": "yes"]).errorCode == 414)
+        #expect(try await c.call("fetchHistory", ["roomId": "r1", "limit": 10, "order": "sideways"]).errorCode == 414)
+        // Still open and answering.
+        #expect(try await c.call("ping")["ok"] == .bool(true))
+        #expect(!c.isClosed)
+        await c.close()
+    }
+
+    @Test("binary frame: 4000 then close 1003")
+    func binaryFrame() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let c = try await server.client()
+        c.send(.binary([1, 2, 3]))
+        #expect(try await c.answer(0).errorCode == 4000)
+        #expect(try await c.closed() == 1003)
+    }
+
+    @Test("oversize message: 4005 then close 1009; fragmented messages are reassembled")
+    func oversizeAndFragments() async throws {
+        var settings = EdgeSettings.testing
+        settings.maxFrameBytes = 1024
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        let c = try await server.client()
+        c.send(.fragments([#"{"id": 5, "#, #""op": "#, #""ping"}"#]))
+        #expect(try await c.answer(5)["ok"] == .bool(true))
+        let body = String(repeating: "x", count: 2000)
+        c.send(#"{"id": 6, "op": "ping", "pad": "\#(body)"}"#)
+        #expect(try await c.answer(0).errorCode == 4005)
+        #expect(try await c.closed() == 1009)
+    }
+
+    @Test("a connection that cannot take its frames fast enough is closed 1008 (bounded outbox)")
+    func slowConsumer() async throws {
+        var settings = EdgeSettings.testing
+        settings.maxQueuedFrames = 1
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        for i in 0..<40 {
+            _ = try await server.cluster.submit(.sendMessage(SendMessage(roomId: "r1", body: "m\(i)", fromUser: "alice")),
+                                                shard: server.cluster.shard(ofRoom: "r1"), actor: .appServer)
+        }
+        let c = try await server.client()
+        // The resume replays 40 items in one go, far more than one queued frame.
+        c.send(json: ["id": 9, "op": "enter", "roomId": "r1", "auth": Fixture.auth("bob"), "lastSeq": 0])
+        #expect(try await c.closed() == 1008)
+    }
+
+    @Test("idle timeout closes 1001 and ends the connection's sessions (exit proposed)")
+    func idleTimeout() async throws {
+        var settings = EdgeSettings.testing
+        settings.idleTimeoutMillis = 600
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        let c = try await server.client()
+        try await c.enter("alice")
+        #expect(try await c.closed(timeout: .seconds(5)) == 1001)
+        try await eventually {
+            server.cluster.submitted.contains { if case .exit(let room) = $0.0 { return room == "r1" } else { return false } }
+        }
+        try await eventually { await server.edge.counts.sessions == 0 }
+    }
+}
+
+/// Polls `condition` for up to `seconds`.
+func eventually(seconds: Double = 5, _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { throw EdgeTestError.timeout("condition never held") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import ParleyCluster
+import ParleyRooms
+
+/// The cluster side of the edge on real node processes: shard event feeds over `/rpc/v1/events` and the
+/// leases that end the sessions of an edge that stopped polling (E10 / Q3 on a dead edge).
+@Suite(.serialized, .timeLimit(.minutes(3))) struct EdgeFeedIntegrationTests {
+    @Test func everyReplicaFeedsTheSameEventsAndALongPollWakesOnTheNextOne() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        let room = "feed-room"
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
+        let start = try await cluster.events(shard: shard, after: nil, edgeId: "it-edge", via: 1)
+        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Feed")), room: room, via: 2)
+        let ann = CommandActor.session(SessionIdentity(userId: "ann", sessionId: "ann#1", edgeId: "it-edge"))
+        _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: ann, via: 3)
+        // Catch up with the create and the enter on node 1's replica.
+        var cursor = start.cursor
+        try await cluster.eventually("node 1 to apply the enter") {
+            guard let p = try? await cluster.events(shard: shard, after: cursor, edgeId: "it-edge", via: 1) else { return false }
+            cursor = p.cursor
+            let all = try? await cluster.events(shard: shard, after: start.cursor, edgeId: "it-edge", via: 1)
+            let entered = all?.batches.flatMap(\.events).contains { $0.notification?.type == .enter } ?? false
+            return p.batches.isEmpty && entered
+        }
+        // A poll parked before the send is answered by it, well before its wait runs out.
+        let caughtUp = cursor
+        async let parked = cluster.events(shard: shard, after: caughtUp, edgeId: "it-edge", waitMillis: 4_000, via: 1)
+        try await Task.sleep(for: .milliseconds(200))
+        let began = Date()
+        _ = try await cluster.submit(.sendMessage(SendMessage(roomId: room, body: "hello")), room: room, as: ann, via: 2)
+        let page = try await parked
+        #expect(Date().timeIntervalSince(began) < 3)
+        #expect(page.batches.flatMap(\.events).contains { if case .message(let m) = $0.kind { m.body == "hello" } else { false } })
+        // Every replica serves the same batches from the same cursor.
+        try await cluster.eventually("all replicas to apply the send") {
+            var pages: [ShardEventPage] = []
+            for id in cluster.ids {
+                if let p = try? await cluster.events(shard: shard, after: start.cursor, edgeId: "it-edge", via: id) { pages.append(p) }
+            }
+            return pages.count == 3 && pages.allSatisfy { $0.batches == pages[0].batches } && pages[0].batches.count >= 2
+        }
+        }
+    }
+
+    @Test func theSessionsOfAnEdgeThatStopsPollingAreEndedByTheShardLeader() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        let room = "lease-room"
+        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Lease")), room: room, via: 1)
+        let ghost = CommandActor.session(SessionIdentity(userId: "gus", sessionId: "gus#1", edgeId: "ghost-edge"))
+        let live = CommandActor.session(SessionIdentity(userId: "liv", sessionId: "liv#1", edgeId: "it-edge"))
+        _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Gus")), room: room, as: ghost, via: 1)
+        _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Liv")), room: room, as: live, via: 1)
+        // Gus offers a transient queue element: it must go with his session (Q3).
+        _ = try await cluster.submit(.queueOffer(QueueOffer(roomId: room, key: "mic", value: "gus", transient: true)),
+                                     room: room, as: ghost, via: 1)
+        // "ghost-edge" never polls: within the 6 s lease (plus a check interval) the leader ends Gus's session.
+        try await cluster.eventually("gus to go offline", seconds: 15) {
+            guard let out = try? await cluster.submit(.fetchMembersByIds(RoomUsers(roomId: room, userIds: ["gus", "liv"])),
+                                                      room: room, as: live, via: 2),
+                  case .success(.members(let members)) = out.result else { return false }
+            // A visitor who is no longer online is no member at all (M2).
+            return members.first { $0.userId == "gus" }.map { !$0.isOnline } ?? true
+        }
+        // Liv, whose edge keeps its lease, is still in; the transient element is gone.
+        let members = try await cluster.submit(.fetchMembersByIds(RoomUsers(roomId: room, userIds: ["liv"])),
+                                               room: room, as: live, via: 3)
+        guard case .success(.members(let m)) = members.result else { Issue.record("\(members.result)"); return }
+        #expect(m.first?.isOnline == true)
+        let queue = try await cluster.submit(.queueList(roomId: room), room: room, as: live, via: 3)
+        #expect(queue.result == .success(.queue([])))
+        }
+    }
+}

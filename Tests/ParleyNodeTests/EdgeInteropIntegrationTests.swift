@@ -1,0 +1,57 @@
+import Foundation
+import ParleyCluster
+import ParleyRooms
+import Testing
+
+/// The client protocol end to end on real node processes: the Python client written from docs/protocol.md
+/// alone (Tests/interop/ws_client_test.py) talks to two different nodes' `/ws`, so the message it checks
+/// crosses from one edge to another through the shard's event feed.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct EdgeInteropIntegrationTests {
+    static let python: String? = {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", "import websockets"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return nil }
+        p.waitUntilExit()
+        return p.terminationStatus == 0 ? "python3" : nil
+    }()
+
+    @Test("E1 E4 E5 N1: the Python client against two real nodes",
+          .enabled(if: python != nil, "python3 with the `websockets` module is missing (pip install websockets)"))
+    func pythonClientAcrossNodes() async throws {
+        try await withLocalCluster { cluster in
+            try cluster.startAll()
+            try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+            let app = "interop"
+            try await cluster.eventually("the app to register") {
+                (try? await cluster.proposeMeta(.putApp(AppCredential(appKey: app, secret: String(repeating: "k", count: 32))))) == .done
+            }
+            for account in ["ann", "ben"] {
+                #expect(try await cluster.proposeMeta(.putUser(UserRecord(appKey: app, account: account, token: "tok-\(account)"))) == .done)
+            }
+            let room = "interop-room"
+            let created = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Interop")),
+                                                   room: room, via: 1)
+            #expect(created.errorCode == nil)
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("interop/ws_client_test.py").path
+            let ws = { (id: UInt64) in cluster.http(id).replacingOccurrences(of: "http://", with: "ws://") + "/ws" }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["python3", script, ws(1), app, room, "ann", "tok-ann", "ben", "tok-ben", ws(2)]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = out
+            try p.run()
+            let deadline = Date().addingTimeInterval(90)
+            while p.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+            if p.isRunning { p.terminate() }
+            p.waitUntilExit()
+            let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(p.terminationStatus == 0, "\(output)")
+            #expect(output.contains("interop ok"), "\(output)")
+        }
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+import Testing
+import ParleyAPI
+
+/// The server API over real HTTP on three real `parley node` processes: each request goes to a different
+/// node, which forwards to the shard or meta leader. Every refusal is checked for its documented code and
+/// for changing nothing (the state is read back afterwards).
+@Suite(.serialized, .timeLimit(.minutes(4))) struct ServerAPITests {
+    static let appKey = "it-app"
+    static let secret = "it-app-secret-0123456789"
+    let api = SignedAPIClient(appKey: ServerAPITests.appKey, secret: ServerAPITests.secret)
+
+    private func withAPICluster(_ body: (LocalCluster) async throws -> Void) async throws {
+        try await withLocalCluster(extraArguments: ["--app", "\(Self.appKey):\(Self.secret)"]) { cluster in
+            try cluster.startAll()
+            // Ready when every node answers a signed read: the app is in meta and the room's shard has a leader.
+            try await cluster.eventually("the API to answer on every node", seconds: 30) {
+                for id in cluster.ids {
+                    guard let a = try? await api.post(cluster.http(id), "/v1/room/get", ["roomId": "probe"]),
+                          a.status == 404 else { return false }
+                }
+                return true
+            }
+            try await body(cluster)
+        }
+    }
+
+    private func expectRefusal(_ a: SignedAPIClient.Answer, _ status: Int, _ code: Int,
+                               sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(a.status == status && a.code == code, "got \(a.status) \(a.json)", sourceLocation: sourceLocation)
+        #expect(a.json["desc"] is String, sourceLocation: sourceLocation)
+    }
+
+    private func room(_ a: SignedAPIClient.Answer) -> [String: Any] { a.data["room"] as? [String: Any] ?? [:] }
+
+    @Test func signatureRefusalsHaveTheirCodesAndChangeNothing() async throws {
+        try await withAPICluster { cluster in
+            let base = cluster.http(1)
+            let create: [String: Any] = ["roomId": "sig-room", "creator": "alice", "name": "Signed"]
+            let now = Int64(Date().timeIntervalSince1970)
+            func signed(_ key: String = Self.appKey, secret: String = Self.secret, nonce: String = UUID().uuidString,
+                        time: Int64 = Int64(Date().timeIntervalSince1970)) -> [String: String?] {
+                RequestSignature.headers(appKey: key, secret: secret, nonce: nonce, curTime: time).mapValues { $0 }
+            }
+            expectRefusal(try await api.post(base, "/v1/room/create", create, headers: ["CheckSum": nil]), 401, 10401)
+            expectRefusal(try await api.post(base, "/v1/room/create", create, headers: ["CurTime": "soon"]), 401, 10401)
+            expectRefusal(try await api.post(base, "/v1/room/create", create, headers: signed("nobody")), 401, 10402)
+            expectRefusal(try await api.post(base, "/v1/room/create", create,
+                                             headers: signed(secret: "not-the-secret-at-all")), 401, 10403)
+            expectRefusal(try await api.post(base, "/v1/room/create", create,
+                                             headers: ["CheckSum": String(repeating: "0", count: 40)]), 401, 10403)
+            expectRefusal(try await api.post(base, "/v1/room/create", create, headers: signed(time: now - 301)), 403, 10405)
+            expectRefusal(try await api.post(base, "/v1/room/create", create, headers: signed(time: now + 400)), 403, 10405)
+            // A replay: the same signed headers twice on one node. The first is answered, the second refused.
+            let once = signed(nonce: "replayed-nonce")
+            #expect(try await api.post(base, "/v1/room/get", ["roomId": "sig-room"], headers: once).status == 404)
+            expectRefusal(try await api.post(base, "/v1/room/create", create, headers: once), 403, 10406)
+            // Nothing of the above created the room; a correctly signed request still works afterwards.
+            for id in cluster.ids {
+                expectRefusal(try await api.post(cluster.http(id), "/v1/room/get", ["roomId": "sig-room"]), 404, 404)
+            }
+            #expect(try await api.post(base, "/v1/room/create", create).status == 200)
+        }
+    }
+
+    @Test func usersRoomsAndBadInputThroughEveryNode() async throws {
+        try await withAPICluster { cluster in
+            let n = cluster.ids.map { cluster.http($0) }
+            // Users and tokens (E4, E5).
+            let alice = try await api.post(n[0], "/v1/user/create", ["accid": "alice", "name": "Alice"])
+            let token = try #require(alice.data["token"] as? String)
+            #expect(alice.status == 200 && token.count == 32)
+            expectRefusal(try await api.post(n[1], "/v1/user/create", ["accid": "alice"]), 409, 10409)
+            expectRefusal(try await api.post(n[1], "/v1/user/create", ["accid": String(repeating: "a", count: 200)]), 400, 10414)
+            expectRefusal(try await api.post(n[1], "/v1/user/create", ["accid": 7]), 400, 10400)
+            expectRefusal(try await api.post(n[2], "/v1/user/get", ["accid": "nobody"]), 404, 10404)
+            let refreshed = try await api.post(n[2], "/v1/user/refreshToken", ["accid": "alice"])
+            #expect(refreshed.status == 200 && refreshed.data["token"] as? String != token)
+            #expect(try await api.post(n[0], "/v1/user/revokeToken", ["accid": "alice"]).status == 200)
+            #expect(try await api.post(n[1], "/v1/user/get", ["accid": "alice"]).data["revoked"] as? Bool == true)
+            #expect(try await api.post(n[2], "/v1/user/refreshToken", ["accid": "alice", "token": "chosen"]).data["token"] as? String == "chosen")
+            let user = try await api.post(n[0], "/v1/user/get", ["accid": "alice"]).data
+            #expect(user["revoked"] as? Bool == false && user["name"] as? String == "Alice" && user["token"] == nil)
+
+            // Rooms (R1, R2, R4, N4, E6, E7).
+            let created = try await api.post(n[1], "/v1/room/create", ["roomId": "r1", "creator": "alice", "name": "One",
+                                                                       "queueLevel": "managers"])
+            #expect(created.status == 200 && room(created)["queueLevel"] as? String == "managers")
+            expectRefusal(try await api.post(n[2], "/v1/room/create", ["roomId": "r1", "creator": "alice", "name": "Again"]), 409, 417)
+            let generated = try await api.post(n[2], "/v1/room/create", ["creator": "alice", "name": "Generated"])
+            let genId = try #require(room(generated)["roomId"] as? String)
+            #expect(!genId.isEmpty)
+            let batch = try await api.post(n[0], "/v1/room/getBatch", ["roomIds": ["r1", genId, "missing"]])
+            #expect((batch.data["rooms"] as? [[String: Any]])?.compactMap { $0["roomId"] as? String } == ["r1", genId])
+            #expect((batch.data["rooms"] as? [[String: Any]])?.allSatisfy { $0["onlineUserCount"] as? Int == 0 } == true)
+            #expect(batch.data["missing"] as? [String] == ["missing"])
+            expectRefusal(try await api.post(n[0], "/v1/room/getBatch", ["roomIds": (0...20).map { "r\($0)" }]), 400, 10414)
+            let updated = try await api.post(n[1], "/v1/room/update", ["roomId": "r1", "name": "Renamed", "needNotify": true,
+                                                                       "notifyExt": "why"])
+            #expect(room(updated)["name"] as? String == "Renamed")
+            expectRefusal(try await api.post(n[2], "/v1/room/update", ["roomId": "r1", "name": String(repeating: "n", count: 300)]), 400, 414)
+            expectRefusal(try await api.post(n[2], "/v1/room/update", ["roomId": "r1", "queueLevel": "everyone"]), 400, 10414)
+            expectRefusal(try await api.post(n[2], "/v1/room/get", ["roomId": 5]), 400, 10400)
+            expectRefusal(try await api.post(n[2], "/v1/room/get", [:], rawBody: Data("not json".utf8)), 400, 10400)
+            expectRefusal(try await api.post(n[2], "/v1/room/get", ["roomId": String(repeating: "r", count: 129)]), 400, 10414)
+            expectRefusal(try await api.post(n[2], "/v1/room/get", ["roomId": "nope"]), 404, 404)
+            expectRefusal(try await api.post(n[2], "/v1/room/update",
+                                             ["roomId": "r1", "ext": String(repeating: "x", count: 300_000)]), 413, 10413)
+            let r1 = room(try await api.post(n[0], "/v1/room/get", ["roomId": "r1"]))
+            #expect(r1["name"] as? String == "Renamed" && r1["queueLevel"] as? String == "managers" && r1["ext"] as? String == "")
+
+            let closed = try await api.post(n[0], "/v1/room/toggleClose", ["roomId": "r1", "valid": false, "ext": "bye"])
+            #expect(room(closed)["valid"] as? Bool == false)
+            expectRefusal(try await api.post(n[1], "/v1/message/send", ["roomId": "r1", "type": "text", "body": "x"]), 409, 13002)
+            expectRefusal(try await api.post(n[1], "/v1/room/requestAddr", ["roomId": "r1", "accid": "alice"]), 409, 13002)
+            expectRefusal(try await api.post(n[1], "/v1/room/toggleClose", ["roomId": "r1", "valid": false]), 409, 13002)
+            #expect(room(try await api.post(n[2], "/v1/room/toggleClose", ["roomId": "r1", "valid": true]))["valid"] as? Bool == true)
+            let addr = try await api.post(n[1], "/v1/room/requestAddr", ["roomId": "r1", "accid": "alice", "clientType": "web"])
+            let edges = try #require(addr.data["addr"] as? [String])
+            #expect(Set(edges) == Set(n.map { $0.replacingOccurrences(of: "http://", with: "") }) && edges.count == 3)
+            // E6: rendezvous order over the live edges, the same whichever node answers.
+            for node in n {
+                let other = try await api.post(node, "/v1/room/requestAddr", ["roomId": "r1", "accid": "alice"])
+                #expect(other.data["addr"] as? [String] == edges)
+            }
+            expectRefusal(try await api.post(n[1], "/v1/room/requestAddr", ["roomId": "nope", "accid": "alice"]), 404, 404)
+
+            let policy = try await api.post(n[2], "/v1/room/setPolicy", ["roomId": "r1", "enterExitNotifications": false,
+                                                                         "devicePolicy": "single"])
+            #expect(room(policy)["enterExitNotifications"] as? Bool == false && room(policy)["devicePolicy"] as? String == "single")
+            expectRefusal(try await api.post(n[2], "/v1/room/setPolicy", ["roomId": "r1", "devicePolicy": "many"]), 400, 10414)
+            #expect(room(try await api.post(n[0], "/v1/room/get", ["roomId": "r1"]))["devicePolicy"] as? String == "single")
+            #expect(try await api.post(n[0], "/v1/app/setPolicy", ["enterExitNotifications": true]).data["shards"] as? Int == cluster.shards)
+            #expect(room(try await api.post(n[1], "/v1/room/mute", ["roomId": "r1", "mute": true]))["muted"] as? Bool == true)
+            #expect(try await api.post(n[2], "/v1/room/allowlist", ["roomId": "r1", "add": true, "accids": ["bob"]]).status == 200)
+        }
+    }
+
+    @Test func membersQueueAndMessagesThroughEveryNode() async throws {
+        try await withAPICluster { cluster in
+            let n = cluster.ids.map { cluster.http($0) }
+            #expect(try await api.post(n[0], "/v1/room/create", ["roomId": "m1", "creator": "alice", "name": "M"]).status == 200)
+            #expect(try await api.post(n[0], "/v1/room/create", ["roomId": "m2", "creator": "alice", "name": "M2"]).status == 200)
+            func member(_ a: SignedAPIClient.Answer) -> [String: Any] {
+                (a.data["members"] as? [[String: Any]])?.first ?? [:]
+            }
+            // Roles and restrictions (M2, M8).
+            #expect(member(try await api.post(n[1], "/v1/member/setRole", ["roomId": "m1", "accid": "bob", "role": "common",
+                                                                           "enable": true]))["type"] as? String == "common")
+            #expect(member(try await api.post(n[2], "/v1/member/setRole", ["roomId": "m1", "accid": "bob", "role": "manager",
+                                                                           "enable": true]))["type"] as? String == "manager")
+            #expect(member(try await api.post(n[0], "/v1/member/setRole", ["roomId": "m1", "accid": "carol", "role": "blocklist",
+                                                                           "enable": true, "minutes": 10]))["blocked"] as? Bool == true)
+            #expect(member(try await api.post(n[1], "/v1/member/setRole", ["roomId": "m1", "accid": "dave", "role": "mute",
+                                                                           "enable": true]))["muted"] as? Bool == true)
+            expectRefusal(try await api.post(n[1], "/v1/member/setRole", ["roomId": "m1", "accid": "erin", "role": "owner",
+                                                                          "enable": true]), 400, 10414)
+            expectRefusal(try await api.post(n[1], "/v1/member/setRole", ["roomId": "m1", "accid": "erin", "role": "mute",
+                                                                          "enable": "yes"]), 400, 10400)
+            expectRefusal(try await api.post(n[1], "/v1/member/setRole", ["roomId": "nope", "accid": "erin", "role": "mute",
+                                                                          "enable": true]), 404, 404)
+            let temp = try await api.post(n[2], "/v1/member/tempMute", ["roomId": "m1", "accid": "dave", "seconds": 60])
+            #expect(member(temp)["tempMuted"] as? Bool == true && (member(temp)["tempMuteTtl"] as? Int ?? 0) > 0)
+            let page = try await api.post(n[0], "/v1/member/page", ["roomId": "m1", "kind": "regular", "limit": 10])
+            let ids = Set((page.data["members"] as? [[String: Any]] ?? []).compactMap { $0["accid"] as? String })
+            #expect(ids == ["alice", "bob", "carol", "dave"])
+            expectRefusal(try await api.post(n[0], "/v1/member/page", ["roomId": "m1", "kind": "everyone", "limit": 10]), 400, 10414)
+            let byIds = try await api.post(n[1], "/v1/member/byIds", ["roomId": "m1", "accids": ["bob", "alice"]])
+            #expect(Set((byIds.data["members"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }) == ["manager", "creator"])
+            expectRefusal(try await api.post(n[1], "/v1/member/byIds", ["roomId": "m1", "accids": (0...20).map { "u\($0)" }]), 400, 414)
+            // Kick needs an online member; bob has no session.
+            expectRefusal(try await api.post(n[2], "/v1/member/kick", ["roomId": "m1", "accid": "bob"]), 404, 13105)
+            // M9 goes to every shard.
+            #expect(try await api.post(n[0], "/v1/member/globalMute", ["accid": "eve", "mute": true, "minutes": 5]).data["shardsChanged"] as? Int == cluster.shards)
+            #expect(try await api.post(n[1], "/v1/member/globalMute", ["accid": "eve", "mute": false]).data["shardsChanged"] as? Int == cluster.shards)
+            #expect(try await api.post(n[2], "/v1/member/globalMute", ["accid": "eve", "mute": false]).data["shardsChanged"] as? Int == 0)
+            expectRefusal(try await api.post(n[2], "/v1/member/globalMute", ["accid": "eve", "mute": true, "minutes": 50_000]), 400, 414)
+
+            // Queue (Q1-Q7).
+            #expect(try await api.post(n[0], "/v1/queue/init", ["roomId": "m1", "maxSize": 3]).status == 200)
+            for k in ["k1", "k2", "k3"] {
+                #expect(try await api.post(n[1], "/v1/queue/offer", ["roomId": "m1", "key": k, "value": "v-\(k)"]).status == 200)
+            }
+            expectRefusal(try await api.post(n[2], "/v1/queue/offer", ["roomId": "m1", "key": "k4", "value": "v"]), 409, 13106)
+            expectRefusal(try await api.post(n[2], "/v1/queue/offer", ["roomId": "m1", "key": String(repeating: "k", count: 40),
+                                                                       "value": "v"]), 400, 414)
+            func keys() async throws -> [String] {
+                let list = try await api.post(n[0], "/v1/queue/list", ["roomId": "m1"])
+                return (list.data["elements"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String }
+            }
+            #expect(try await keys() == ["k1", "k2", "k3"])
+            let batch = try await api.post(n[1], "/v1/queue/batchUpdate", ["roomId": "m1", "elements": [
+                ["key": "k1", "value": "new"], ["key": "zz", "value": "x"]]])
+            #expect(batch.data["notFound"] as? [String] == ["zz"])
+            let polled = try await api.post(n[2], "/v1/queue/poll", ["roomId": "m1", "key": "k2"])
+            #expect((polled.data["element"] as? [String: Any])?["key"] as? String == "k2")
+            let head = try await api.post(n[0], "/v1/queue/poll", ["roomId": "m1"])
+            #expect((head.data["element"] as? [String: Any])?["value"] as? String == "new")
+            #expect(try await keys() == ["k3"])
+            #expect(try await api.post(n[1], "/v1/queue/drop", ["roomId": "m1"]).status == 200)
+            #expect(try await keys() == [])
+            expectRefusal(try await api.post(n[2], "/v1/queue/poll", ["roomId": "m1"]), 404, 13107)
+
+            // Messages (N1, N2, N5).
+            let sent = try await api.post(n[0], "/v1/message/send", ["roomId": "m1", "fromAccid": "alice", "type": "text",
+                                                                     "body": "hello", "msgId": "c-1"])
+            #expect(sent.status == 200 && (sent.data["seq"] as? Int ?? 0) > 0)
+            // A resend with the same msgId (its answer was lost) is the same message, through another node.
+            let resent = try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "fromAccid": "alice", "type": "text",
+                                                                       "body": "hello", "msgId": "c-1"])
+            #expect(resent.data["seq"] as? Int == sent.data["seq"] as? Int && resent.data["time"] as? Int == sent.data["time"] as? Int)
+            #expect(try await api.post(n[1], "/v1/message/send", ["roomId": "m1", "type": "tip", "body": "system says"]).status == 200)
+            expectRefusal(try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "type": "notification", "body": "x"]), 400, 10414)
+            expectRefusal(try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "type": "text", "body": "x",
+                                                                        "skipHistory": true]), 400, 10414)
+            expectRefusal(try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "type": "text", "body": 12]), 400, 10400)
+            expectRefusal(try await api.post(n[2], "/v1/message/send", ["roomId": "m1", "type": "text",
+                                                                        "body": String(repeating: "b", count: 100_000)]), 400, 414)
+            let broadcast = try await api.post(n[1], "/v1/message/broadcast", ["type": "text", "body": "to everyone"])
+            #expect(broadcast.data["rooms"] as? Int == 2 && (broadcast.data["failed"] as? [Any])?.isEmpty == true)
+            func bodies(_ roomId: String) async throws -> [String] {
+                let h = try await api.post(n[2], "/v1/message/history", ["roomId": roomId, "limit": 10, "types": ["text", "tip"]])
+                return (h.data["items"] as? [[String: Any]] ?? []).compactMap { $0["body"] as? String }
+            }
+            #expect(try await bodies("m1") == ["to everyone", "system says", "hello"])
+            #expect(try await bodies("m2") == ["to everyone"])
+            let history = try await api.post(n[0], "/v1/message/history", ["roomId": "m1", "limit": 10, "ascending": true,
+                                                                           "types": ["tip"]])
+            let tip = try #require((history.data["items"] as? [[String: Any]])?.first)
+            #expect(tip["fromAccid"] as? String == "$system" && tip["type"] as? String == "tip")
+            expectRefusal(try await api.post(n[0], "/v1/message/history", ["roomId": "m1", "limit": 101]), 400, 414)
+            expectRefusal(try await api.post(n[0], "/v1/message/history", ["roomId": "m1", "limit": 5, "types": ["spam"]]), 400, 10414)
+        }
+    }
+
+    @Test func withoutAQuorumTheAPIAnswers503AndRecoversWithIt() async throws {
+        try await withAPICluster { cluster in
+            #expect(try await api.post(cluster.http(1), "/v1/room/create", ["roomId": "q1", "creator": "a", "name": "Q"]).status == 200)
+            cluster.kill9(2)
+            cluster.kill9(3)
+            // Node 1 still verifies the signature from its meta replica, but no shard leader can be elected.
+            expectRefusal(try await api.post(cluster.http(1), "/v1/room/get", ["roomId": "q1"]), 503, 10503)
+            try cluster.start(2)
+            try await cluster.eventually("a leader again", seconds: 30) {
+                (try? await api.post(cluster.http(1), "/v1/room/get", ["roomId": "q1"]))?.status == 200
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Checks docker/compose.yaml and cluster/k8s/*.yaml for the mistakes that break a Parley cluster.
+
+No Docker engine or Kubernetes API is needed: the files are parsed with PyYAML and checked for what the
+nodes rely on (every node lists every other node's peer address under the id it runs with, one data volume
+per node, the secret from outside the file, health and readiness on the right paths). When the Docker
+compose plugin is present, `docker compose config` is run as well. Prints what it checked; exits 1 on the
+first problem found.
+"""
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def parse_peers(text):
+    peers = {}
+    for item in text.split(","):
+        node_id, address = item.split("=", 1)
+        peers[int(node_id)] = address.strip()
+    return peers
+
+
+def check_compose():
+    path = os.path.join(ROOT, "docker", "compose.yaml")
+    with open(path) as f:
+        raw = f.read()
+    compose = yaml.safe_load(raw)
+    services = compose["services"]
+    check(len(services) == 3, "compose: expected 3 services, found %d" % len(services))
+    named_volumes = set((compose.get("volumes") or {}).keys())
+    ids, peer_lists, host_ports, volumes = {}, [], set(), set()
+    for name, service in services.items():
+        env = service["environment"]
+        node_id = int(env["PARLEY_ID"])
+        check(node_id not in ids.values(), "compose: id %d used twice" % node_id)
+        ids[name] = node_id
+        peer_lists.append(parse_peers(env["PARLEY_PEERS"]))
+        check(env["PARLEY_SECRET"].startswith("${PARLEY_SECRET"), "compose: %s: the secret must come from the environment" % name)
+        check(env["PARLEY_LISTEN"].startswith("0.0.0.0:"), "compose: %s must listen on all interfaces" % name)
+        check("/healthz" in " ".join(service["healthcheck"]["test"]), "compose: %s: health check must use /healthz" % name)
+        for port in service["ports"]:
+            host = str(port).split(":")[0]
+            check(host not in host_ports, "compose: host port %s published twice" % host)
+            host_ports.add(host)
+        mounts = service["volumes"]
+        check(len(mounts) == 1, "compose: %s: expected one data volume" % name)
+        volume, target = mounts[0].split(":")[:2]
+        check(target == env["PARLEY_DATA"], "compose: %s: the volume must be mounted at PARLEY_DATA" % name)
+        check(volume in named_volumes, "compose: %s: volume %s is not a named volume" % (name, volume))
+        check(volume not in volumes, "compose: volume %s shared by two nodes" % volume)
+        volumes.add(volume)
+    check(all(p == peer_lists[0] for p in peer_lists), "compose: the services' PARLEY_PEERS differ")
+    peers = peer_lists[0]
+    for name, node_id in ids.items():
+        peer_port = services[name]["environment"]["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]
+        check(peers.get(node_id) == "%s:%s" % (name, peer_port),
+              "compose: PARLEY_PEERS must list %d=%s:%s, has %r" % (node_id, name, peer_port, peers.get(node_id)))
+    check(set(peers) == set(ids.values()), "compose: PARLEY_PEERS lists nodes that are not services")
+    print("compose: 3 services, ids %s, identical peers %s, volumes %s: ok"
+          % (sorted(ids.values()), ",".join("%d=%s" % kv for kv in sorted(peers.items())), sorted(volumes)))
+
+
+def docker_compose_config():
+    try:
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        probe = None
+    if probe is None or probe.returncode != 0:
+        print("docker compose config: skipped (no docker compose plugin on this machine)")
+        return
+    env = dict(os.environ, PARLEY_SECRET="validation-secret-0123456789")
+    result = subprocess.run(["docker", "compose", "-f", os.path.join(ROOT, "docker", "compose.yaml"), "config", "-q"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    check(result.returncode == 0, "docker compose config: " + result.stderr.strip())
+    print("docker compose config: ok")
+
+
+def check_k8s():
+    folder = os.path.join(ROOT, "cluster", "k8s")
+    docs = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".yaml"):
+            with open(os.path.join(folder, name)) as f:
+                docs += [d for d in yaml.safe_load_all(f) if d]
+    by_kind = {}
+    for d in docs:
+        check("apiVersion" in d and "kind" in d and "name" in d.get("metadata", {}), "k8s: a document lacks apiVersion/kind/name")
+        by_kind.setdefault(d["kind"], []).append(d)
+    for kind in ["StatefulSet", "Service", "ConfigMap", "Secret"]:
+        check(kind in by_kind, "k8s: no %s" % kind)
+    sts = by_kind["StatefulSet"][0]
+    spec = sts["spec"]
+    replicas = spec["replicas"]
+    check(replicas == 3, "k8s: expected 3 replicas")
+    check(spec.get("podManagementPolicy") == "Parallel", "k8s: pods must start in parallel (no node is ready alone)")
+    labels = spec["template"]["metadata"]["labels"]
+    check(all(labels.get(k) == v for k, v in spec["selector"]["matchLabels"].items()), "k8s: selector does not match the pod labels")
+    services = {s["metadata"]["name"]: s for s in by_kind["Service"]}
+    headless = services.get(spec["serviceName"])
+    check(headless is not None and headless["spec"].get("clusterIP") == "None", "k8s: serviceName must be a headless Service")
+    check(headless["spec"].get("publishNotReadyAddresses") is True, "k8s: the headless Service must publish unready pods")
+    check(any(s["spec"].get("clusterIP") != "None" for s in services.values()), "k8s: no client Service")
+    for s in services.values():
+        check(all(s["spec"]["selector"].get(k) == v for k, v in labels.items() if k in s["spec"]["selector"]),
+              "k8s: Service %s does not select the pods" % s["metadata"]["name"])
+    claims = spec["volumeClaimTemplates"]
+    container = spec["template"]["spec"]["containers"][0]
+    check(container["readinessProbe"]["httpGet"]["path"] == "/readyz", "k8s: readiness must use /readyz")
+    check(container["livenessProbe"]["httpGet"]["path"] == "/healthz", "k8s: liveness must use /healthz")
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    check(claims[0]["metadata"]["name"] in mounts, "k8s: the volume claim is not mounted")
+    config_maps = {c["metadata"]["name"]: c for c in by_kind["ConfigMap"]}
+    secrets = {c["metadata"]["name"]: c for c in by_kind["Secret"]}
+    env = {}
+    for source in container["envFrom"]:
+        if "configMapRef" in source:
+            name = source["configMapRef"]["name"]
+            check(name in config_maps, "k8s: ConfigMap %s missing" % name)
+            env.update(config_maps[name]["data"])
+        if "secretRef" in source:
+            name = source["secretRef"]["name"]
+            check(name in secrets, "k8s: Secret %s missing" % name)
+            env.update(secrets[name]["stringData"])
+    check(len(env["PARLEY_SECRET"]) >= 8, "k8s: the secret must be at least 8 bytes")
+    check(mounts[claims[0]["metadata"]["name"]] == env["PARLEY_DATA"], "k8s: the claim must be mounted at PARLEY_DATA")
+    peers = parse_peers(env["PARLEY_PEERS"])
+    peer_port = env["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    check(str(ports["peer"]) == peer_port, "k8s: container peer port differs from PARLEY_PEER_LISTEN")
+    check(str(ports["http"]) == env["PARLEY_LISTEN"].rsplit(":", 1)[1], "k8s: container http port differs from PARLEY_LISTEN")
+    # Run the container's start command with `parley` replaced by echo, as each pod would.
+    script = " ".join(container["args"])
+    check("/usr/local/bin/parley node" in script, "k8s: the start command must run `parley node`")
+    for ordinal in range(replicas):
+        hostname = "%s-%d" % (sts["metadata"]["name"], ordinal)
+        out = subprocess.run(["sh", "-c", script.replace("/usr/local/bin/parley", "echo")],
+                             capture_output=True, text=True, env={"HOSTNAME": hostname, "PATH": "/usr/bin:/bin"}).stdout
+        match = re.search(r"--id (\d+)", out)
+        check(match is not None, "k8s: start command printed %r for %s" % (out, hostname))
+        node_id = int(match.group(1))
+        expected = "%s.%s:%s" % (hostname, spec["serviceName"], peer_port)
+        check(peers.get(node_id) == expected, "k8s: pod %s runs id %d but PARLEY_PEERS has %r, expected %s"
+              % (hostname, node_id, peers.get(node_id), expected))
+    check(len(peers) == replicas, "k8s: PARLEY_PEERS lists %d nodes for %d replicas" % (len(peers), replicas))
+    print("k8s: StatefulSet %d replicas (ids %s from the pod ordinal), headless %s, probes /readyz /healthz, claim %s: ok"
+          % (replicas, sorted(peers), spec["serviceName"], claims[0]["metadata"]["name"]))
+    for tool in ["kubeconform", "kubectl"]:
+        found = any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep))
+        print("%s: %s" % (tool, "present, but not used (needs schemas or an API server)" if found else "not installed"))
+
+
+if __name__ == "__main__":
+    check_compose()
+    docker_compose_config()
+    check_k8s()
+    print("ALL OK")
