@@ -1,8 +1,8 @@
 import Foundation
 
 /// Any JSON value. Requests are built from these so one encoder writes every op the same way (and tests can
-/// compare what went on the wire field by field); inbound frames only use it where the protocol leaves the
-/// shape open.
+/// compare what went on the wire field by field). ParleyEdge has its own decode-only twin; the SDK cannot
+/// import a server module, so sharing it would need a small common target.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
@@ -15,7 +15,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null; return }
-        // Bool first: Foundation's decoder would read `true` as the integer 1.
+        // Bool first: NSNumber-based decoders (older Darwin Foundation) read `true` as the integer 1.
         if let b = try? c.decode(Bool.self) { self = .bool(b); return }
         if let i = try? c.decode(Int64.self) { self = .int(i); return }
         if let d = try? c.decode(Double.self) { self = .double(d); return }
