@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ParleyRooms", targets: ["ParleyRooms"]),
         .library(name: "ParleyRaft", targets: ["ParleyRaft"]),
         .library(name: "ParleySimulation", targets: ["ParleySimulation"]),
+        .library(name: "ParleyClient", targets: ["ParleyClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -129,8 +130,31 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyWire", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO and Logging.
+        .target(
+            name: "ParleyClient",
+            dependencies: [
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The test target may run a protocol test peer (a tiny Hummingbird WebSocket server), never Parley itself.
+        .testTarget(
+            name: "ParleyClientTests",
+            dependencies: [
+                "ParleyClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleySimulation",
             dependencies: ["ParleyRaft", "ParleyWire", .product(name: "Collections", package: "swift-collections")],
