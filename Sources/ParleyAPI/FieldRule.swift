@@ -6,27 +6,41 @@ import ParleyRooms
 enum FieldRule {
     static let maxIdBytes = RoomLimits().maxIdBytes
 
-    static func roomId(_ id: String) throws(APIError) {
+    static func roomId(_ id: String) throws {
         try self.id(id, "roomId")
     }
 
-    static func id(_ value: String, _ name: String) throws(APIError) {
+    static func id(_ value: String, _ name: String) throws {
         guard (1...maxIdBytes).contains(value.utf8.count) else {
             throw APIError(.badField, "\(name) must be 1 … \(maxIdBytes) bytes")
         }
     }
 
-    static func count<T>(_ list: [T], _ range: ClosedRange<Int>, _ name: String) throws(APIError) {
+    static func count<T>(_ list: [T], _ range: ClosedRange<Int>, _ name: String) throws {
         guard range.contains(list.count) else {
             throw APIError(.badField, "\(name) must hold \(range.lowerBound) … \(range.upperBound) items")
         }
     }
 
-    static func pick<T>(_ value: String, _ table: [String: T], _ name: String) throws(APIError) -> T {
+    static func pick<T>(_ value: String, _ table: [String: T], _ name: String) throws -> T {
         guard let v = table[value] else {
             throw APIError(.badField, "\(name) must be one of \(table.keys.sorted().joined(separator: ", "))")
         }
         return v
+    }
+
+    /// `pick` for an optional field. (The API throws untyped errors: typed throws called from the async
+    /// endpoint closures crash Swift 6.3.1's coroutine splitting in release builds — signal 11.)
+    static func pick<T>(optional value: String?, _ table: [String: T], _ name: String) throws -> T? {
+        guard let value else { return nil }
+        return try pick(value, table, name)
+    }
+
+    /// `pick` for every element of a list field.
+    static func pick<T>(all values: [String], _ table: [String: T], _ name: String) throws -> [T] {
+        var out: [T] = []
+        for v in values { out.append(try pick(v, table, name)) }
+        return out
     }
 
     static let queueLevels: [String: QueueModificationLevel] = ["anyone": .anyone, "managers": .managers]

@@ -84,7 +84,7 @@ enum MessageEndpoints {
             return BroadcastAnswer(rooms: sent, failed: failed)
         },
         .post("/v1/message/history", History.self) { api, b, _ in
-            let types = try (b.types ?? []).map { t throws(APIError) in try FieldRule.pick(t, FieldRule.historyTypes, "types") }
+            let types = try FieldRule.pick(all: b.types ?? [], FieldRule.historyTypes, "types")
             let query = HistoryQuery(roomId: b.roomId, startTime: b.startTime ?? 0, limit: b.limit,
                                      ascending: b.ascending ?? false, types: types)
             guard case .history(let items) = try await api.room(.fetchHistory(query), roomId: b.roomId) else {
@@ -94,7 +94,7 @@ enum MessageEndpoints {
         },
     ]
 
-    private static func sendMessage(roomId: String, _ m: Message) throws(APIError) -> SendMessage {
+    private static func sendMessage(roomId: String, _ m: Message) throws -> SendMessage {
         guard m.skipHistory != true else {
             throw APIError(.badField, "skipHistory is not supported: every message is stored in history")
         }

@@ -18,7 +18,7 @@ public final class NonceLedger: @unchecked Sendable {
     }
 
     /// Records `nonce` for `appKey` at `now` (seconds); refuses one already seen in the window.
-    public func record(appKey: String, nonce: String, now: Int64) throws(APIError) {
+    public func record(appKey: String, nonce: String, now: Int64) throws {
         let outcome: APIErrorCode? = lock.withLock {
             var nonces = seen[appKey] ?? [:]
             if let at = nonces[nonce], now - at <= window { return .reusedNonce }

@@ -21,7 +21,7 @@ public struct RequestSignature: Sendable, Equatable {
     }
 
     /// Reads the four headers; a missing, empty or malformed one is a `missingSignature` refusal.
-    public init(header: (String) -> String?) throws(APIError) {
+    public init(header: (String) -> String?) throws {
         guard let appKey = header("AppKey"), !appKey.isEmpty, appKey.utf8.count <= 64 else {
             throw APIError(.missingSignature, "the AppKey header is missing")
         }
@@ -43,7 +43,7 @@ public struct RequestSignature: Sendable, Equatable {
     }
 
     /// Checks the time window and the checksum (in constant time, so a forger learns nothing from timing).
-    public func verify(secret: String, now: Int64) throws(APIError) {
+    public func verify(secret: String, now: Int64) throws {
         // Compared as a range, not |now - curTime|: a forged CurTime near Int64.min must not overflow.
         guard (now - Self.window ... now + Self.window).contains(curTime) else {
             throw APIError(.staleCurTime, "CurTime is more than \(Self.window) s from the server's clock")

@@ -89,7 +89,7 @@ enum RoomEndpoints {
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/room/create", Create.self) { api, b, _ in
             let roomId = b.roomId ?? String(UInt64.random(in: 1_000_000_000 ... UInt64(Int64.max)))
-            let level = try b.queueLevel.map { v throws(APIError) in try FieldRule.pick(v, FieldRule.queueLevels, "queueLevel") }
+            let level = try FieldRule.pick(optional: b.queueLevel, FieldRule.queueLevels, "queueLevel")
             _ = try await api.room(.createRoom(CreateRoom(
                 roomId: roomId, creator: b.creator, name: b.name, announcement: b.announcement ?? "", ext: b.ext ?? "",
                 broadcastUrl: b.broadcastUrl ?? "", queueModificationLevel: level ?? .anyone)), roomId: roomId)
@@ -114,7 +114,7 @@ enum RoomEndpoints {
             return RoomsAnswer(rooms: rooms, missing: missing)
         },
         .post("/v1/room/update", Update.self) { api, b, _ in
-            let level = try b.queueLevel.map { v throws(APIError) in try FieldRule.pick(v, FieldRule.queueLevels, "queueLevel") }
+            let level = try FieldRule.pick(optional: b.queueLevel, FieldRule.queueLevels, "queueLevel")
             _ = try await api.room(.updateRoom(UpdateRoom(
                 roomId: b.roomId, name: b.name, announcement: b.announcement, broadcastUrl: b.broadcastUrl, ext: b.ext,
                 queueModificationLevel: level, needNotify: b.needNotify ?? false, notifyExt: b.notifyExt ?? "")),
@@ -127,7 +127,7 @@ enum RoomEndpoints {
             return RoomAnswer(room: try await info(api, b.roomId))
         },
         .post("/v1/room/setPolicy", RoomPolicy.self) { api, b, _ in
-            let device = try b.devicePolicy.map { v throws(APIError) in try FieldRule.pick(v, FieldRule.devicePolicies, "devicePolicy") }
+            let device = try FieldRule.pick(optional: b.devicePolicy, FieldRule.devicePolicies, "devicePolicy")
             _ = try await api.room(.setRoomPolicy(RoomPolicyUpdate(
                 roomId: b.roomId, enterExitNotifications: b.enterExitNotifications, devicePolicy: device)), roomId: b.roomId)
             return RoomAnswer(room: try await info(api, b.roomId))

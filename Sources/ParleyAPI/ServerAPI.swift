@@ -36,7 +36,7 @@ public struct ServerAPI: Sendable {
         var appKey: String
         var body: ByteBuffer
 
-        func decode<T: Decodable>(_ type: T.Type) throws(APIError) -> T {
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
             do {
                 return try JSONDecoder().decode(T.self, from: Data(buffer: body))
             } catch let error as DecodingError {
@@ -143,7 +143,7 @@ public struct ServerAPI: Sendable {
         return try Self.reply(try await backend.submit(command, shard: backend.shard(ofRoom: roomId)))
     }
 
-    static func reply(_ outcome: ApplyOutcome) throws(APIError) -> RoomReply {
+    static func reply(_ outcome: ApplyOutcome) throws -> RoomReply {
         switch outcome.result {
         case .success(let reply): return reply
         case .failure(let error): throw APIError(error)
