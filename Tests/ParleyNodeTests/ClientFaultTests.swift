@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import ParleyClient
+import ParleyCluster
+
+import ParleyRooms
+
+/// Collects a client's events as they arrive.
+actor FaultEventRecorder {
+    private(set) var events: [ChatroomEvent] = []
+    private var task: Task<Void, Never>?
+
+    init(_ client: ChatroomClient) {
+        let stream = client.events
+        Task { await self.consume(stream) }
+    }
+
+    private func consume(_ stream: AsyncStream<ChatroomEvent>) async {
+        for await event in stream { events.append(event) }
+    }
+
+    /// Chat messages of a room, in arrival order.
+    func messages(in roomId: String) -> [ParleyClient.Message] {
+        events.compactMap { if case .message(let r, let m) = $0, r == roomId { m } else { nil } }
+    }
+
+    func states(of roomId: String) -> [ConnectionState] {
+        events.compactMap { if case .connectionState(let r, let s) = $0, r == roomId { s } else { nil } }
+    }
+}
+
+/// Issue 5 faults end to end: real `parley node` processes, clients through the Swift SDK over WebSocket.
+@Suite(.serialized, .timeLimit(.minutes(6))) struct ClientFaultTests {
+    static let app = "e2e-app"
+
+    static func prepare(_ cluster: LocalCluster, users: [String], room: String) async throws {
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.meta(.putApp(AppCredential(appKey: app, secret: String(repeating: "e", count: 32))))
+        for u in users { try await cluster.meta(.putUser(UserRecord(appKey: app, account: u, token: "tok-\(u)"))) }
+        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: users[0], name: "E2E")), room: room, via: 1)
+    }
+
+    static func client(_ cluster: LocalCluster, via nodes: [UInt64]) -> ChatroomClient {
+        var config = ChatroomClient.Configuration.addresses(nodes.map { cluster.clientAddress($0) })
+        config.reconnectDelay = .milliseconds(200)
+        return ChatroomClient(configuration: config)
+    }
+
+    static func enter(_ client: ChatroomClient, _ user: String, _ room: String, retryCount: Int = 3) async throws {
+        try await client.enterChatroom(ChatroomEnterRequest(
+            roomId: room, auth: .independent(appKey: app, account: user, token: "tok-\(user)"),
+            nickname: user, avatar: "https://a/\(user)", retryCount: retryCount))
+    }
+
+    /// Sends until acknowledged, resending with the same clientMessageId after a lost answer (the room
+    /// de-duplicates it), for at most `seconds`.
+    static func sendAcked(_ client: ChatroomClient, _ room: String, body: String, id: String,
+                          seconds: Double = 30) async throws -> Int64 {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            do {
+                return try await client.sendMessage(room, body: body, clientMessageId: id).seq
+            } catch let error as ChatroomError where Date() < deadline
+                && [5030, 5040, ChatroomError.timeout, ChatroomError.connectionLost, ChatroomError.notEntered].contains(error.code) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    static func waitFor(_ what: String, seconds: Double = 30, _ check: () async -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !(await check()) {
+            guard Date() < deadline else { throw LocalClusterError.failed("timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Kill -9 the leader of a busy room's shard while two clients send 1,000 messages each: both end with the
+    /// same complete sequence of every acknowledged message, in the same order, without duplicates.
+    @Test func killingTheShardLeaderLosesNoAcknowledgedMessageAndDuplicatesNone() async throws {
+        try await withLocalCluster { cluster in
+        let room = "e2e-busy"
+        try await Self.prepare(cluster, users: ["carol", "dave"], room: room)
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
+        let leader = try #require(await cluster.leader(ofShard: shard))
+        let edges = cluster.ids.filter { $0 != leader }
+        let carol = Self.client(cluster, via: [edges[0]]), dave = Self.client(cluster, via: [edges[1]])
+        let (rc, rd) = (FaultEventRecorder(carol), FaultEventRecorder(dave))
+        try await Self.enter(carol, "carol", room)
+        try await Self.enter(dave, "dave", room)
+        let perClient = 1_000
+        func load(_ client: ChatroomClient, _ name: String) async throws -> [Int64] {
+            var acked: [Int64] = []
+            for i in 0..<perClient {
+                acked.append(try await Self.sendAcked(client, room, body: "\(name)-\(i)", id: "\(name)-\(i)"))
+            }
+            return acked
+        }
+        async let c = load(carol, "carol")
+        async let d = load(dave, "dave")
+        let killer = Task {
+            try await Self.waitFor("300 messages") { await rc.messages(in: room).count >= 300 }
+            cluster.kill9(leader)
+            return await rc.messages(in: room).count
+        }
+        let (ackedC, ackedD) = try await (c, d)
+        // The leader died mid-load, not after it.
+        #expect(try await killer.value < 2 * perClient)
+        let acked = Set(ackedC + ackedD)
+        #expect(acked.count == 2 * perClient)
+        try await Self.waitFor("every acknowledged message to arrive at both", seconds: 60) {
+            let a = await rc.messages(in: room), b = await rd.messages(in: room)
+            return Set(a.map(\.seq)).isSuperset(of: acked) && Set(b.map(\.seq)).isSuperset(of: acked)
+        }
+        let seenC = await rc.messages(in: room), seenD = await rd.messages(in: room)
+        let common = min(seenC.count, seenD.count)
+        #expect(Array(seenC.prefix(common)).map(\.seq) == Array(seenD.prefix(common)).map(\.seq))
+        for seen in [seenC, seenD] {
+            #expect(seen.map(\.seq) == seen.map(\.seq).sorted(), "in order")
+            #expect(Set(seen.map(\.seq)).count == seen.count, "no duplicate seq")
+            #expect(Set(seen.map(\.clientMessageId)).count == seen.count, "no message sent twice")
+        }
+        await carol.close(); await dave.close()
+        }
+    }
+
+}
