@@ -88,9 +88,29 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     public var shards: [Shard]
     /// Nil when no meta replica could be reached.
     public var meta: Meta?
+    /// This node's client edge (nil for a report made without one).
+    public var edge: Edge?
+
+    /// The client edge's figures: open WebSocket connections, (room, connection) sessions, shard event feeds
+    /// being polled, and room events fanned out since start (events received, deliveries written).
+    public struct Edge: Codable, Sendable, Equatable {
+        public var connections: Int
+        public var sessions: Int
+        public var feeds: Int
+        public var fanoutEvents: Int
+        public var fanoutDeliveries: Int
+
+        public init(connections: Int, sessions: Int, feeds: Int, fanoutEvents: Int, fanoutDeliveries: Int) {
+            self.connections = connections
+            self.sessions = sessions
+            self.feeds = feeds
+            self.fanoutEvents = fanoutEvents
+            self.fanoutDeliveries = fanoutDeliveries
+        }
+    }
 
     public init(node: UInt64, version: String, uptimeSeconds: Double, httpAddress: String, peerAddress: String,
-                shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard], meta: Meta?) {
+                shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard], meta: Meta?, edge: Edge? = nil) {
         self.node = node
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -101,6 +121,7 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         self.peers = peers
         self.shards = shards
         self.meta = meta
+        self.edge = edge
     }
 
     /// Every hosted shard knows a leader.

@@ -36,6 +36,7 @@ extension Edge {
         var room = rooms[request.roomId] ?? LocalRoom(shard: shard)
         room.sessions[connection] = LocalSession(userId: userId, sessionId: conn.sessionId)
         rooms[request.roomId] = room
+        updateGauges()
 
         let identity = SessionIdentity(userId: userId, authMode: request.mode, sessionId: conn.sessionId,
                                        edgeId: cluster.edgeId)

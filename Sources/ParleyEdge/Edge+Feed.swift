@@ -71,6 +71,7 @@ extension Edge {
             targets = room.sessions.filter { sids.contains($0.value.sessionId) }.map(\.key)
         }
         guard !targets.isEmpty else { return }
+        countFanout(deliveries: targets.count)
         var kicked = false
         if case .kicked = event.kind { kicked = true }
         let frame = ByteBuffer(string: EventFrame.encode(event))

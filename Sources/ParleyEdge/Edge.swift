@@ -24,10 +24,40 @@ public actor Edge {
     /// with sessions, so its feed is polled (renewing the lease there) while any slot is held.
     var slotHolds: [ShardID: Int] = [:]
 
-    public init(cluster: any EdgeCluster, settings: EdgeSettings = EdgeSettings(), logger: Logger) {
+    /// Where the edge's figures go on `/metrics` (nil: nowhere, as in tests).
+    let metrics: EdgeMetrics?
+    /// Room events fanned out and deliveries written since start (for `/status`).
+    private(set) var fanoutEvents = 0
+    private(set) var fanoutDeliveries = 0
+
+    public init(cluster: any EdgeCluster, settings: EdgeSettings = EdgeSettings(), logger: Logger,
+                metrics: EdgeMetrics? = nil) {
         self.cluster = cluster
         self.settings = settings
         self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// Keeps the connection and session gauges equal to the edge's own state.
+    func updateGauges() {
+        guard let metrics else { return }
+        let c = counts
+        metrics.connections.set(Double(c.connections))
+        metrics.sessions.set(Double(c.sessions))
+    }
+
+    /// Counts one room event fanned out to `deliveries` local sessions.
+    func countFanout(deliveries: Int) {
+        fanoutEvents += 1
+        fanoutDeliveries += deliveries
+        metrics?.fanoutEvents.increment()
+        metrics?.fanoutDeliveries.increment(by: deliveries)
+    }
+
+    /// The edge's figures for `/status`.
+    public var figures: (connections: Int, sessions: Int, feeds: Int, fanoutEvents: Int, fanoutDeliveries: Int) {
+        let c = counts
+        return (c.connections, c.sessions, c.feeds, fanoutEvents, fanoutDeliveries)
     }
 
     public nonisolated var edgeId: String { cluster.edgeId }
@@ -37,6 +67,7 @@ public actor Edge {
         nextConnection += 1
         let n = nextConnection
         connections[n] = ClientConnection(number: n, sessionId: "\(cluster.edgeId)#\(n)", outbox: outbox)
+        updateGauges()
         return n
     }
 
@@ -70,6 +101,7 @@ public actor Edge {
     public func closed(_ connection: UInt64) {
         guard let c = connections.removeValue(forKey: connection) else { return }
         c.outbox.finish()
+        defer { updateGauges() }
         guard let account = c.account else { return }
         let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
                                        edgeId: cluster.edgeId)
@@ -247,6 +279,7 @@ public actor Edge {
         connections[connection]?.rooms.remove(roomId)
         rooms[roomId]?.sessions[connection] = nil
         release(rooms: [roomId])
+        updateGauges()
     }
 
     /// E3: the user's room slots live on their home shard, across every shard's rooms.

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ParleyAPI
@@ -24,6 +25,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public let driver: RaftDriver
     /// The edge's view of the cluster (commands, event feeds, tokens, addresses).
     public let edgeCluster: NodeEdgeCluster
+    /// The client edge, once `run()` has made it (its figures go on `/status`).
+    private let edge = NIOLockedValueBox<Edge?>(nil)
     /// This node's Prometheus registry (`/metrics`); components record through `metrics.factory`.
     public let metrics: NodeMetrics
 
@@ -89,7 +92,9 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster)).add(to: router)
         // Client WebSockets (`/ws`) upgrade through a router of their own beside the HTTP one (EdgeRoutes explains).
         let edgeSettings = EdgeSettings()
-        let webSocketRouter = EdgeRoutes.router(edge: Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger))
+        let edge = Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger, metrics: metrics.edge)
+        self.edge.withLockedValue { $0 = edge }
+        let webSocketRouter = EdgeRoutes.router(edge: edge)
         let app = Application(router: router,
                               server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter,
                                                              configuration: EdgeRoutes.configuration(edgeSettings)),
@@ -159,6 +164,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let shards = (try? await driver.status().get()) ?? []
         let digests = withDigests ? ((try? await driver.stateDigests().get()) ?? [:]) : [:]
         let links = await transport.linkStatus()
+        var edgeFigures: NodeStatusReport.Edge?
+        if let edge = self.edge.withLockedValue({ $0 }) {
+            let f = await edge.figures
+            edgeFigures = .init(connections: f.connections, sessions: f.sessions, feeds: f.feeds,
+                                fanoutEvents: f.fanoutEvents, fanoutDeliveries: f.fanoutDeliveries)
+        }
         let metaState = try? await driver.metaState().get()
         let metaLeader = try? await driver.metaLeader().get()
         let meta = metaState.flatMap { $0 }.map { m in
@@ -184,7 +195,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       lastSnapshot: s.snapshotIndex, rooms: s.rooms, quiesced: s.isQuiesced,
                       digest: digests[s.shard].map { String($0, radix: 16) })
             },
-            meta: meta)
+            meta: meta, edge: edgeFigures)
     }
 }
 

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import ParleyClient
 import ParleyCluster
 import ParleyRooms
@@ -71,6 +74,16 @@ import Testing
             let history = try await ben.fetchMessageHistory(room, query: HistoryQuery(limit: 100, order: .asc))
             let stored = history.compactMap { if case .message(let m) = $0 { m.body } else { nil } }
             #expect(stored == a.map(\.body))
+            // The edge's figures on /status and /metrics: node 1 holds Ann's connection and session, and has
+            // fanned the room's events out to her.
+            let status = try await cluster.status(1)
+            let edge = try #require(status.edge)
+            #expect(edge.connections >= 1 && edge.sessions >= 1 && edge.feeds >= 1)
+            #expect(edge.fanoutEvents >= 10 && edge.fanoutDeliveries >= 10)
+            let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
+            let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
+            #expect((metrics.value("parley_edge_sessions") ?? 0) >= 1)
+            #expect((metrics.value("parley_edge_fanout_deliveries_total") ?? 0) >= 10)
             try await ann.exitChatroom(room)
             try await ben.exitChatroom(room)
             await ann.close()
