@@ -129,13 +129,16 @@ final class LocalCluster: @unchecked Sendable {
         Task {
             while !Task.isCancelled {
                 if let transport = try? await clientTransport() {
+                    // All at once, so a loaded machine cannot stretch one round past the lease.
+                    var polls: [EventLoopFuture<PeerResponse>] = []
                     for id in ids {
                         for shard in 0..<shards {
                             var w = ByteWriter()
                             w.write(shard); w.write(false); w.write(UInt64(0)); w.write(edgeId); w.write(0)
-                            _ = try? await transport.call(id, path: "/rpc/v1/events", body: w.bytes).get()
+                            polls.append(transport.call(id, path: "/rpc/v1/events", body: w.bytes))
                         }
                     }
+                    for p in polls { _ = try? await p.get() }
                 }
                 try? await Task.sleep(for: .seconds(1))
             }
