@@ -38,7 +38,13 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             try await admin.meta(.putUser(UserRecord(appKey: Self.appKey, account: "sender", token: "sender-token")))
             print("parley bench fanout: \(nodes) edges, fsync \(noFsync ? "OFF" : "on"), \(messages) messages × \(runs) runs, "
                 + "\(window) sends in flight")
-            print("members  deliveries/s (median)  messages/s  p50 ms  p99 ms  idle KiB/conn")
+            // Idle memory first, on the fresh nodes: measured later, memory freed by the room phases would be
+            // reused and hide what connections cost.
+            let idle = levels.max()!
+            let perNode = try await idleMemory(idle, cluster: cluster, group: clients)
+            print("idle: \(idle) connections (hello only, no room) over \(nodes) edges: "
+                + perNode.map { String(format: "%.1f", $0) }.joined(separator: " / ") + " KiB per connection per node")
+            print("members  deliveries/s (median)  messages/s  p50 ms  p99 ms  KiB/member")
             for level in levels {
                 try await runLevel(level, cluster: cluster, admin: admin, group: clients)
             }
@@ -49,6 +55,35 @@ struct BenchFanoutCommand: AsyncParsableCommand {
         }
         await cluster.stop()
         try? await clients.shutdownGracefully()
+    }
+
+    /// Opens `count` connections spread over the edges that only say hello, and returns each node's resident
+    /// memory growth per connection it holds, in KiB.
+    private func idleMemory(_ count: Int, cluster: BenchCluster, group: EventLoopGroup) async throws -> [Double] {
+        let ids = cluster.layout.ids
+        let before = ids.map { cluster.residentBytes($0) ?? 0 }
+        var channels: [Channel] = []
+        var opened = 0
+        try await withThrowingTaskGroup(of: Channel.self) { tasks in
+            func open(_ i: Int) {
+                let port = cluster.layout.httpPorts[i % cluster.layout.count]
+                tasks.addTask {
+                    try await FanoutConnection.connect(host: "127.0.0.1", port: port, group: group, enterFrame: nil,
+                                                       tally: FanoutTally(), samplesLatency: false).0
+                }
+            }
+            while opened < min(connectWindow, count) { open(opened); opened += 1 }
+            for try await channel in tasks {
+                channels.append(channel)
+                if opened < count { open(opened); opened += 1 }
+            }
+        }
+        try await Task.sleep(for: .seconds(2))
+        let after = ids.map { cluster.residentBytes($0) ?? 0 }
+        let perNode = Double(count) / Double(ids.count)
+        for c in channels { c.close(promise: nil) }
+        try await Task.sleep(for: .seconds(1))
+        return zip(after, before).map { Double(max(0, $0.0 - $0.1)) / perNode / 1024 }
     }
 
     private func runLevel(_ level: Int, cluster: BenchCluster, admin: ClusterAdmin, group: EventLoopGroup) async throws {

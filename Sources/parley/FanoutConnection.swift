@@ -31,7 +31,8 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    let enterFrame: String
+    /// Sent after the hello answer; nil: the connection stays idle after hello (the idle-memory measure).
+    let enterFrame: String?
     let tally: FanoutTally
     /// Only some receivers sample latency, to keep the sample count bounded.
     let samplesLatency: Bool
@@ -40,7 +41,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     private var nextID = 3
     private var answers: [Int: EventLoopPromise<Void>] = [:]
 
-    init(enterFrame: String, tally: FanoutTally, samplesLatency: Bool, entered: EventLoopPromise<Void>) {
+    init(enterFrame: String?, tally: FanoutTally, samplesLatency: Bool, entered: EventLoopPromise<Void>) {
         self.enterFrame = enterFrame
         self.tally = tally
         self.samplesLatency = samplesLatency
@@ -113,7 +114,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
         let ok = object["ok"] as? Bool == true
         switch id {
         case 1:
-            if ok { send(enterFrame) } else { entered.fail(FanoutError.refused(text)) }
+            if !ok { entered.fail(FanoutError.refused(text)) } else if let enterFrame { send(enterFrame) } else { entered.succeed() }
         case 2:
             if ok { entered.succeed() } else { entered.fail(FanoutError.refused(text)) }
         default:
@@ -123,7 +124,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// Opens a WebSocket to `host:port/ws` and installs a connection that enters with `enterFrame`.
-    static func connect(host: String, port: Int, group: EventLoopGroup, enterFrame: String, tally: FanoutTally,
+    static func connect(host: String, port: Int, group: EventLoopGroup, enterFrame: String?, tally: FanoutTally,
                         samplesLatency: Bool) async throws -> (Channel, FanoutConnection) {
         let loop = group.next()
         let entered = loop.makePromise(of: Void.self)
