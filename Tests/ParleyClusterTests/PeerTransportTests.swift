@@ -131,6 +131,11 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         let b = try await makeTransport(2, port: port, inbox: inB, group: group)
         a.send(to: 2, batch(1000))
         try await inB.wait(for: 2)
+        // The queued batches arrive one after another: wait for the last one sent before looking at them all.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !inB.batches.contains(where: { $0.1[0].message.index == 1000 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         // The newest batches survived, in order, ending with the one sent after the peer came up.
         let indexes = inB.batches.map { $0.1[0].message.index }
         #expect(indexes.last == 1000 && indexes == indexes.sorted())
