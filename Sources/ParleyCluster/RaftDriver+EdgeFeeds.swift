@@ -38,6 +38,11 @@ extension RaftDriver {
         }
     }
 
+    /// The body of an `/rpc/v1/events` call, for tools that poll (or renew an edge's lease) over the peer port.
+    public static func eventPollBody(shard: ShardID, after cursor: LogIndex?, edgeId: String, waitMillis: Int) -> [UInt8] {
+        EventPoll(shard: shard, cursor: cursor, edgeId: edgeId, waitMillis: waitMillis).encoded()
+    }
+
     /// Longest a poll may wait: well inside the peer call timeout.
     public static let maxPollWaitMillis = 5_000
 

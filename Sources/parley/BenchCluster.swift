@@ -5,7 +5,6 @@ import NIOPosix
 import ParleyCluster
 import ParleyNode
 import ParleyRaft
-import ParleyWire
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -60,9 +59,7 @@ final class BenchCluster: @unchecked Sendable {
                 var polls: [EventLoopFuture<PeerResponse>] = []
                 for id in ids {
                     for shard in 0..<shards {
-                        var w = ByteWriter()
-                        w.write(shard); w.write(false); w.write(UInt64(0)); w.write(edgeId); w.write(0)
-                        polls.append(client.call(id, path: "/rpc/v1/events", body: w.bytes))
+                        polls.append(client.call(id, path: "/rpc/v1/events", body: RaftDriver.eventPollBody(shard: shard, after: nil, edgeId: edgeId, waitMillis: 0)))
                     }
                 }
                 for p in polls { _ = try? await p.get() }

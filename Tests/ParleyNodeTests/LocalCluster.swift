@@ -133,9 +133,7 @@ final class LocalCluster: @unchecked Sendable {
                     var polls: [EventLoopFuture<PeerResponse>] = []
                     for id in ids {
                         for shard in 0..<shards {
-                            var w = ByteWriter()
-                            w.write(shard); w.write(false); w.write(UInt64(0)); w.write(edgeId); w.write(0)
-                            polls.append(transport.call(id, path: "/rpc/v1/events", body: w.bytes))
+                            polls.append(transport.call(id, path: "/rpc/v1/events", body: RaftDriver.eventPollBody(shard: shard, after: nil, edgeId: edgeId, waitMillis: 0)))
                         }
                     }
                     for p in polls { _ = try? await p.get() }
@@ -170,9 +168,8 @@ final class LocalCluster: @unchecked Sendable {
     /// Polls a shard's event feed on node `id` as edge `edgeId`.
     func events(shard: Int, after cursor: UInt64?, edgeId: String, waitMillis: Int = 0, via id: UInt64) async throws
         -> ShardEventPage {
-        var w = ByteWriter()
-        w.write(shard); w.write(cursor != nil); w.write(cursor ?? 0); w.write(edgeId); w.write(waitMillis)
-        let response = try await clientTransport().call(id, path: "/rpc/v1/events", body: w.bytes).get()
+        let body = RaftDriver.eventPollBody(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis)
+        let response = try await clientTransport().call(id, path: "/rpc/v1/events", body: body).get()
         guard response.status == 200 else { throw LocalClusterError.failed("status \(response.status)") }
         return try ShardEventPage(decoding: response.body)
     }
