@@ -7,12 +7,14 @@ import ParleyRooms
 /// shard that has local sessions (docs/cluster.md, "Edge").
 ///
 /// An actor: connections, sessions and feeds change from many tasks. Writes never await inside it — every
-/// frame goes into the connection's outbox (an `AsyncStream` drained by the connection's writer), so the
-/// order in which the actor yields is the order the client reads.
+/// frame goes to the connection's `ClientSocket` (queued for its event loop in order), so the order in which
+/// the actor sends is the order the client reads.
 public actor Edge {
     public let cluster: any EdgeCluster
     public let settings: EdgeSettings
     let logger: Logger
+    /// Where frames for each event loop's connections wait for that loop (one drain and flush per burst).
+    nonisolated let outboxes = LoopOutboxes()
     var nextConnection: UInt64 = 0
     var connections: [UInt64: ClientConnection] = [:]
     var rooms: [String: LocalRoom] = [:]
@@ -62,11 +64,11 @@ public actor Edge {
 
     public nonisolated var edgeId: String { cluster.edgeId }
 
-    /// Registers a new connection; its frames go to `outbox`. Returns the connection number.
-    public func open(outbox: AsyncStream<Outbound>.Continuation) -> UInt64 {
+    /// Registers a new connection; its frames go to `socket`. Returns the connection number.
+    func open(socket: ClientSocket) -> UInt64 {
         nextConnection += 1
         let n = nextConnection
-        connections[n] = ClientConnection(number: n, sessionId: "\(cluster.edgeId)#\(n)", outbox: outbox)
+        connections[n] = ClientConnection(number: n, sessionId: "\(cluster.edgeId)#\(n)", socket: socket)
         updateGauges()
         return n
     }
@@ -77,30 +79,36 @@ public actor Edge {
     }
 
     /// Sends an error for a frame the connection layer refused (binary, too large) and closes.
-    public func refuseFrame(_ connection: UInt64, _ error: ProtocolError, closeCode: UInt16) {
+    func refuseFrame(_ connection: UInt64, _ error: ProtocolError, closeCode: UInt16) {
         guard let c = connections[connection] else { return }
         c.send(EventFrame.error(id: 0, error))
         close(connection, code: closeCode, reason: error.message)
     }
 
-    /// Asks the writer to close the WebSocket; the sessions end when the connection reports `closed`.
+    /// Starts the WebSocket's close handshake; the sessions end when the connection reports `closed`.
     func close(_ connection: UInt64, code: UInt16, reason: String) {
         guard var c = connections[connection], !c.closing else { return }
         c.closing = true
         connections[connection] = c
-        c.outbox.yield(.close(code: code, reason: reason))
+        c.socket.close(code: code, reason: reason)
+    }
+
+    /// The node is stopping: every client is told so (1001); their sessions end as the sockets close.
+    public func closeAll() {
+        for number in connections.keys.sorted() {
+            close(number, code: 1001, reason: "node stopping")
+        }
     }
 
     /// The idle timeout ran out (close 1001).
-    public func idle(_ connection: UInt64) {
+    func idle(_ connection: UInt64) {
         close(connection, code: 1001, reason: "idle timeout")
     }
 
     /// The WebSocket is gone: every session of the connection ends as on `exit` (best effort; the domain
     /// clears the user's transient queue items with a 320 PartClear).
-    public func closed(_ connection: UInt64) {
+    func closed(_ connection: UInt64) {
         guard let c = connections.removeValue(forKey: connection) else { return }
-        c.outbox.finish()
         defer { updateGauges() }
         guard let account = c.account else { return }
         let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
@@ -125,7 +133,7 @@ public actor Edge {
 
     /// Handles one text message of a connection. The connection awaits it before reading the next, so a
     /// connection's requests are answered in order.
-    public func receive(_ connection: UInt64, _ text: String) async {
+    func receive(_ connection: UInt64, _ text: String) async {
         guard let c = connections[connection], !c.closing else { return }
         let request: ClientRequest
         do {

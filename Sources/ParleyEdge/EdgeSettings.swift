@@ -13,9 +13,9 @@ public struct EdgeSettings: Sendable, Hashable {
     public var historyPageLimit: Int = 100
     /// Pause after a failed poll before the next (the shard may be electing a leader).
     public var pollRetryMillis: Int = 200
-    /// Frames queued for one connection beyond which it counts as too slow: its queue is closed and, once the
-    /// queued frames are written, so is the WebSocket (1008). Bounds the memory a client that stops reading holds.
-    public var maxQueuedFrames = 4096
+    /// Bytes written to one connection but not yet taken by its socket beyond which (after a flush) it counts as
+    /// too slow: it is sent close 1008 and dropped. Bounds the memory a client that stops reading holds.
+    public var maxQueuedBytes = 1 << 20
     /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
     public var servesEcho = false
 
@@ -23,13 +23,4 @@ public struct EdgeSettings: Sendable, Hashable {
 
     /// The protocol versions this edge speaks.
     public static let versions: [Int64] = [1]
-}
-
-/// What the edge asks the connection's writer to do, in order.
-public enum Outbound: Sendable, Equatable {
-    /// One text frame's UTF-8 bytes. A fanned-out event is one buffer shared (copy-on-write, never copied)
-    /// by every connection it goes to.
-    case text(ByteBuffer)
-    /// Close the WebSocket with this code; nothing is written after it.
-    case close(code: UInt16, reason: String)
 }

@@ -31,7 +31,7 @@ struct LocalSession {
 struct ClientConnection {
     let number: UInt64
     let sessionId: String
-    let outbox: AsyncStream<Outbound>.Continuation
+    let socket: ClientSocket
     var helloDone = false
     var closing = false
     /// Set by the first successful enter; every later enter must use the same account and mode (4013).
@@ -46,9 +46,6 @@ struct ClientConnection {
     }
 
     func send(_ frame: ByteBuffer) {
-        if case .dropped = outbox.yield(.text(frame)) {
-            // Too slow (EdgeSettings.maxQueuedFrames): nothing more is queued; the writer closes with 1008.
-            outbox.finish()
-        }
+        socket.send(frame)
     }
 }

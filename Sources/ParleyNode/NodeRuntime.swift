@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -90,14 +89,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         StatusRoutes.add(to: router, source: self)
         ObservabilityRoutes.add(to: router, source: self)
         ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster)).add(to: router)
-        // Client WebSockets (`/ws`) upgrade through a router of their own beside the HTTP one (EdgeRoutes explains).
+        // Client WebSockets (`/ws`) are upgraded on the same port and then served by NIO handlers (EdgeHTTPChannel).
         let edgeSettings = EdgeSettings()
         let edge = Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger, metrics: metrics.edge)
         self.edge.withLockedValue { $0 = edge }
-        let webSocketRouter = EdgeRoutes.router(edge: edge)
         let app = Application(router: router,
-                              server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter,
-                                                             configuration: EdgeRoutes.configuration(edgeSettings)),
+                              server: EdgeHTTPChannel.server(edge: edge),
                               configuration: .init(address: .hostname(config.listen.host, port: config.listen.port),
                                                    serverName: "parley"),
                               eventLoopGroupProvider: .shared(network), logger: logger)
@@ -106,6 +103,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                                          logger: logger))
         try await services.run()
         joining.cancel()
+        // Client sockets outlive the HTTP server's tasks: tell them we are going (1001) before the loops stop.
+        await edge.closeAll()
+        let deadline = ContinuousClock.now + .seconds(1)
+        while await edge.counts.connections > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         logger.info("node stopping", metadata: ["node": "\(config.id)"])
         try await driver.stop().get()
         await transport.shutdown()

@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ParleyEdge
@@ -23,8 +22,7 @@ final class EdgeServer: Sendable {
         let bound = LockedBox<Int?>(nil)
         let app = Application(
             router: Router(),
-            server: .http1WebSocketUpgrade(webSocketRouter: EdgeRoutes.router(edge: edge),
-                                           configuration: EdgeRoutes.configuration(settings)),
+            server: EdgeHTTPChannel.server(edge: edge),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in bound.set(channel.localAddress?.port) },
             logger: logger)
@@ -49,6 +47,7 @@ final class EdgeServer: Sendable {
     var url: String { "ws://127.0.0.1:\(port)/ws" }
 
     func stop() async {
+        await edge.closeAll()
         await group.triggerGracefulShutdown()
         _ = try? await running.value
     }

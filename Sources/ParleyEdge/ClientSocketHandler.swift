@@ -1,0 +1,337 @@
+import NIOCore
+import NIOWebSocket
+
+/// One client WebSocket after the upgrade, on its event loop: the RFC 6455 rules (masking, reserved bits and
+/// opcodes, fragments, control frames, UTF-8, the close handshake) and the hand-off of whole messages to the
+/// edge, in order.
+///
+/// Why a plain channel handler and not a task per connection: an idle connection must cost little (issue 5's
+/// ≤ 10 KiB target). Nothing here runs while a connection is quiet; a task exists only while one of its
+/// messages is being handled by the `Edge` actor, and the edge's frames come back through the event loop's
+/// `LoopOutbox` (written and flushed in bursts).
+final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    enum Mode {
+        /// The client protocol (`/ws`).
+        case chat(Edge)
+        /// Every message written back as it came (`/ws/echo`, for the Autobahn cases only).
+        case echo
+    }
+
+    /// What the edge is asked to do for the connection, one at a time and in this order.
+    private enum Job {
+        case open
+        case text(String)
+        case refuse(ProtocolError, closeCode: UInt16)
+        case idle
+        case closed
+    }
+
+    private let mode: Mode
+    /// Largest message after reassembly; larger ones are refused (chat: 4005 then 1009; echo: 1009).
+    private let maxMessageBytes: Int
+    private let closeTimeout: TimeAmount
+    private var context: ChannelHandlerContext?
+    /// The edge's handle on this connection (chat mode); dropped with the handler, which it refers to.
+    private var socket: ClientSocket?
+    private var eventLoop: (any EventLoop)?
+    /// The edge's number for the connection, known once the `open` job ran.
+    private var connection: UInt64?
+
+    /// The message being reassembled from fragments (nil: none in progress).
+    private var message: ByteBuffer?
+    private var messageIsText = false
+    /// A message was refused: data frames are dropped until the close handshake ends the connection.
+    private var refusing = false
+    /// A close frame went out: nothing but the peer's close (or the timeout) follows.
+    private var closeSent = false
+    private var failed = false
+    private var needsFlush = false
+
+    private var jobs: [Job] = []
+    private var nextJob = 0
+    private var jobRunning = false
+    /// Reads wait while this many messages are queued for the edge (the client's requests are answered in order;
+    /// a client that sends faster than they are answered is slowed down by TCP, not buffered without bound).
+    private let maxQueuedMessages = 32
+    private var readHeld = false
+
+    init(mode: Mode, maxMessageBytes: Int, closeTimeout: TimeAmount = .seconds(5)) {
+        self.mode = mode
+        self.maxMessageBytes = maxMessageBytes
+        self.closeTimeout = closeTimeout
+    }
+
+    // MARK: Lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        eventLoop = context.eventLoop
+        guard case .chat(let edge) = mode else { return }
+        socket = ClientSocket(handler: self, eventLoop: context.eventLoop, outbox: edge.outboxes.outbox(for: context.eventLoop))
+        enqueue(.open)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        socket = nil  // breaks the socket ↔ handler cycle; the edge forgets its copy on `closed`
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .chat = mode { enqueue(.closed) }
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            switch mode {
+            case .chat: enqueue(.idle)
+            case .echo: sendClose(code: 1001, reason: "idle timeout")
+            }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // WebSocket protocol errors (too large, fragmented control frames) were answered with a close by
+        // `WebSocketProtocolErrorHandler`; anything else ends the connection.
+        if !(error is NIOWebSocketError) { context.close(promise: nil) }
+    }
+
+    // MARK: Reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !failed else { return }
+        let frame = unwrapInboundIn(data)
+        guard frame.maskKey != nil else { return fail(1002, "client frames must be masked") }
+        guard !frame.rsv1, !frame.rsv2, !frame.rsv3 else { return fail(1002, "reserved bits set") }
+        switch frame.opcode {
+        case .ping:
+            guard !closeSent else { return }
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
+                                  promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            peerClosed(frame)
+        case .text, .binary:
+            guard message == nil else { return fail(1002, "a new message inside a fragmented one") }
+            guard !refusing, !closeSent else { return }
+            if frame.opcode == .binary, case .chat = mode {
+                return refuse(.malformedFrame("binary frame"), closeCode: 1003)
+            }
+            messageIsText = frame.opcode == .text
+            message = ByteBuffer()
+            append(frame)
+        case .continuation:
+            guard !refusing, !closeSent else { return }
+            guard message != nil else { return fail(1002, "continuation without a message") }
+            append(frame)
+        default:
+            fail(1002, "reserved opcode")
+        }
+    }
+
+    private func append(_ frame: WebSocketFrame) {
+        var data = frame.unmaskedData
+        guard message!.readableBytes + data.readableBytes <= maxMessageBytes else {
+            message = nil
+            switch mode {
+            case .chat: refuse(.frameTooLarge(maxMessageBytes), closeCode: 1009)
+            case .echo: fail(1009, "message too large")
+            }
+            return
+        }
+        if frame.fin && message!.readableBytes == 0 {
+            message = data  // one-frame message: no copy
+        } else {
+            message!.writeBuffer(&data)
+        }
+        guard frame.fin else { return }
+        let bytes = message!
+        message = nil
+        var text: String?
+        if messageIsText {
+            text = String(validating: bytes.readableBytesView, as: UTF8.self)
+            guard text != nil else {
+                switch mode {
+                case .chat: refuse(.malformedFrame("text is not UTF-8"), closeCode: 1007)
+                case .echo: fail(1007, "text is not UTF-8")
+                }
+                return
+            }
+        }
+        switch mode {
+        case .chat:
+            enqueue(.text(text!))
+        case .echo:
+            context?.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: messageIsText ? .text : .binary,
+                                                                   data: bytes)), promise: nil)
+        }
+    }
+
+    /// The edge answers the refusal (an error frame, then its close); frames until then are dropped.
+    private func refuse(_ error: ProtocolError, closeCode: UInt16) {
+        refusing = true
+        enqueue(.refuse(error, closeCode: closeCode))
+    }
+
+    /// The peer's close: answered with the same code when it is a valid one (1002 / 1007 when not), then the
+    /// connection ends. After our own close it just ends.
+    private func peerClosed(_ frame: WebSocketFrame) {
+        var data = frame.unmaskedData
+        var reply: (code: UInt16, reason: String)?
+        if data.readableBytes == 1 {
+            reply = (1002, "close payload of one byte")
+        } else if let code = data.readInteger(as: UInt16.self) {
+            if !Self.isValidCloseCode(code) {
+                reply = (1002, "invalid close code")
+            } else if String(validating: data.readableBytesView, as: UTF8.self) == nil {
+                reply = (1007, "close reason is not UTF-8")
+            } else {
+                reply = (code, "")
+            }
+        }
+        guard let context else { return }
+        if closeSent {
+            context.close(promise: nil)
+            return
+        }
+        closeSent = true
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(Self.closeFrame(reply))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    static func isValidCloseCode(_ code: UInt16) -> Bool {
+        (1000...1003).contains(code) || (1007...1011).contains(code) || (3000...4999).contains(code)
+    }
+
+    // MARK: Writing (on the event loop, from the LoopOutbox)
+
+    /// Writes one text frame without flushing. A connection whose unsent bytes stay above the high water mark
+    /// after a flush cannot keep up: it is closed (1008) and nothing more is queued for it.
+    func write(text frame: ByteBuffer) {
+        guard let context, !closeSent, !failed else { return }
+        if !context.channel.isWritable {
+            context.flush()
+            needsFlush = false
+            guard context.channel.isWritable else {
+                failed = true
+                closeSent = true
+                context.write(wrapOutboundOut(Self.closeFrame((1008, "too slow"))), promise: nil)
+                context.close(promise: nil)
+                return
+            }
+        }
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: frame)), promise: nil)
+        needsFlush = true
+    }
+
+    func flushWrites() {
+        guard needsFlush, let context else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    /// Starts the close handshake: our close frame, then the connection ends when the peer answers or after
+    /// `closeTimeout`.
+    func sendClose(code: UInt16, reason: String) {
+        guard let context, !closeSent else { return }
+        closeSent = true
+        needsFlush = false
+        context.writeAndFlush(wrapOutboundOut(Self.closeFrame((code, reason))), promise: nil)
+        let channel = context.channel
+        context.eventLoop.scheduleTask(in: closeTimeout) { channel.close(promise: nil) }
+    }
+
+    /// A protocol violation: our close frame with `code`, then the connection ends without waiting.
+    private func fail(_ code: UInt16, _ reason: String) {
+        guard let context else { return }
+        failed = true
+        message = nil
+        guard !closeSent else {
+            context.close(promise: nil)
+            return
+        }
+        closeSent = true
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(Self.closeFrame((code, reason)))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    private static func closeFrame(_ reply: (code: UInt16, reason: String)?) -> WebSocketFrame {
+        var data = ByteBuffer()
+        if let reply {
+            data.writeInteger(reply.code)
+            // Control frames carry at most 125 bytes.
+            data.writeString(String(decoding: reply.reason.utf8.prefix(123), as: UTF8.self))
+        }
+        return WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+    }
+
+    // MARK: Reads held while the edge is behind
+
+    func read(context: ChannelHandlerContext) {
+        if jobs.count - nextJob >= maxQueuedMessages {
+            readHeld = true
+        } else {
+            context.read()
+        }
+    }
+
+    // MARK: Jobs for the edge, one at a time
+
+    private func enqueue(_ job: Job) {
+        jobs.append(job)
+        if !jobRunning { runNextJob() }
+    }
+
+    private func runNextJob() {
+        guard case .chat(let edge) = mode, let eventLoop else { return }
+        guard nextJob < jobs.count else {
+            jobs.removeAll(keepingCapacity: false)
+            nextJob = 0
+            jobRunning = false
+            if readHeld, let context {
+                readHeld = false
+                context.read()
+            }
+            return
+        }
+        let job = jobs[nextJob]
+        nextJob += 1
+        jobRunning = true
+        let me = NIOLoopBound(self, eventLoop: eventLoop)
+        let socket = socket
+        let connection = connection
+        Task {
+            var opened: UInt64?
+            switch job {
+            case .open:
+                guard let socket else { break }
+                opened = await edge.open(socket: socket)
+            case .text(let text):
+                if let connection { await edge.receive(connection, text) }
+            case .refuse(let error, let code):
+                if let connection { await edge.refuseFrame(connection, error, closeCode: code) }
+            case .idle:
+                if let connection { await edge.idle(connection) }
+            case .closed:
+                // The last job: nothing runs on the (possibly stopping) event loop after it.
+                if let connection { await edge.closed(connection) }
+                return
+            }
+            let number = opened
+            eventLoop.execute {
+                let handler = me.value
+                if let number { handler.connection = number }
+                handler.runNextJob()
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+
+/// The node's HTTP port: plain HTTP/1.1 requests go to the application's router (Hummingbird); an upgrade to
+/// `/ws` (and `/ws/echo` when `EdgeSettings.servesEcho` is on) becomes a `ClientSocketHandler` on the
+/// connection's pipeline.
+///
+/// Modelled on HummingbirdWebSocket's `HTTP1WebSocketUpgradeChannel`, with one difference that is the reason
+/// this type exists: after the upgrade no task and no async channel stay with the connection — Hummingbird's
+/// per-connection task returns at once and the socket lives on as NIO handlers, so an idle client costs only
+/// its channel (docs/benchmarks.md, idle connections).
+///
+///     let app = Application(router: router, server: EdgeHTTPChannel.server(edge: edge), configuration: …)
+public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
+    /// Frames larger than this are refused by the WebSocket layer itself (close 1009 without an answer);
+    /// messages between `EdgeSettings.maxFrameBytes` and this get the protocol's 4005 answer first.
+    public static let transportFrameLimit = 1 << 20
+
+    enum UpgradeResult: Sendable {
+        case webSocket
+        case notUpgraded(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        case failedUpgrade(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+    }
+
+    public struct Value: ServerChildChannelValue {
+        let upgradeResult: EventLoopFuture<UpgradeResult>
+        public let channel: any Channel
+    }
+
+    public let responder: HTTPChannelHandler.Responder
+    let edge: Edge
+
+    /// The server builder for `Application(router:server:…)`.
+    public static func server(edge: Edge) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in EdgeHTTPChannel(responder: responder, edge: edge) }
+    }
+
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let edge = self.edge
+        return channel.eventLoop.makeCompletedFuture {
+            let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
+            let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
+                maxFrameSize: max(Self.transportFrameLimit, edge.settings.maxFrameBytes),
+                shouldUpgrade: { channel, head in
+                    upgradeAttempted.value = true
+                    let served = Self.socketMode(path: head.uri, edge: edge) != nil
+                    return channel.eventLoop.makeSucceededFuture(served ? HTTPHeaders() : nil)
+                },
+                upgradePipelineHandler: { channel, head in
+                    channel.eventLoop.makeCompletedFuture {
+                        guard let mode = Self.socketMode(path: head.uri, edge: edge) else {
+                            throw NIOWebSocketUpgradeError.unsupportedWebSocketTarget
+                        }
+                        try Self.installSocket(on: channel, mode: mode, settings: edge.settings)
+                        return UpgradeResult.webSocket
+                    }
+                })
+            let serverUpgrade = NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
+                        let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                        return upgradeAttempted.value ? .failedUpgrade(asyncChannel) : .notUpgraded(asyncChannel)
+                    }
+                })
+            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<UpgradeResult>(upgradeConfiguration: serverUpgrade)
+            configuration.enablePipelining = false  // HTTP is pipelined by NIOAsyncChannel
+            configuration.enableErrorHandling = false  // handled by Hummingbird
+            configuration.enableResponseHeaderValidation = false  // HTTPTypes validates already
+            let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            return Value(upgradeResult: negotiated, channel: channel)
+        }
+    }
+
+    public func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.upgradeResult.get() {
+            case .webSocket:
+                return  // the connection lives on in its handlers
+            case .notUpgraded(let http):
+                await handleHTTP(asyncChannel: http, logger: logger)
+            case .failedUpgrade(let http):
+                try await http.executeThenClose { _, outbound in
+                    let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+                    try await outbound.write(contentsOf: [.head(head), .end(nil)])
+                }
+            }
+        } catch {
+            logger.debug("connection ended during the upgrade", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Which socket a WebSocket path gets (nil: no WebSocket there).
+    static func socketMode(path uri: String, edge: Edge) -> ClientSocketHandler.Mode? {
+        let path = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
+        switch path {
+        case "/ws": return .chat(edge)
+        case "/ws/echo" where edge.settings.servesEcho: return .echo
+        default: return nil
+        }
+    }
+
+    /// The pipeline after the upgrade (the upgrader already added the frame codec and its protocol error
+    /// handler): the idle timeout, then the socket handler. The write buffer's high water mark is the most a
+    /// connection may have unsent before it counts as too slow (1008).
+    static func installSocket(on channel: any Channel, mode: ClientSocketHandler.Mode, settings: EdgeSettings) throws {
+        let high = max(settings.maxQueuedBytes, 1024)
+        try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: high / 2, high: high))
+        let idle = TimeAmount.milliseconds(Int64(settings.idleTimeoutMillis))
+        let maxMessage: Int
+        switch mode {
+        case .chat: maxMessage = settings.maxFrameBytes
+        case .echo: maxMessage = max(transportFrameLimit, settings.maxFrameBytes)
+        }
+        try channel.pipeline.syncOperations.addHandlers([
+            IdleStateHandler(readTimeout: idle),
+            ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage),
+        ])
+    }
+}
