@@ -51,6 +51,7 @@ extension RoomCommand {
         "fetchMembersByIds", "updateMyMemberInfo", "markManager", "markCommon", "setBlocked", "setMuted",
         "setTempMute", "kick", "setRoomMute", "updateAllowlist", "setGlobalMute", "queueInit", "queueOffer",
         "queueBatchUpdate", "queuePoll", "queueList", "queueDrop", "claimRoomSlot", "releaseRoomSlot", "listRooms",
+        "yieldRoom",
     ]
 
     /// Index of this command's case in `metricNames` (a switch, so a new case fails to compile here).
@@ -90,6 +91,7 @@ extension RoomCommand {
         case .claimRoomSlot: 31
         case .releaseRoomSlot: 32
         case .listRooms: 33
+        case .yieldRoom: 34
         }
     }
 }

@@ -54,12 +54,19 @@ extension Edge {
             try await startFeed(home)
             let claim = try await cluster.submit(.claimRoomSlot(roomId: request.roomId), shard: home,
                                                  actor: .session(identity))
-            _ = try claim.result.get()
+            let claimed = try claim.result.get()
             slotHolds[home, default: 0] += 1
             if connections[connection] != nil {
                 connections[connection]?.slots.insert(request.roomId)
             } else {
                 releaseSlot(identity, roomId: request.roomId)  // closed while claiming
+            }
+            if case .roomIds(let others) = claimed {
+                // RC one-room policy: rooms in other shards are left first (this shard's go with the enter).
+                for other in others where cluster.shard(ofRoom: other) != shard {
+                    _ = try? await cluster.submit(.yieldRoom(roomId: other), shard: cluster.shard(ofRoom: other),
+                                                  actor: .session(identity))
+                }
             }
             try await startFeed(shard)
             let outcome = try await cluster.submit(command, shard: shard, actor: .session(identity))

@@ -225,6 +225,7 @@ extension RoomCommand: BinaryCodable {
         case .listRooms(let after, let limit): w.write(UInt8(32)); w.write(after); w.write(limit)
         case .claimRoomSlot(let id): w.write(UInt8(33)); w.write(id)
         case .releaseRoomSlot(let id): w.write(UInt8(34)); w.write(id)
+        case .yieldRoom(let id): w.write(UInt8(35)); w.write(id)
         }
     }
 
@@ -264,6 +265,7 @@ extension RoomCommand: BinaryCodable {
         case 32: self = .listRooms(after: try r.readString(), limit: try r.readInt())
         case 33: self = .claimRoomSlot(roomId: try r.readString())
         case 34: self = .releaseRoomSlot(roomId: try r.readString())
+        case 35: self = .yieldRoom(roomId: try r.readString())
         case let t: throw .badTag("RoomCommand", UInt64(t))
         }
     }

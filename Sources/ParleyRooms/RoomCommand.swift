@@ -20,8 +20,13 @@ public enum RoomCommand: Sendable, Hashable {
     case sessionLost(edgeId: String)
     /// E3 across shards, sent to the user's home shard (`RoomSlots.homeKey`): claim a slot before entering a
     /// room anywhere (13101 for the 11th room), release it after leaving.
+    /// With the RC one-room policy on, the claim answers the user's other rooms (`roomIds`) instead of
+    /// counting to 10; the edge then sends `yieldRoom` to those in other shards.
     case claimRoomSlot(roomId: String)
     case releaseRoomSlot(roomId: String)
+    /// E3, RC one-room policy across shards: the acting user's sessions leave this room (kicked, reason 3, and
+    /// a multi-login sync leave with reason 2) because they entered another room. Refused when the policy is off.
+    case yieldRoom(roomId: String)
     // Messages (N1, N5)
     case sendMessage(SendMessage)
     case fetchHistory(HistoryQuery)

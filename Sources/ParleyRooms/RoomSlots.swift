@@ -36,21 +36,24 @@ extension RoomSlot: BinaryCodable {
 
 extension RoomsState {
     /// E3: claims a room slot for the acting session's user; refuses the 11th distinct room (13101). A claim
-    /// the session already holds is a no-op.
-    mutating func claimSlot(_ roomId: String, _ env: ApplyEnv) throws(RoomError) {
+    /// the session already holds is a no-op. With the RC one-room policy on there is no count: the answer is the
+    /// user's other rooms (sorted, distinct), which the edge makes the user leave (`yieldRoom`).
+    mutating func claimSlot(_ roomId: String, _ env: ApplyEnv) throws(RoomError) -> [String]? {
         guard case .session(let s) = env.context.actor else {
             throw RoomError(.noPermission, "only a client session claims a room slot")
         }
         try FieldCheck.id(roomId, limits.maxIdBytes, "roomId")
         var held = slots[s.userId] ?? []
-        guard !held.contains(where: { $0.roomId == roomId && $0.sessionId == s.sessionId }) else { return }
         let rooms = Set(held.map(\.roomId))
-        if !rooms.contains(roomId), rooms.count >= limits.maxRoomsPerUser {
+        let others: [String]? = policy.oneRoomPerUser ? rooms.subtracting([roomId]).sorted() : nil
+        guard !held.contains(where: { $0.roomId == roomId && $0.sessionId == s.sessionId }) else { return others }
+        if others == nil, !rooms.contains(roomId), rooms.count >= limits.maxRoomsPerUser {
             throw RoomError(.tooManyRooms, "the user is already in \(limits.maxRoomsPerUser) rooms")
         }
         held.append(RoomSlot(roomId: roomId, sessionId: s.sessionId, edgeId: s.edgeId))
         held.sort { ($0.roomId, $0.sessionId) < ($1.roomId, $1.sessionId) }
         slots[s.userId] = held
+        return others
     }
 
     /// E3: releases the acting session's slot for the room (a no-op when it holds none: releases are

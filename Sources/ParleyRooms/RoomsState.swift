@@ -166,7 +166,16 @@ public struct RoomsState: Sendable {
         case .setGlobalMute(let g):
             try setGlobalMute(g, env, &fx)
         case .claimRoomSlot(let roomId):
-            try claimSlot(roomId, env)
+            if let others = try claimSlot(roomId, env) { return .roomIds(others) }
+        case .yieldRoom(let roomId):
+            guard case .session(let identity) = env.context.actor else {
+                throw RoomError(.noPermission, "only a client session yields a room")
+            }
+            guard policy.oneRoomPerUser else { throw RoomError(.noPermission, "the one-room policy is off") }
+            try FieldCheck.id(roomId, limits.maxIdBytes, "roomId")
+            if rooms.slot(of: roomId) != nil, userRooms[identity.userId]?.contains(roomId) == true {
+                leaveForAnotherRoom(roomId, userId: identity.userId, env, &fx)
+            }
         case .releaseRoomSlot(let roomId):
             try releaseSlot(roomId, env)
         case .queueInit(let roomId, let size):
@@ -254,18 +263,23 @@ public struct RoomsState: Sendable {
             }
         }
         for roomId in leave {
-            // RC: the previous room's sessions are kicked, the user's devices told (reason 2).
-            let other = rooms.slot(of: roomId)!
-            var roomFx = ApplyEffects()
-            rooms[slot: other].kickUser(identity.userId, .byConflictLogin, ext: "", env, &roomFx)
-            rooms[slot: other].emit(.multiLoginSync(joined: false, reason: 2, time: env.now),
-                                to: .users([identity.userId]), &roomFx)
-            syncPresence(roomId, roomFx)
-            fx.events.append(contentsOf: roomFx.events)
+            leaveForAnotherRoom(roomId, userId: identity.userId, env, &fx)
         }
         let reply = rooms[slot: i].enter(e, identity, env, &fx)
         syncPresence(e.roomId, fx)
         return reply
+    }
+
+    /// RC one-room policy: the user's sessions in `roomId` are kicked (reason 3) and the user's devices told
+    /// (multi-login sync leave, reason 2).
+    private mutating func leaveForAnotherRoom(_ roomId: String, userId: String, _ env: ApplyEnv,
+                                              _ fx: inout ApplyEffects) {
+        let other = rooms.slot(of: roomId)!
+        var roomFx = ApplyEffects()
+        rooms[slot: other].kickUser(userId, .byConflictLogin, ext: "", env, &roomFx)
+        rooms[slot: other].emit(.multiLoginSync(joined: false, reason: 2, time: env.now), to: .users([userId]), &roomFx)
+        syncPresence(roomId, roomFx)
+        fx.events.append(contentsOf: roomFx.events)
     }
 
     /// Ends every session of a lost edge, room by room in id order.

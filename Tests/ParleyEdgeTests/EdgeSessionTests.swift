@@ -221,6 +221,34 @@ struct EdgeSessionTests {
         await d.close()
     }
 
+    @Test("E3 RC one-room policy across shards: entering a room of another shard kicks the first (reason 3) and frees its slot")
+    func oneRoomPolicyAcrossShards() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        var policy = AppPolicy()
+        policy.oneRoomPerUser = true
+        for shard in 0..<server.cluster.shardCount {
+            _ = try await server.cluster.submit(.setAppPolicy(policy), shard: shard, actor: .appServer)
+        }
+        let elsewhere = try #require((1...50).map { "room-\($0)" }.first {
+            server.cluster.shard(ofRoom: $0) != server.cluster.shard(ofRoom: "r1")
+        })
+        try await server.cluster.createRoom(elsewhere)
+        let c = try await server.client()
+        try await c.enter("carol")
+        let d = try await server.client()
+        try await d.enter("carol", room: elsewhere)
+        let kicked = try await c.event("kicked") { $0["roomId"] == .string("r1") }
+        #expect(kicked["data"]?["reason"] == .int(3))
+        _ = try await c.event("multiLoginSync") { $0["roomId"] == .string("r1") }
+        try await eventually { await server.edge.counts.sessions == 1 }
+        #expect(try await c.call("sendMessage", ["roomId": "r1", "body": "still here?"]).errorCode == 13100)
+        let home = server.cluster.shard(ofRoom: RoomSlots.homeKey("carol"))
+        try await eventually { server.cluster.slotRooms(of: "carol", shard: home) == [elsewhere] }
+        await c.close()
+        await d.close()
+    }
+
     @Test("E3: while a slot is held the user's home shard is polled too (the edge's lease there); both feeds stop after exit")
     func homeShardFeed() async throws {
         let server = try await Fixture.server()

@@ -135,6 +135,11 @@ final class InProcessCluster: EdgeCluster, Sendable {
         meta(.putUser(UserRecord(appKey: appKey, account: account, token: token, tokenExpiresAt: expiresAt)))
     }
 
+    /// E3: the rooms a user holds slots for in a (home) shard's state.
+    func slotRooms(of userId: String, shard: ShardID) -> [String] {
+        state.withLock { $0.shards[shard].state.slotRooms(of: userId) }
+    }
+
     func asAppServer(_ command: RoomCommand, room: String) async throws -> ApplyOutcome {
         try await submit(command, shard: shard(ofRoom: room), actor: .appServer)
     }

@@ -127,7 +127,10 @@ struct CommandGenerator {
                 roomId: room, elements: (0 ..< rng.below(4)).map { _ in QueueEntry(key: "k\(rng.below(10))", value: text()) }))
         case 92 ..< 96: command = .queuePoll(roomId: room, key: rng.chance(40) ? "" : "k\(rng.below(10))")
         case 96 ..< 98: command = .queueList(roomId: room)
-        default: command = .queueDrop(roomId: room)
+        case 98: command = .queueDrop(roomId: room)
+        default:
+            // E3 slots (a home shard's commands) and the RC one-room policy's yield.
+            command = rng.pick([RoomCommand.claimRoomSlot(roomId: room), .releaseRoomSlot(roomId: room), .yieldRoom(roomId: room)])
         }
         if case .session = actor, (63 ..< 81).contains(kind), rng.chance(40) { actor = .appServer }
         return (command, ApplyContext(logIndex: index, timestamp: time, actor: actor))

@@ -202,6 +202,41 @@ import Testing
         #expect(restored.slotRooms(of: "ann") == home.state.slotRooms(of: "ann"))
     }
 
+    @Test func E3_withTheOneRoomPolicyTheClaimAnswersTheOtherRoomsAndDoesNotCount() {
+        var policy = AppPolicy()
+        policy.oneRoomPerUser = true
+        var home = TestShard(policy: policy)
+        #expect(home.user("ann", .claimRoomSlot(roomId: "b")).reply == .roomIds([]))
+        #expect(home.user("ann", .claimRoomSlot(roomId: "a"), device: 2).reply == .roomIds(["b"]))
+        // No 10-room count under the policy: the user is about to leave the others.
+        for i in 0..<12 { #expect(home.user("ann", .claimRoomSlot(roomId: "room-\(i)")).isSuccess) }
+        #expect(home.user("ann", .claimRoomSlot(roomId: "z")).reply == .roomIds(["a", "b"] + (0..<12).map { "room-\($0)" }.sorted()))
+    }
+
+    @Test func E3_yieldRoomKicksTheUsersSessionsWithReason3AndTellsTheirDevices() {
+        var policy = AppPolicy()
+        policy.oneRoomPerUser = true
+        var other = TestShard(policy: policy)
+        other.createRoom("a")
+        other.enter("amy", "a")
+        other.enter("amy", "a", device: 2)
+        other.enter("bob", "a")
+        let out = other.user("amy", .yieldRoom(roomId: "b-elsewhere-is-not-here"))
+        #expect(out.isSuccess && out.events.isEmpty)  // a room the user is not in: nothing happens
+        let yielded = other.user("amy", .yieldRoom(roomId: "a"))
+        #expect(yielded.events.filter { $0.kind == .kicked(reason: .byConflictLogin, ext: "") }.count == 1)
+        #expect(yielded.events.contains { $0.kind == .multiLoginSync(joined: false, reason: 2, time: other.time) })
+        #expect(other.state.rooms["a"]!.userSessions["amy"] == nil)
+        #expect(other.state.rooms["a"]!.userSessions["bob"] != nil)
+        // Only a session of the user itself, and only under the policy.
+        other.expectRejected(.yieldRoom(roomId: "a"), .noPermission)
+        var plain = TestShard()
+        plain.createRoom("a")
+        plain.enter("amy", "a")
+        plain.expectRejected(.yieldRoom(roomId: "a"), as: TestShard.session("amy"), .noPermission)
+        #expect(plain.state.rooms["a"]!.userSessions["amy"] != nil)
+    }
+
     @Test func E3_aLostEdgeReleasesItsSlots() {
         var home = TestShard()
         home.run(.claimRoomSlot(roomId: "a"), as: .session(SessionIdentity(userId: "bo", sessionId: "s1", edgeId: "e1")))
