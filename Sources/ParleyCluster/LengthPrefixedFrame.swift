@@ -24,9 +24,15 @@ extension ByteBuffer {
     static func lengthPrefixedFrame(capacity: Int, _ fill: (inout ByteBuffer) -> Void) -> ByteBuffer {
         var frame = ByteBuffer()
         frame.reserveCapacity(4 + capacity)
-        frame.writeInteger(UInt32(0))
-        fill(&frame)
-        frame.setInteger(UInt32(frame.readableBytes - 4), at: frame.readerIndex)
+        frame.writeLengthPrefixedFrame(fill)
         return frame
+    }
+
+    /// Appends one frame whose payload `fill` writes (several frames may share a buffer, and a DATA frame).
+    mutating func writeLengthPrefixedFrame(_ fill: (inout ByteBuffer) -> Void) {
+        let start = writerIndex
+        writeInteger(UInt32(0))
+        fill(&self)
+        setInteger(UInt32(writerIndex - start - 4), at: start)
     }
 }

@@ -138,21 +138,39 @@ final class PeerStreamHandler: ChannelInboundHandler {
             }
             let request = PeerRequest(from: from, path: path, body: Array(buffer: frame))
             let loop = context.eventLoop
-            let bound = NIOLoopBound(context, eventLoop: loop)
+            let bound = NIOLoopBound((self, context), eventLoop: loop)
             settings.onRequest(request, loop).hop(to: loop).whenComplete { result in
                 let response: PeerResponse
                 switch result {
                 case .success(let r): response = r
                 case .failure(let error): response = PeerResponse(status: 500, body: Array("\(error)".utf8))
                 }
-                let out = ByteBuffer.lengthPrefixedFrame(capacity: 10 + response.body.count) { out in
-                    out.writeInteger(id)
-                    out.writeInteger(UInt16(clamping: response.status))
-                    out.writeBytes(response.body)
-                }
-                bound.value.writeAndFlush(NIOAny(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(out)))), promise: nil)
+                let (handler, context) = bound.value
+                handler.queueAnswer(context, id: id, response)
             }
             return true
+        }
+    }
+
+    /// Answers that completed during this loop tick leave together in one DATA frame (a Raft commit answers
+    /// hundreds of forwarded commands at once).
+    private var answersOut: ByteBuffer?
+
+    private func queueAnswer(_ context: ChannelHandlerContext, id: UInt64, _ response: PeerResponse) {
+        if answersOut == nil {
+            answersOut = ByteBuffer()
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.execute {
+                let (handler, context) = bound.value
+                guard let out = handler.answersOut else { return }
+                handler.answersOut = nil
+                context.writeAndFlush(handler.wrapOutboundOut(.data(.init(data: .byteBuffer(out)))), promise: nil)
+            }
+        }
+        answersOut!.writeLengthPrefixedFrame { out in
+            out.writeInteger(id)
+            out.writeInteger(UInt16(clamping: response.status))
+            out.writeBytes(response.body)
         }
     }
 
