@@ -70,6 +70,27 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         try await group.shutdownGracefully()
     }
 
+    @Test func callsOfOneTickShareADataFrameAndEachGetsItsOwnAnswer() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let a = try await makeTransport(1, inbox: Inbox(), group: group)
+        let b = try await makeTransport(2, inbox: Inbox(), group: group)
+        await a.setPeers([2: ("127.0.0.1", b.port)])
+        await b.setPeers([1: ("127.0.0.1", a.port)])
+        _ = try await a.call(2, path: "/rpc/v1/echo", body: [0]).get()  // connected
+        // 2,000 calls made on the loop in one go, bodies from 0 bytes to past an HTTP/2 frame (16 KiB), so the
+        // coalesced DATA frames split across HTTP/2 frames; answers must match their calls.
+        let bodies = (0..<2000).map { i in [UInt8](repeating: UInt8(i % 251), count: i % 7 == 0 ? 20_000 + i : i % 97) }
+        let futures = try await group.next().submit { bodies.map { a.call(2, path: "/rpc/v1/echo", body: $0) } }.get()
+        for (i, f) in futures.enumerated() {
+            let answer = try await f.get()
+            #expect(answer.status == 200 && answer.body == bodies[i], "call \(i)")
+        }
+        let who = try await a.call(2, path: "/rpc/v1/whoami", body: []).get()
+        #expect(String(decoding: who.body, as: UTF8.self) == "1")
+        await a.shutdown(); await b.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     @Test func aPeerWithTheWrongSecretIsRefused() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let inB = Inbox(), inC = Inbox()
