@@ -3,6 +3,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOPosix
+import NIOSSL
 import ParleyRaft
 
 /// The connection from this node to one peer: one HTTP/2 connection (cleartext, prior knowledge) carrying
@@ -15,6 +16,8 @@ final class PeerLink: @unchecked Sendable {
     struct Settings: Sendable {
         var nodeID: NodeID
         var auth: PeerAuth
+        /// Mutual TLS to the peer (nil: cleartext h2 with prior knowledge).
+        var tls: NIOSSLContext?
         var queueLimitBytes: Int
         var maxFrameBytes: Int
         var backoff: (initial: TimeAmount, max: TimeAmount) = (.milliseconds(50), .seconds(2))
@@ -173,6 +176,7 @@ final class PeerLink: @unchecked Sendable {
         connecting = true
         connects += 1
         let promise = loop.makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
+        let tls = settings.tls
         // The HTTP/2 pipeline must be configured inside the initializer, or the server's first SETTINGS
         // frame can be lost and the first stream hang (SWIFT-NOTES).
         ClientBootstrap(group: loop)
@@ -180,6 +184,9 @@ final class PeerLink: @unchecked Sendable {
             .connectTimeout(.seconds(2))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: nil))
+                    }
                     let mux = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .client, connectionConfiguration: PeerTransport.connectionConfiguration,
                         streamConfiguration: PeerTransport.streamConfiguration) { stream in

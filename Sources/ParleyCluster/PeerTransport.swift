@@ -3,10 +3,11 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
 import NIOPosix
+import NIOSSL
 import ParleyRaft
 
-/// Node-to-node HTTP/2 (cleartext, prior knowledge): a server for peers' streams and one `PeerLink` per
-/// peer. Raft messages of all groups go to a peer as one batch per ready cycle on its long-lived stream;
+/// Node-to-node HTTP/2 (cleartext with prior knowledge, or mutual TLS with ALPN `h2` when `Config.tls` is
+/// set): a server for peers' streams and one `PeerLink` per peer. Raft messages of all groups go to a peer as one batch per ready cycle on its long-lived stream;
 /// RPCs (forwarded commands, reads) use short streams on the same connection.
 public final class PeerTransport: Sendable {
     public struct Config: Sendable {
@@ -19,6 +20,8 @@ public final class PeerTransport: Sendable {
         public var maxFrameBytes: Int = 64 << 20
         /// Raft bytes queued per unreachable peer before the oldest batches are dropped.
         public var queueLimitBytes: Int = 32 << 20
+        /// TLS for the peer port (server and links alike); nil = cleartext h2.
+        public var tls: PeerTLS?
 
         public init(nodeID: NodeID, host: String = "127.0.0.1", port: Int, secret: String) {
             self.nodeID = nodeID
@@ -51,6 +54,8 @@ public final class PeerTransport: Sendable {
     private let links: NIOLockedValueBox<[NodeID: PeerLink]> = NIOLockedValueBox([:])
     private let onPeerDown: @Sendable (NodeID) -> Void
     private let metrics: any MetricsFactory
+    /// The links' TLS context (nil: cleartext).
+    private let clientTLS: NIOSSLContext?
 
     /// The port the server listens on.
     public var port: Int { server.localAddress?.port ?? config.port }
@@ -69,12 +74,15 @@ public final class PeerTransport: Sendable {
         auth = PeerAuth(secret: config.secret)
         let settings = PeerStreamHandler.Settings(auth: VerifiedPeerTokens(auth: auth), maxFrameBytes: config.maxFrameBytes,
                                                   onRaft: onRaft, onRequest: onRequest)
+        let tls = try config.tls?.contexts()
+        clientTLS = tls?.client
         server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: Self.connectionConfiguration,
                         streamConfiguration: Self.streamConfiguration) { stream in
@@ -95,7 +103,7 @@ public final class PeerTransport: Sendable {
                     link.update(host: address.host, port: address.port)
                 } else {
                     links[id] = PeerLink(peer: id, host: address.host, port: address.port, loop: group.next(),
-                                         settings: .init(nodeID: config.nodeID, auth: auth,
+                                         settings: .init(nodeID: config.nodeID, auth: auth, tls: clientTLS,
                                                          queueLimitBytes: config.queueLimitBytes,
                                                          maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown,
                                                          droppedMetric: Counter(label: Self.droppedMetric,

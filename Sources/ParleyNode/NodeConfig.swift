@@ -44,6 +44,24 @@ public struct NodeConfig: Sendable, Equatable {
     public var durable = true
     /// Server-API apps (AppKey → AppSecret) this node puts into the meta group when missing (`--app`).
     public var apps: [String: String] = [:]
+    /// Mutual TLS on the peer port (`--peer-tls-cert`, `--peer-tls-key`, `--peer-tls-ca`); nil = cleartext h2.
+    /// Every node of a cluster must agree: a TLS node and a cleartext one cannot talk.
+    public var peerTLS: PeerTLS?
+
+    /// Builds `peerTLS` from the three file options: all three or none.
+    public static func parsePeerTLS(cert: String?, key: String?, ca: String?) throws -> PeerTLS? {
+        switch (cert, key, ca) {
+        case (nil, nil, nil):
+            return nil
+        case (let cert?, let key?, let ca?):
+            for path in [cert, key, ca] where !FileManager.default.isReadableFile(atPath: path) {
+                throw NodeConfigError.invalid("peer TLS file \(path) is not readable")
+            }
+            return PeerTLS(certificatePath: cert, privateKeyPath: key, trustRootsPath: ca)
+        default:
+            throw NodeConfigError.invalid("--peer-tls-cert, --peer-tls-key and --peer-tls-ca go together")
+        }
+    }
 
     public init(id: NodeID, listen: Address, peerListen: Address, peers: [NodeID: Address], dataDirectory: String,
                 secret: String) {

@@ -46,6 +46,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         var peerConfig = PeerTransport.Config(nodeID: config.id, host: config.peerListen.host,
                                               port: config.peerListen.port, secret: config.secret)
         peerConfig.maxFrameBytes = 64 << 20
+        peerConfig.tls = config.peerTLS
         transport = try await PeerTransport(
             config: peerConfig, group: network,
             onRaft: { from, batch in ref.driver?.receive(from: from, batch) },

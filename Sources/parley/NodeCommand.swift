@@ -24,6 +24,12 @@ struct NodeCommand: AsyncParsableCommand {
     var tickMillis: Int?
     @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
     var apps: [String] = []
+    @Option(name: .customLong("peer-tls-cert"), help: "PEM certificate of this node for mutual TLS on the peer port (with --peer-tls-key and --peer-tls-ca).")
+    var peerTLSCert: String?
+    @Option(name: .customLong("peer-tls-key"), help: "PEM private key of this node's peer certificate.")
+    var peerTLSKey: String?
+    @Option(name: .customLong("peer-tls-ca"), help: "PEM CA certificate peers' certificates must be signed by.")
+    var peerTLSCA: String?
     @Flag(name: .customLong("no-fsync"), help: "Skip fsync (benchmarks only: a crash can lose acknowledged writes).")
     var noFsync = false
 
@@ -49,6 +55,11 @@ struct NodeCommand: AsyncParsableCommand {
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
+        do {
+            nodeConfig.peerTLS = try NodeConfig.parsePeerTLS(cert: value("peer-tls-cert", peerTLSCert),
+                                                             key: value("peer-tls-key", peerTLSKey),
+                                                             ca: value("peer-tls-ca", peerTLSCA))
+        } catch { throw ValidationError("\(error)") }
         do {
             nodeConfig.apps = try NodeConfig.parseApps(apps.isEmpty ? settings.value("apps").map { [$0] } ?? [] : apps)
         } catch { throw ValidationError("\(error)") }

@@ -80,6 +80,33 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         }
     }
 
+    /// Issue 4, TLS optional: the same with `--peer-tls-*` on every node (one self-signed certificate that is
+    /// also the trust root), so Raft traffic, forwarding and the edge feeds all run over mutual TLS.
+    @Test func nodesWithPeerTLSElectLeadersAndReplicate() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let cert = folder.appendingPathComponent("cluster.pem").path, key = folder.appendingPathComponent("cluster.key").path
+        let made = try runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                                                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=parley-it"])
+        try #require(made == 0)
+        let tls = PeerTLS(certificatePath: cert, privateKeyPath: key, trustRootsPath: cert)
+        try await withLocalCluster(extraArguments: ["--peer-tls-cert", cert, "--peer-tls-key", key, "--peer-tls-ca", cert],
+                                    clientTLS: tls) { cluster in
+        try cluster.startAll()
+        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: "vault")
+        let leader = try #require(await cluster.leader(ofShard: shard))
+        let follower = cluster.ids.first { $0 != leader }!
+        let created = try await cluster.submit(.createRoom(CreateRoom(roomId: "vault", creator: "ann", name: "Vault")),
+                                               room: "vault", via: follower)
+        #expect(created.result == .success(.done))
+        try await cluster.eventually("all replicas to hold the room") {
+            let views = await cluster.statuses(digests: true).values.compactMap { $0.shards.first { $0.shard == shard } }
+            return views.count == 3 && views.allSatisfy { $0.rooms == 1 } && Set(views.map(\.digest)).count == 1
+        }
+        }
+    }
+
     @Test func killingAShardLeaderElectsANewOneWithinTwoSecondsAndLosesNothing() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
@@ -147,4 +174,16 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         }
         }
     }
+}
+
+/// Runs a command-line tool to the end; returns its exit status (output discarded).
+func runTool(_ path: String, _ arguments: [String]) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
 }

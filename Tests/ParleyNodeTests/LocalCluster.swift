@@ -21,9 +21,12 @@ final class LocalCluster: @unchecked Sendable {
     let directory: URL
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var client: PeerTransport?
+    /// TLS for the test's own peer client, when the nodes run with `--peer-tls-*`.
+    private let clientTLS: PeerTLS?
 
-    init(size: Int = 3, shards: Int = 16, extraArguments: [String] = []) throws {
+    init(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil) throws {
         self.shards = shards
+        self.clientTLS = clientTLS
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ports = try LocalNodeProcesses.freePorts(2 * size)
@@ -177,7 +180,9 @@ final class LocalCluster: @unchecked Sendable {
     private func clientTransport() async throws -> PeerTransport {
         if let client { return client }
         // The test speaks to the nodes as a cluster tool would: with the secret, under its own id.
-        let transport = try await PeerTransport(config: .init(nodeID: 999, port: 0, secret: nodes.layout.secret), group: group,
+        var config = PeerTransport.Config(nodeID: 999, port: 0, secret: nodes.layout.secret)
+        config.tls = clientTLS
+        let transport = try await PeerTransport(config: config, group: group,
                                                 onRaft: { _, _ in },
                                                 onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
         var peers: [NodeID: (host: String, port: Int)] = [:]
@@ -189,9 +194,9 @@ final class LocalCluster: @unchecked Sendable {
 }
 
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
-func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [],
+func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
                       _ body: (LocalCluster) async throws -> Void) async throws {
-    let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments)
+    let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {
