@@ -252,13 +252,23 @@ public final class RaftHost {
             try database.commit(batch)  // history rows of the last cycle, if any
             return 0
         }
-        try database.commit(batch)  // nothing below is sent or answered before this is durable
-
-        var outbox: [NodeID: [RaftEnvelope]] = [:]
+        // A leader's appends and heartbeats leave while this node syncs (`MessageKind.mayLeaveBeforeSync`):
+        // the followers' writes overlap the leader's. Acknowledgements and votes wait for the sync.
+        var early: [NodeID: [RaftEnvelope]] = [:]
+        var late: [NodeID: [RaftEnvelope]] = [:]
         for (g, rd) in readies {
-            for m in rd.messages { outbox[m.to, default: []].append(RaftEnvelope(group: g.group, message: m)) }
+            for m in rd.messages {
+                let envelope = RaftEnvelope(group: g.group, message: m)
+                if m.kind.mayLeaveBeforeSync {
+                    early[m.to, default: []].append(envelope)
+                } else {
+                    late[m.to, default: []].append(envelope)
+                }
+            }
         }
-        for node in outbox.keys.sorted() { send(node, outbox[node]!) }
+        for node in early.keys.sorted() { send(node, early[node]!) }
+        try database.commit(batch)  // nothing below is sent or answered before this is durable
+        for node in late.keys.sorted() { send(node, late[node]!) }
 
         for (g, rd) in readies {
             try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)

@@ -1,5 +1,5 @@
 /// The kinds of messages Raft peers exchange.
-public enum MessageKind: UInt8, Sendable {
+public enum MessageKind: UInt8, Sendable, CaseIterable {
     case append, appendResponse, vote, voteResponse, preVote, preVoteResponse
     case heartbeat, heartbeatResponse
     /// One chunk of a snapshot (see `Message.snapshotOffset`).
@@ -12,6 +12,23 @@ public enum MessageKind: UInt8, Sendable {
     case readIndex, readIndexResponse
     /// A follower forwards a leadership transfer request to the leader.
     case transferLeader
+}
+
+extension MessageKind {
+    /// A leader's appends, heartbeats and snapshot chunks claim nothing about the sender's disk, so a host may
+    /// send them while the Ready that produced them is still being synced (Raft thesis §10.2.1: the leader
+    /// writes its log in parallel with replicating it). Everything else — acknowledgements, votes, candidacies,
+    /// transfer and read traffic — leaves only once that Ready is durable.
+    ///
+    /// Safe because the leader's commit index only moves when a follower's acknowledgement is stepped, and a
+    /// host steps nothing until the Ready whose entries were acknowledged is durable and advanced; so every
+    /// commit index a message carries counts only entries on the leader's disk.
+    public var mayLeaveBeforeSync: Bool {
+        switch self {
+        case .append, .heartbeat, .snapshot: true
+        default: false
+        }
+    }
 }
 
 /// A message between two members of one group.

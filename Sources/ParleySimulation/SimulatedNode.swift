@@ -71,10 +71,14 @@ final class SimulatedNode {
 
     /// Handles every pending Ready. `tornCrash` injects a crash after the first Ready's writes reach the
     /// page cache but before they are synced and before its messages leave.
-    func drainReady(monitor: inout SafetyMonitor, tornCrash: Bool, snapshotEvery: Int) throws -> Outcome {
+    func drainReady(monitor: inout SafetyMonitor, tornCrash: Bool, snapshotEvery: Int,
+                    sentBeforeSync: Set<MessageKind>) throws -> Outcome {
         var outcome = Outcome()
         while raw.hasReady {
             let ready = raw.ready()
+            // As the node's host does: a leader's appends and heartbeats leave before the sync, so a torn
+            // crash can lose on the leader what its followers already hold.
+            outcome.messages += ready.messages.filter { sentBeforeSync.contains($0.kind) }
             try persist(ready, monitor: &monitor)
             if tornCrash {
                 outcome.crashed = true
@@ -83,7 +87,7 @@ final class SimulatedNode {
             // `mustSync` (as etcd's) does not cover a received snapshot, yet the node acknowledges it in
             // this Ready's messages: it must be durable first (seed 2735 showed the divergence otherwise).
             if ready.mustSync || ready.snapshot != nil { disk.sync() }
-            outcome.messages += ready.messages
+            outcome.messages += ready.messages.filter { !sentBeforeSync.contains($0.kind) }
             try apply(ready, monitor: &monitor, outcome: &outcome)
             raw.advance(ready)
             answerReads(&outcome)

@@ -33,6 +33,10 @@ public struct SimulationConfig: Sendable, Hashable {
     /// Each node snapshots and compacts its log after applying this many entries (0: never).
     public var snapshotEvery = 25
 
+    /// Message kinds a node sends before the Ready that made them is synced: the hosts' rule
+    /// (`MessageKind.mayLeaveBeforeSync`). A test widens it to show that an unsafe host is caught.
+    public var sentBeforeSync: Set<MessageKind> = Set(MessageKind.allCases.filter(\.mayLeaveBeforeSync))
+
     /// Usual one-way delay in virtual ms.
     public var messageDelay: ClosedRange<Int> = 1...6
     /// Share of messages held back much longer (so they arrive out of order).

@@ -237,8 +237,11 @@ final class SimulationRun {
     func drain(_ id: NodeID) throws {
         guard let node = nodes[id] else { return }
         let outcome = try node.drainReady(monitor: &monitor, tornCrash: tornCrashPending.contains(id),
-                                          snapshotEvery: config.snapshotEvery)
+                                          snapshotEvery: config.snapshotEvery, sentBeforeSync: config.sentBeforeSync)
         if outcome.crashed {
+            // What left before the crash still arrives: earlier Readies' messages and the torn one's
+            // leader appends (`MessageKind.mayLeaveBeforeSync`).
+            for message in outcome.messages { send(message) }
             crash(id, torn: true)
             return
         }

@@ -42,6 +42,8 @@ public final class DurableGroupLog: RaftStorage {
     }
 
     public func setHardState(_ hs: HardState) {
+        let before = memory.persistedHardState
+        if hs.term != before.term || hs.vote != before.vote { pending.termOrVoteChanged = true }
         memory.setHardState(hs)
         pending.hardState = hs
     }

@@ -15,8 +15,18 @@ public struct GroupWrite: Sendable, Equatable {
     /// Drop entries with an index below this (they are covered by the snapshot).
     public var compactBelow: LogIndex?
     public var hardState: HardState?
+    /// The hard state's term or vote changed (not only its commit index).
+    public var termOrVoteChanged = false
 
     public init() {}
+
+    /// Whether this write must be synced before the cycle's acknowledgements leave and its answers go out:
+    /// entries, a snapshot, a compaction, a new term or vote. A hard state that only moves the commit index
+    /// need not be (etcd's `mustSync`): the entries it covers were synced when they were appended and a lost
+    /// commit index is learned again from the leader.
+    public var needsSync: Bool {
+        snapshot != nil || !entries.isEmpty || compactBelow != nil || termOrVoteChanged
+    }
 
     public var isEmpty: Bool {
         snapshot == nil && entries.isEmpty && compactBelow == nil && hardState == nil
@@ -38,6 +48,9 @@ public struct StorageBatch: Sendable, Equatable {
 
     /// Number of entries the batch appends, over all groups.
     public var entryCount: Int { writes.reduce(0) { $0 + $1.write.entries.count } }
+
+    /// Whether any group's write must be synced (history rows never need to be: a crash replays their entries).
+    public var needsSync: Bool { writes.contains { $0.write.needsSync } }
 
     /// Changes the pending write of `group` in place (creating it if needed).
     public mutating func update(_ group: GroupID, _ change: (inout GroupWrite) -> Void) {

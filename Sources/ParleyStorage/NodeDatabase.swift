@@ -11,6 +11,8 @@ import ParleyRooms
 public final class NodeDatabase: Sendable {
     private let queue: DatabaseQueue
     public let path: String
+    /// fsync on (FULL) or off (OFF) for the batches that need it.
+    private let durable: Bool
     /// Time of each group commit (the transaction and its fsync), `parley_storage_commit_seconds`.
     private let commitTime: Metrics.Timer
 
@@ -24,11 +26,14 @@ public final class NodeDatabase: Sendable {
         var config = Configuration()
         config.journalMode = .wal
         config.label = "parley-node"
-        config.prepareDatabase { db in
+        self.path = path
+        self.durable = durable
+        queue = try DatabaseQueue(path: path, configuration: config)
+        // Set after the queue exists: GRDB switches a WAL database to `synchronous = NORMAL` (no sync at commit)
+        // once the connection is open, after `prepareDatabase` has run — a setting made there does not last.
+        try queue.writeWithoutTransaction { db in
             try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF")
         }
-        self.path = path
-        queue = try DatabaseQueue(path: path, configuration: config)
         try Self.migrator.migrate(queue)
         history = RoomHistoryStore(queue: queue)
     }
@@ -143,18 +148,37 @@ public final class NodeDatabase: Sendable {
 
     // MARK: Group commit
 
-    /// Makes the whole batch durable in one transaction; when this returns, every write in it survives a
-    /// crash, and a crash before it returns leaves none of it half-applied.
+    /// Writes the whole batch in one transaction; a crash before it returns leaves none of it half-applied.
+    /// When the batch `needsSync`, it is on disk when this returns (one fsync of the WAL). Otherwise (only
+    /// commit indexes and history rows) the transaction is not synced by itself: the next synced one makes
+    /// it durable too, since the WAL is written in order; until then a crash may lose it, which Raft and
+    /// the history replay repair.
     public func commit(_ batch: StorageBatch) throws {
         guard !batch.isEmpty else { return }
         let start = ContinuousClock.now
         defer { commitTime.record(duration: ContinuousClock.now - start) }
-        try queue.write { db in
-            for (group, write) in batch.writes where !write.isEmpty {
-                try Self.apply(write, to: group, in: db)
+        let relaxed = durable && !batch.needsSync
+        try queue.writeWithoutTransaction { db in
+            if relaxed { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            do {
+                try db.inTransaction {
+                    for (group, write) in batch.writes where !write.isEmpty {
+                        try Self.apply(write, to: group, in: db)
+                    }
+                    if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
+                    return .commit
+                }
+            } catch {
+                if relaxed { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+                throw error
             }
-            if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
+            if relaxed { try db.execute(sql: "PRAGMA synchronous = FULL") }
         }
+    }
+
+    /// SQLite's `synchronous` setting now (2 = FULL, 1 = NORMAL, 0 = OFF); tests check a relaxed commit restores it.
+    func synchronousSetting() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     private static func apply(_ write: GroupWrite, to group: GroupID, in db: Database) throws {

@@ -41,6 +41,38 @@ private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
         #expect(try log.term(at: 1) == 1)  // the bootstrap snapshot stands for index 1
     }
 
+    @Test func aDurableDatabaseSyncsEveryCommitThatNeedsIt() throws {
+        // FULL (2): the WAL is synced at each commit. GRDB's WAL set-up would leave NORMAL (1), which syncs only
+        // at checkpoints — a power loss could then take acknowledged writes.
+        #expect(try NodeDatabase(path: try temporaryDatabasePath()).synchronousSetting() == 2)
+        #expect(try NodeDatabase(path: try temporaryDatabasePath(), durable: false).synchronousSetting() == 0)
+    }
+
+    @Test func onlyEntriesSnapshotsCompactionsAndNewTermsOrVotesNeedASync() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createGroup(3, bootstrap: ConfState(voters: [1, 2, 3]))
+        func staged() -> StorageBatch {
+            var batch = StorageBatch()
+            log.stage(into: &batch)
+            return batch
+        }
+        log.setHardState(HardState(term: 2, vote: 1, commit: 1))
+        #expect(staged().needsSync)  // a new term and vote
+        try log.append(entries(2...4, term: 2))
+        #expect(staged().needsSync)  // entries
+        log.setHardState(HardState(term: 2, vote: 1, commit: 3))
+        let commitOnly = staged()
+        #expect(!commitOnly.isEmpty && !commitOnly.needsSync)
+        log.setHardState(HardState(term: 3, vote: 0, commit: 3))
+        #expect(staged().needsSync)  // a new term
+        // A relaxed (unsynced) commit is written like any other and leaves fsync on for the next one.
+        log.setHardState(HardState(term: 3, vote: 0, commit: 4))
+        try db.commit(staged())
+        #expect(try db.synchronousSetting() == 2)
+        #expect(try NodeDatabase(path: path).openGroup(3).hardState == HardState(term: 3, vote: 0, commit: 4))
+    }
+
     @Test func anAppendReplacesTheDivergentSuffix() throws {
         let path = try temporaryDatabasePath()
         let db = try NodeDatabase(path: path)
