@@ -35,6 +35,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "ParleyWire", swiftSettings: strict),
+        // The JSON value both the edge and the client SDK speak (the SDK may not import a server module).
+        .target(name: "ParleyJSON", swiftSettings: strict),
         .target(
             name: "ParleyRooms",
             dependencies: ["ParleyWire", .product(name: "Collections", package: "swift-collections")],
@@ -91,7 +93,7 @@ let package = Package(
         .target(
             name: "ParleyEdge",
             dependencies: [
-                "ParleyRooms", "ParleyCluster", "ParleyWire",
+                "ParleyRooms", "ParleyCluster", "ParleyWire", "ParleyJSON",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -145,6 +147,7 @@ let package = Package(
         .target(
             name: "ParleyClient",
             dependencies: [
+                "ParleyJSON",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,4 @@
+@_exported import ParleyJSON
 import Foundation
 
 /// One request of docs/protocol.md: an op and its fields, without the id (the connection numbers requests

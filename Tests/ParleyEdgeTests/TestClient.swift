@@ -156,11 +156,6 @@ final class TestClient: Sendable {
 }
 
 extension JSONValue {
-    subscript(key: String) -> JSONValue? {
-        if case .object(let o) = self { return o[key] }
-        return nil
-    }
-
     var int: Int64? {
         if case .int(let i) = self { return i }
         return nil

@@ -1,33 +1,4 @@
-import Foundation
-
-/// A decoded JSON value that keeps integers, booleans and strings apart, so a request's field types can be
-/// checked exactly (protocol error 414 for a field of the wrong JSON type).
-public enum JSONValue: Sendable, Hashable, Decodable {
-    case null
-    case bool(Bool)
-    case int(Int64)
-    case double(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null; return }
-        // Bool first: JSONDecoder refuses `1` as a Bool and `true` as an Int, so the order keeps them apart.
-        if let b = try? c.decode(Bool.self) { self = .bool(b); return }
-        if let i = try? c.decode(Int64.self) { self = .int(i); return }
-        if let d = try? c.decode(Double.self) { self = .double(d); return }
-        if let s = try? c.decode(String.self) { self = .string(s); return }
-        if let a = try? c.decode([JSONValue].self) { self = .array(a); return }
-        self = .object(try c.decode([String: JSONValue].self))
-    }
-
-    /// Parses one frame's text; nil when it is not JSON at all.
-    public static func parse(_ text: String) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-    }
-}
+@_exported import ParleyJSON
 
 /// The fields of one request, with typed accessors that fail with the offending field's name.
 public struct RequestFields: Sendable {

@@ -1,8 +1,9 @@
 import Foundation
 
-/// Any JSON value. Requests are built from these so one encoder writes every op the same way (and tests can
-/// compare what went on the wire field by field). ParleyEdge has its own decode-only twin; the SDK cannot
-/// import a server module, so sharing it would need a small common target.
+/// Any JSON value, keeping integers, booleans and strings apart: the edge checks a request's field types
+/// exactly with it (protocol error 414 for a field of the wrong JSON type), and the SDK builds its requests
+/// from it so one encoder writes every op the same way. Its own small target because the SDK may not import
+/// a server module (DESIGN.md) and the two sides should not keep twins.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
@@ -15,7 +16,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null; return }
-        // Bool first: NSNumber-based decoders (older Darwin Foundation) read `true` as the integer 1.
+        // Bool first: JSONDecoder refuses `1` as a Bool and `true` as an Int, so the order keeps them apart
+        // (and NSNumber-based decoders on older Darwin Foundation read `true` as the integer 1).
         if let b = try? c.decode(Bool.self) { self = .bool(b); return }
         if let i = try? c.decode(Int64.self) { self = .int(i); return }
         if let d = try? c.decode(Double.self) { self = .double(d); return }
@@ -35,6 +37,11 @@ public enum JSONValue: Sendable, Hashable, Codable {
         case .array(let a): try c.encode(a)
         case .object(let o): try c.encode(o)
         }
+    }
+
+    /// Parses one frame's text; nil when it is not JSON at all.
+    public static func parse(_ text: String) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
     }
 
     public subscript(key: String) -> JSONValue? {
