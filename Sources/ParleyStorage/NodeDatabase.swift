@@ -159,20 +159,23 @@ public final class NodeDatabase: Sendable {
         defer { commitTime.record(duration: ContinuousClock.now - start) }
         let relaxed = durable && !batch.needsSync
         try queue.writeWithoutTransaction { db in
-            if relaxed { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            do {
-                try db.inTransaction {
-                    for (group, write) in batch.writes where !write.isEmpty {
-                        try Self.apply(write, to: group, in: db)
-                    }
-                    if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
-                    return .commit
-                }
-            } catch {
-                if relaxed { try? db.execute(sql: "PRAGMA synchronous = FULL") }
-                throw error
+            guard relaxed else { return try Self.write(batch, in: db) }
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            let written = Result { try Self.write(batch, in: db) }
+            // FULL again before anything else commits, whatever became of this batch.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try written.get()
+        }
+    }
+
+    /// The batch in one transaction.
+    private static func write(_ batch: StorageBatch, in db: Database) throws {
+        try db.inTransaction {
+            for (group, write) in batch.writes where !write.isEmpty {
+                try apply(write, to: group, in: db)
             }
-            if relaxed { try db.execute(sql: "PRAGMA synchronous = FULL") }
+            if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
+            return .commit
         }
     }
 

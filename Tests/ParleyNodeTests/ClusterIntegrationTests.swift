@@ -88,7 +88,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         let cert = folder.appendingPathComponent("cluster.pem").path, key = folder.appendingPathComponent("cluster.key").path
         let made = try runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                                                     "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=parley-it"])
-        try #require(made == 0)
+        try #require(made.status == 0, "\(made.output)")
         let tls = PeerTLS(certificatePath: cert, privateKeyPath: key, trustRootsPath: cert)
         try await withLocalCluster(extraArguments: ["--peer-tls-cert", cert, "--peer-tls-key", key, "--peer-tls-ca", cert],
                                     clientTLS: tls) { cluster in
@@ -174,16 +174,4 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         }
         }
     }
-}
-
-/// Runs a command-line tool to the end; returns its exit status (output discarded).
-func runTool(_ path: String, _ arguments: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
 }

@@ -8,16 +8,7 @@ import Testing
         .deletingLastPathComponent()
 
     private func validate(root: URL) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", root.appendingPathComponent("cluster/validate_deploy.py").path]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return (p.terminationStatus, output)
+        try runTool("/usr/bin/env", ["python3", root.appendingPathComponent("cluster/validate_deploy.py").path])
     }
 
     @Test func composeAndKubernetesFilesDescribeAConsistentThreeNodeCluster() throws {

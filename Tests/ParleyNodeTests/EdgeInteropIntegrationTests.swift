@@ -7,16 +7,8 @@ import Testing
 /// alone (Tests/interop/ws_client_test.py) talks to two different nodes' `/ws`, so the message it checks
 /// crosses from one edge to another through the shard's event feed.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct EdgeInteropIntegrationTests {
-    static let python: String? = {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", "import websockets"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return nil }
-        p.waitUntilExit()
-        return p.terminationStatus == 0 ? "python3" : nil
-    }()
+    static let python: String? =
+        (try? runTool("/usr/bin/env", ["python3", "-c", "import websockets"]))?.status == 0 ? "python3" : nil
 
     @Test("E1 E4 E5 N1: the Python client against two real nodes",
           .enabled(if: python != nil, "python3 with the `websockets` module is missing (pip install websockets)"))
