@@ -71,6 +71,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
 
     public var runningIDs: [UInt64] { lock.withLock { running.keys.sorted() } }
 
+    /// Nodes started and not stopped here whose process has nonetheless ended (a crash, a failed bind).
+    public var exitedIDs: [UInt64] { lock.withLock { running.filter { !$0.value.isRunning }.keys.sorted() } }
+
     /// The process id of node `id`, while it runs.
     public func pid(_ id: UInt64) -> Int32? { lock.withLock { running[id]?.processIdentifier } }
 
@@ -95,26 +98,14 @@ public final class LocalNodeProcesses: @unchecked Sendable {
 
     public func killAll() { for id in runningIDs { kill9(id) } }
 
-    /// Ports the kernel says are free right now (bound together, then released).
+    /// `count` ports that are free on 127.0.0.1 now and that the kernel will not hand out as the source
+    /// port of an outgoing connection: they come from below the ephemeral range (read from
+    /// /proc/sys/net/ipv4/ip_local_port_range). A port taken with `bind(0)` and released comes from that
+    /// range, and with many clusters starting at once a peer connection of one node could take the port
+    /// another node was about to listen on (it then failed to start). Each call moves on through the range
+    /// from a starting point picked by the process id, so parallel test processes rarely meet either.
     public static func freePorts(_ count: Int) throws -> [Int] {
-        var sockets: [Int32] = []
-        defer { sockets.forEach { close($0) } }
-        var ports: [Int] = []
-        for _ in 0..<count {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            addr.sin_port = 0
-            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-            }
-            sockets.append(fd)
-            guard bound else { throw NodeConfigError.invalid("no free port on 127.0.0.1") }
-            ports.append(Int(UInt16(bigEndian: addr.sin_port)))
-        }
-        return ports
+        try PortCursor.shared.take(count)
     }
 
     /// The `parley` executable: this process's own binary when it is `parley`, else one found beside
@@ -131,5 +122,51 @@ public final class LocalNodeProcesses: @unchecked Sendable {
             dir = dir.deletingLastPathComponent()
         }
         throw NodeConfigError.invalid("the parley executable was not found; run `swift build` first")
+    }
+}
+
+/// Hands out listening ports below the ephemeral range, each once per process, checked free by a bind.
+final class PortCursor: @unchecked Sendable {
+    static let shared = PortCursor()
+    private let lock = NSLock()
+    private let range: Range<Int>
+    private var next: Int
+
+    init() {
+        let ephemeralLow = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32_768
+        range = 10_000..<max(ephemeralLow, 20_000)
+        next = range.lowerBound + Int(getpid()) * 97 % range.count
+    }
+
+    func take(_ count: Int) throws -> [Int] {
+        try lock.withLock {
+            var ports: [Int] = []
+            var tried = 0
+            while ports.count < count {
+                guard tried < range.count else { throw NodeConfigError.invalid("no free port on 127.0.0.1") }
+                let port = next
+                next = next + 1 == range.upperBound ? range.lowerBound : next + 1
+                tried += 1
+                if Self.isFree(port) { ports.append(port) }
+            }
+            return ports
+        }
+    }
+
+    /// Whether a listening socket could bind `port` on 127.0.0.1 now (SO_REUSEADDR, as the node's own).
+    static func isFree(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 }

@@ -29,7 +29,7 @@ import Testing
 
     static func setUp(_ cluster: LocalCluster, app: String, room: String, accounts: [String]) async throws {
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         try await cluster.eventually("the app to register") {
             (try? await cluster.proposeMeta(.putApp(AppCredential(appKey: app, secret: String(repeating: "k", count: 32))))) == .done
         }

@@ -35,7 +35,7 @@ actor FaultEventRecorder {
 
     static func prepare(_ cluster: LocalCluster, users: [String], room: String) async throws {
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         try await cluster.meta(.putApp(AppCredential(appKey: app, secret: String(repeating: "e", count: 32))))
         for u in users { try await cluster.meta(.putUser(UserRecord(appKey: app, account: u, token: "tok-\(u)"))) }
         _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: users[0], name: "E2E")), room: room, via: 1)

@@ -31,7 +31,7 @@ import Testing
 
     static func start(_ cluster: LocalCluster, accounts: [String], rooms: [String], owner: String) async throws {
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         try await cluster.eventually("the app to register") {
             (try? await cluster.proposeMeta(.putApp(AppCredential(appKey: app, secret: String(repeating: "n", count: 32))))) == .done
         }

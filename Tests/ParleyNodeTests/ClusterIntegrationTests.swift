@@ -43,7 +43,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
     @Test func everyNodeAnswersWhereARoomLivesAndWhoLeadsIt() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let shard = ShardMap(shardCount: 16).shard(ofRoom: "lobby")
         let leader = try #require(await cluster.leader(ofShard: shard))
         for id in cluster.ids {
@@ -64,7 +64,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
     @Test func aCommandSentToAnyNodeIsAppliedOnAllThreeReplicas() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let shard = ShardMap(shardCount: 16).shard(ofRoom: "lobby")
         let leader = try #require(await cluster.leader(ofShard: shard))
         let follower = cluster.ids.first { $0 != leader }!
@@ -93,7 +93,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         try await withLocalCluster(extraArguments: ["--peer-tls-cert", cert, "--peer-tls-key", key, "--peer-tls-ca", cert],
                                     clientTLS: tls) { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let shard = ShardMap(shardCount: 16).shard(ofRoom: "vault")
         let leader = try #require(await cluster.leader(ofShard: shard))
         let follower = cluster.ids.first { $0 != leader }!
@@ -110,7 +110,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
     @Test func killingAShardLeaderElectsANewOneWithinTwoSecondsAndLosesNothing() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let room = "hall"
         let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
         _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Hall")), room: room, via: 1)
@@ -154,7 +154,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
     @Test func aFullClusterRestartKeepsEveryRoom() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let rooms = (0..<12).map { "room-\($0)" }
         for (i, room) in rooms.enumerated() {
             let out = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "u\(i)", name: room)),

@@ -9,7 +9,7 @@ import ParleyRooms
     @Test func everyReplicaFeedsTheSameEventsAndALongPollWakesOnTheNextOne() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let room = "feed-room"
         let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
         let start = try await cluster.events(shard: shard, after: nil, edgeId: "it-edge", via: 1)
@@ -48,7 +48,7 @@ import ParleyRooms
     @Test func theSessionsOfAnEdgeThatStopsPollingAreEndedByTheShardLeader() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let room = "lease-room"
         _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Lease")), room: room, via: 1)
         let ghost = CommandActor.session(SessionIdentity(userId: "gus", sessionId: "gus#1", edgeId: "ghost-edge"))

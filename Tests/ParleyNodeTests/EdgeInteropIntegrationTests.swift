@@ -15,7 +15,7 @@ import Testing
     func pythonClientAcrossNodes() async throws {
         try await withLocalCluster { cluster in
             try cluster.startAll()
-            try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+            try await cluster.waitForLeaders()
             let app = "interop"
             try await cluster.eventually("the app to register") {
                 (try? await cluster.proposeMeta(.putApp(AppCredential(appKey: app, secret: String(repeating: "k", count: 32))))) == .done

@@ -77,7 +77,26 @@ final class LocalCluster: @unchecked Sendable {
             if await check() { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw LocalClusterError.timeout(what)
+        throw LocalClusterError.timeout("\(what)\n" + diagnosis())
+    }
+
+    /// What a timed-out test prints to say why: nodes that ended and the last lines of every node's log
+    /// (the folder is removed when the test ends, so CI would otherwise keep nothing).
+    func diagnosis(lines: Int = 8) -> String {
+        var out = "exited nodes: \(nodes.exitedIDs)"
+        for id in ids {
+            let log = (try? String(contentsOf: directory.appendingPathComponent("node-\(id).log"), encoding: .utf8)) ?? ""
+            let tail = log.split(separator: "\n").suffix(lines).joined(separator: "\n  ")
+            out += "\nnode \(id) log:\n  \(tail)"
+        }
+        return out
+    }
+
+    /// Waits until the freshly started nodes agree on every shard's leader. Generous: on a CI machine
+    /// running many clusters at once on two cores, starting up and settling elections can be slow, and
+    /// the wait costs nothing when it is quick.
+    func waitForLeaders(seconds: Double = 45) async throws {
+        try await eventually("leaders", seconds: seconds) { await agreeOnLeaders() }
     }
 
     /// Every running node answers, every shard it holds has a leader, and all agree on each leader.

@@ -19,7 +19,7 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
     @Test func metricsCountCommandsCommitsLeadersAndStorageOnEveryNode() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()
-        try await cluster.eventually("leaders") { await cluster.agreeOnLeaders() }
+        try await cluster.waitForLeaders()
         let created = try await cluster.submit(.createRoom(CreateRoom(roomId: "metered", creator: "ann", name: "M")),
                                                room: "metered", via: 1)
         #expect(created.result == .success(.done))
