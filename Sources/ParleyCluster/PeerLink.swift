@@ -66,7 +66,13 @@ final class PeerLink: @unchecked Sendable {
     /// Queues one batch for the peer; sent at once when the Raft stream is up.
     func send(_ batch: [RaftEnvelope]) {
         let bytes = RaftWireCodec.encode(batch)
-        loop.execute { self.enqueue(bytes) }
+        // On the link's own loop (the node runs Raft there) the batch goes out now: a leader's appends must
+        // leave before the ready cycle blocks in its fsync, not after it.
+        if loop.inEventLoop {
+            enqueue(bytes)
+        } else {
+            loop.execute { self.enqueue(bytes) }
+        }
     }
 
     private func enqueue(_ bytes: [UInt8]) {

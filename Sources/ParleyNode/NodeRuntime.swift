@@ -47,8 +47,10 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                               port: config.peerListen.port, secret: config.secret)
         peerConfig.maxFrameBytes = 64 << 20
         peerConfig.tls = config.peerTLS
+        // Peer connections live on the Raft loop: a batch from a peer is stepped, and the cycle's messages
+        // are written, without a hop between threads (each hop was a wake-up on the command's path).
         transport = try await PeerTransport(
-            config: peerConfig, group: network,
+            config: peerConfig, group: raftLoop,
             onRaft: { from, batch in ref.driver?.receive(from: from, batch) },
             onRequest: { request, loop in
                 ref.driver?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))

@@ -1,11 +1,13 @@
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ParleyCluster
 import ParleyNode
 import ParleyRaft
 import ParleyRooms
+import ParleyWire
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -26,6 +28,8 @@ struct BenchReplicateCommand: AsyncParsableCommand {
     @Option(help: "Rooms the messages go to (spread over the shards).") var rooms = 64
     @Flag(help: "Skip fsync on the nodes (never for published figures).") var noFsync = false
     @Flag(help: "Print one JSON line per run.") var json = false
+    @Flag(help: "Send each command to its shard's leader (as a leader-aware edge would) instead of round-robin.")
+    var toLeader = false
 
     func run() async throws {
         let levels = concurrency.split(separator: ",").compactMap { Int($0) }
@@ -40,6 +44,7 @@ struct BenchReplicateCommand: AsyncParsableCommand {
             let bench = ReplicateLoad(client: client, nodes: layout.ids, shardMap: ShardMap(shardCount: shards),
                                       rooms: (0..<rooms).map { "bench-room-\($0)" }, size: size)
             try await bench.prepare()
+            if toLeader { try await bench.findLeaders() }
             print("parley bench replicate: \(nodes) nodes, \(shards) shards, fsync \(noFsync ? "OFF" : "on"), "
                 + "\(size)-byte messages to \(rooms) rooms, \(seconds)s × \(runs) runs per level")
             print("clients  ops/s (median)  p50 ms  p99 ms  p99.9 ms  errors")
@@ -83,6 +88,8 @@ struct ReplicateLoad: Sendable {
     let shardMap: ShardMap
     let rooms: [String]
     let size: Int
+    /// The leader of each room's shard, when commands go straight to it (`--to-leader`).
+    private let leaders = NIOLockedValueBox<[String: UInt64]>([:])
 
     private func submit(_ command: RoomCommand, room: String, actor: CommandActor, via node: UInt64) async throws -> ApplyOutcome {
         let body = ForwardedCommand(shard: shardMap.shard(ofRoom: room), actor: actor, command: command).encoded()
@@ -108,6 +115,19 @@ struct ReplicateLoad: Sendable {
         }
     }
 
+    /// Asks a node which node leads each room's shard.
+    func findLeaders() async throws {
+        for room in rooms {
+            var w = ByteWriter()
+            w.write(shardMap.shard(ofRoom: room))
+            let response = try await client.call(nodes[0], path: "/rpc/v1/leader", body: w.bytes).get()
+            var r = ByteReader(response.body)
+            let leader = try r.readUInt64()
+            guard response.status == 200, nodes.contains(leader) else { throw ValidationError("no leader for \(room)") }
+            leaders.withLockedValue { $0[room] = leader }
+        }
+    }
+
     func run(clients: Int, seconds: Double) async throws -> Result {
         let body = String(repeating: "m", count: size)
         let start = ContinuousClock.now
@@ -118,7 +138,7 @@ struct ReplicateLoad: Sendable {
                     var latencies: [Double] = []
                     var errors = 0
                     let r = c % rooms.count
-                    let node = nodes[c % nodes.count]
+                    let node = leaders.withLockedValue { $0[rooms[r]] } ?? nodes[c % nodes.count]
                     let command = RoomCommand.sendMessage(SendMessage(roomId: rooms[r], body: body))
                     while ContinuousClock.now < deadline {
                         let t = ContinuousClock.now
