@@ -7,8 +7,10 @@ import ParleyWire
 protocol HostedGroup: AnyObject {
     var group: GroupID { get }
     var raft: RawNode { get }
-    /// Called each time a proposal enters this replica's log as leader (the host counts them).
+    /// Called each time a proposal is made here, as leader or passed on to the leader (the host counts them).
     var onProposed: () -> Void { get set }
+    /// One logical clock tick: Raft's, and the clock that gives up on proposals passed on to a leader.
+    func tick()
     /// First half of a ready cycle: take the group's Ready and stage what must be durable into `batch`.
     func collectReady(into batch: inout StorageBatch) throws -> Ready?
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
@@ -30,7 +32,13 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private(set) var confState: ConfState
     /// Where the last local snapshot was taken.
     private(set) var snapshotIndex: LogIndex
-    private var pending: [ProposalID: (term: Term, completion: Completion)] = [:]
+    /// Proposals made here that wait for their entries to apply; `forwardedAt` is the tick at which a
+    /// follower passed one on to its leader (nil: proposed as leader).
+    private var pending: [ProposalID: (term: Term, forwardedAt: UInt64?, completion: Completion)] = [:]
+    private var ticks: UInt64 = 0
+    /// A proposal passed on to the leader that has not applied here after this many ticks is answered
+    /// `outcomeUnknown`: the message may have been lost, or the leader may have dropped it.
+    let forwardedTimeoutTicks: UInt64
     private var termBeforeReady: Term = 0
     /// Called for every applied entry, in log order, with the outcome when the entry carried a command
     /// (the host keeps each shard's event log from it).
@@ -45,9 +53,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private let prepare: (inout Machine) -> Void
     var onProposed: () -> Void = {}
 
-    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, prepare: @escaping (inout Machine) -> Void = { _ in },
-         fresh: () -> Machine) throws {
+    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, forwardedTimeoutTicks: UInt64 = 60,
+         prepare: @escaping (inout Machine) -> Void = { _ in }, fresh: () -> Machine) throws {
         self.group = group
+        self.forwardedTimeoutTicks = forwardedTimeoutTicks
         self.log = log
         self.prepare = prepare
         let snapshot = try log.snapshot()
@@ -92,7 +101,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
                  completion: @escaping Completion) {
         let soft = raft.softState
-        guard soft.role == .leader else { return completion(.failure(.notLeader(leader: soft.leader))) }
+        // A follower that knows its leader passes the proposal on (when its Raft is configured to) and
+        // answers once the entry applies on this replica: every replica computes the same outcome.
+        guard soft.role == .leader || (soft.role == .follower && soft.leader != 0) else {
+            return completion(.failure(.notLeader(leader: soft.leader)))
+        }
         let proposal = GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command)
         do {
             try raft.propose(proposal.encoded())
@@ -101,7 +114,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         } catch {
             return completion(.failure(.proposalRefused("\(error)")))
         }
-        pending[id] = (raft.term, completion)
+        pending[id] = (raft.term, soft.role == .leader ? nil : ticks, completion)
         onProposed()
     }
 
@@ -158,15 +171,27 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         }
     }
 
-    /// A proposal made in an earlier term, or on a replica that is no longer leader, may never apply (a new
-    /// leader can overwrite it): its caller is told the outcome is unknown rather than left waiting.
+    /// A proposal made in an earlier term, or on a replica whose role or leader changed since, may never
+    /// apply (a new leader can overwrite it, or never received it): its caller is told the outcome is
+    /// unknown rather than left waiting.
     private func failOrphanedProposals() {
         let stillLeader = raft.softState.role == .leader
         let term = raft.term
-        let orphaned = pending.filter { !stillLeader || $0.value.term < term }
-        for id in orphaned.keys.sorted(by: { $0.sequence < $1.sequence }) {
-            pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown))
-        }
+        failPending { !stillLeader || $0.term < term || $0.forwardedAt != nil }
+    }
+
+    func tick() {
+        raft.tick()
+        ticks += 1
+        guard ticks % 10 == 0 else { return }
+        let limit = forwardedTimeoutTicks
+        let now = ticks
+        failPending { $0.forwardedAt.map { now - $0 >= limit } ?? false }
+    }
+
+    private func failPending(where orphaned: ((term: Term, forwardedAt: UInt64?, completion: Completion)) -> Bool) {
+        let ids = pending.filter { orphaned($0.value) }.keys.sorted { $0.sequence < $1.sequence }
+        for id in ids { pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown)) }
     }
 
     /// Takes a snapshot when the log has grown by `every` entries since the last one, keeping `keep`

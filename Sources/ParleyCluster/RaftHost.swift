@@ -93,6 +93,9 @@ public final class RaftHost {
             var raft = config.raft
             raft.id = config.nodeID
             raft.randomSeed = StableHash.mix(config.nodeID &* 0x1_0000_0001 ^ group ^ config.boot << 32)
+            // A replica that is not the leader passes proposals on inside the Raft batch to the leader (no
+            // RPC per command) and answers them when they apply here.
+            raft.forwardProposals = true
             return (log, raft)
         }
         var order: [ShardID] = []
@@ -177,7 +180,7 @@ public final class RaftHost {
 
     /// Advances every group's logical clock by one tick (elections, heartbeats, quiescence).
     public func tick() {
-        for g in groups { g.raft.tick() }
+        for g in groups { g.tick() }
     }
 
     /// Steps messages received from peers into their groups; messages for groups this node does not hold

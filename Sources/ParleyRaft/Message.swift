@@ -12,6 +12,8 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
     case readIndex, readIndexResponse
     /// A follower forwards a leadership transfer request to the leader.
     case transferLeader
+    /// A follower forwards proposals (unindexed normal entries) to the leader (`RaftConfig.forwardProposals`).
+    case propose
 }
 
 extension MessageKind {
@@ -25,7 +27,7 @@ extension MessageKind {
     /// commit index a message carries counts only entries on the leader's disk.
     public var mayLeaveBeforeSync: Bool {
         switch self {
-        case .append, .heartbeat, .snapshot: true
+        case .append, .heartbeat, .snapshot, .propose: true
         default: false
         }
     }
@@ -98,6 +100,14 @@ public struct Message: Sendable, Hashable {
 
     /// Why the message cannot be right (checked before it is stepped), or nil.
     var inconsistency: String? {
+        if kind == .propose {
+            // Forwarded proposals are not in any log yet; only ordinary commands may be forwarded.
+            if entries.isEmpty { return "a forwarded proposal without entries" }
+            if let e = entries.first(where: { $0.kind != .normal || $0.index != 0 || $0.term != 0 }) {
+                return "a forwarded proposal may carry only unindexed normal entries (got \(e.kind) \(e.index)/\(e.term))"
+            }
+            return nil
+        }
         for (i, e) in entries.enumerated() {
             if e.index != index + 1 + UInt64(i) { return "entry \(i) has index \(e.index), expected \(index + 1 + UInt64(i))" }
             if e.term > term || (i > 0 && e.term < entries[i - 1].term) || e.term < logTerm {

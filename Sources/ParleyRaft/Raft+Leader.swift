@@ -7,6 +7,9 @@ extension Raft {
         case .transferLeader:
             handleTransferLeader(to: m.transferee)
             return
+        case .propose:
+            handleForwardedProposal(m)
+            return
         default:
             break
         }

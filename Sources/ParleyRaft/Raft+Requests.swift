@@ -8,13 +8,26 @@ extension Raft {
         guard leadTransferee == 0 else { throw RaftError.transferInProgress }
     }
 
-    /// Appends application commands as leader; they are broadcast when the next `Ready` is built.
+    /// Appends application commands as leader; they are broadcast when the next `Ready` is built. A follower
+    /// with `forwardProposals` passes them to the leader it knows instead.
     func propose(_ payloads: [[UInt8]]) throws {
         wake()
+        if forwardProposals, role == .follower, lead != 0 {
+            send(Message(kind: .propose, to: lead, entries: payloads.map { Entry(term: 0, index: 0, kind: .normal, data: $0) }))
+            return
+        }
         try checkCanPropose()
         let ents = payloads.map { Entry(term: 0, index: 0, kind: .normal, data: $0) }
         guard appendEntries(ents, checkCap: true) else { throw RaftError.proposalsOverUncommittedCap }
         broadcastPending = true
+    }
+
+    /// A leader takes proposals a follower forwarded; when it cannot (stepping down, over the uncommitted
+    /// cap, transferring leadership) they are dropped and the proposer's timeout answers for them.
+    func handleForwardedProposal(_ m: Message) {
+        guard (try? checkCanPropose()) != nil else { return }
+        let ents = m.entries.map { Entry(term: 0, index: 0, kind: .normal, data: $0.data) }
+        if appendEntries(ents, checkCap: true) { broadcastPending = true }
     }
 
     /// Appends a configuration change after checking it against the current configuration.

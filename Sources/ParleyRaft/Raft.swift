@@ -38,6 +38,7 @@ final class Raft {
     let electionTimeout: Int
     let heartbeatTimeout: Int
     let checkQuorum: Bool
+    let forwardProposals: Bool
     let preVote: Bool
     let stepDownOnRemoval: Bool
     let maxMsgSize: Int
@@ -70,6 +71,7 @@ final class Raft {
         electionTimeout = config.electionTick
         heartbeatTimeout = config.heartbeatTick
         checkQuorum = config.checkQuorum
+        forwardProposals = config.forwardProposals
         preVote = config.preVote
         stepDownOnRemoval = config.stepDownOnRemoval
         maxMsgSize = config.maxSizePerMessage
@@ -120,7 +122,7 @@ final class Raft {
         switch m.kind {
         case .vote, .voteResponse, .preVote, .preVoteResponse:
             break
-        case .readIndex, .transferLeader:
+        case .readIndex, .transferLeader, .propose:
             m.term = 0
         default:
             m.term = term

@@ -46,6 +46,10 @@ public struct RaftConfig: Sendable {
     public var leaseDriftMarginTicks: Int = 2
     /// A leader removed from the configuration steps down (and hands over to an up-to-date voter).
     public var stepDownOnRemoval: Bool = true
+    /// A follower that knows its leader passes proposals on to it (`.propose`) instead of refusing them;
+    /// the proposer learns the outcome when the entry applies on its own replica, or never (a lost
+    /// message, a new term), so it must keep its own timeout.
+    public var forwardProposals: Bool = false
 
     public init(id: NodeID, electionTick: Int = 10, heartbeatTick: Int = 1, preVote: Bool = true,
                 checkQuorum: Bool = true, maxSizePerMessage: Int = 1 << 20, maxInflightMessages: Int = 256,

@@ -53,6 +53,9 @@ public struct SimulationConfig: Sendable, Hashable {
     public var leadershipTransfers = true
     /// Share of new leaders that crash 1–15 ms after their election.
     public var youngLeaderCrashRate = 0.1
+    /// Followers pass proposals on to their leader (`RaftConfig.forwardProposals`, as the node runs);
+    /// off, a client sent to a follower is refused and the proposal never happens.
+    public var forwardProposals = true
     /// Virtual ms a crashed node stays down.
     public var downtime: ClosedRange<Int> = 20...400
 
@@ -87,6 +90,7 @@ public struct SimulationConfig: Sendable, Hashable {
         readOnlyOption = random.pick([ReadOnlyOption.safe, .safe, .leaseBased])
         quiesceAfterTicks = random.pick([nil, nil, 20])
         youngLeaderCrashRate = random.pick([0, 0.1, 0.5])
+        forwardProposals = random.pick([true, true, false])
     }
 
     /// The knobs in one line, for traces.
@@ -94,6 +98,6 @@ public struct SimulationConfig: Sendable, Hashable {
         "maxSizePerMessage \(maxSizePerMessage), maxInflight \(maxInflightMessages), drop \(dropRate), "
             + "duplicate \(duplicateRate), long delays \(longDelayRate), faults every \(faultInterval) ms, "
             + "snapshot every \(snapshotEvery), reads \(readOnlyOption), quiesce after \(quiesceAfterTicks.map(String.init) ?? "never"), "
-            + "young leaders crash \(youngLeaderCrashRate)"
+            + "young leaders crash \(youngLeaderCrashRate), forward proposals \(forwardProposals)"
     }
 }

@@ -193,6 +193,7 @@ final class SimulationRun {
                                 quiesceAfterTicks: self.config.quiesceAfterTicks,
                                 snapshotChunkBytes: self.config.snapshotChunkBytes, randomSeed: random.next())
         config.leaseDriftMarginTicks = self.config.leaseDriftMarginTicks
+        config.forwardProposals = self.config.forwardProposals
         let node = try SimulatedNode(id: id, disk: disk, config: config)
         nodes[id] = node
         roles[id] = .follower

@@ -30,7 +30,28 @@ import ParleyRooms
         #expect(perNode[0] == perNode[1] && perNode[1] == perNode[2])
     }
 
-    @Test func aFollowerRefusesProposalsAndNamesTheLeader() throws {
+    @Test func aFollowerPassesProposalsToTheLeaderAndAnswersWhenTheyApplyHere() throws {
+        let cluster = try InProcessCluster()
+        try cluster.run(until: cluster.allShardsHaveLeaders)
+        let shard = cluster.shardMap.shard(ofRoom: "r")
+        let leader = cluster.leader(of: shard)!
+        try cluster.run(until: { cluster.hosts.values.allSatisfy { $0.status()[shard].leader == leader } })
+        let follower = cluster.nodes.first { $0 != leader }!
+        var created: Result<ApplyOutcome, ClusterError>?
+        cluster.hosts[follower]!.propose(.createRoom(CreateRoom(roomId: "r", creator: "ann", name: "R")), roomID: "r",
+                                         actor: .appServer, timestamp: cluster.clock) { created = $0 }
+        #expect(created == nil)  // answered at apply, not at once
+        try cluster.run(until: { created != nil }, "the follower's proposal to apply")
+        guard case .success(let outcome) = created, case .success = outcome.result else {
+            Issue.record("\(String(describing: created))"); return
+        }
+        // The same command through the leader now finds the room: it applied once, on every replica.
+        let again = try cluster.submit(.createRoom(CreateRoom(roomId: "r", creator: "ann", name: "R")), room: "r")
+        #expect(again.errorCode != nil)
+        try cluster.run(until: { cluster.replicasAgree(on: shard) }, "replicas to agree")
+    }
+
+    @Test func aForwardedProposalThatNeverArrivesIsAnsweredOutcomeUnknown() throws {
         let cluster = try InProcessCluster()
         try cluster.run(until: cluster.allShardsHaveLeaders)
         let shard = cluster.shardMap.shard(ofRoom: "r")
@@ -38,8 +59,16 @@ import ParleyRooms
         try cluster.run(until: { cluster.hosts.values.allSatisfy { $0.status()[shard].leader == leader } })
         let follower = cluster.nodes.first { $0 != leader }!
         var answer: Result<ApplyOutcome, ClusterError>?
-        cluster.hosts[follower]!.propose(.reopenRoom(roomId: "r"), roomID: "r", actor: .appServer, timestamp: 0) { answer = $0 }
-        #expect(answer.map { if case .failure(.notLeader(leader)) = $0 { true } else { false } } == true)
+        cluster.hosts[follower]!.propose(.createRoom(CreateRoom(roomId: "r", creator: "ann", name: "R")), roomID: "r",
+                                         actor: .appServer, timestamp: cluster.clock) { answer = $0 }
+        try cluster.hosts[follower]!.processReady()
+        // The message carrying it is lost on the way.
+        let before = cluster.inflight.count
+        cluster.inflight = cluster.inflight.map { ($0.to, $0.envelopes.filter { $0.message.kind != .propose }) }
+        #expect(cluster.inflight.count == before)
+        try cluster.run(until: { answer != nil }, limit: 20_000, "the follower to give up")
+        #expect(answer.map { if case .failure(.outcomeUnknown) = $0 { true } else { false } } == true)
+        #expect(cluster.hosts[leader]!.pendingProposals == 0 && cluster.hosts[follower]!.pendingProposals == 0)
     }
 
     @Test func aFullRestartKeepsEveryRoom() throws {
@@ -110,9 +139,11 @@ import ParleyRooms
         let leader = cluster.hosts.values.first { $0.metaLeader == $0.config.nodeID }!
         let follower = cluster.hosts.values.first { $0 !== leader }!
         try cluster.run(until: { follower.metaLeader == leader.config.nodeID }, "the follower to learn the meta leader")
-        var refused: Result<MetaOutcome, ClusterError>?
-        follower.proposeMeta(.removeApp(appKey: "x"), timestamp: 0) { refused = $0 }
-        #expect(refused.map { if case .failure(.notLeader(leader.config.nodeID)) = $0 { true } else { false } } == true)
+        // A meta proposal made on a follower goes to the leader and is answered here once it applies.
+        var removed: Result<MetaOutcome, ClusterError>?
+        follower.proposeMeta(.removeApp(appKey: "x"), timestamp: 0) { removed = $0 }
+        try cluster.run(until: { removed != nil }, "the follower's meta proposal to apply")
+        #expect(removed.map { if case .success = $0 { true } else { false } } == true)
 
         var answers: [MetaOutcome] = []
         for id in cluster.nodes {

@@ -150,6 +150,53 @@ import Testing
         #expect(throws: RaftError.notLeader(leader: 1)) { try net.node(2).propose([1]) }
     }
 
+    @Test("DESIGN-I1: with forwardProposals a follower passes proposals to its leader, which appends them once")
+    func followerForwardsProposals() throws {
+        let net = try TestNetwork(voters: [1, 2, 3]) { $0.forwardProposals = true }
+        net.campaign(1)
+        let last = net.node(1).status.lastIndex
+        try net.node(2).propose(payload(7))
+        try net.node(2).propose(batch: [payload(8), payload(9)])
+        #expect(net.node(2).status.lastIndex == last)  // nothing enters the follower's own log first
+        net.deliverAll()
+        let forwarded = net.sent.filter { $0.kind == .propose }
+        #expect(forwarded.count == 2 && forwarded.allSatisfy { $0.from == 2 && $0.to == 1 && $0.term == 0 })
+        #expect(net.node(1).status.lastIndex == last + 3)
+        for id: NodeID in [1, 2, 3] { #expect(net.applied[id]!.suffix(3) == [payload(7), payload(8), payload(9)]) }
+        // Without a known leader there is no one to pass it to.
+        let alone = try TestNetwork(voters: [1, 2, 3]) { $0.forwardProposals = true }
+        #expect(throws: RaftError.notLeader(leader: 0)) { try alone.node(2).propose([1]) }
+    }
+
+    @Test("DESIGN-I1: a forwarded proposal reaching a node that does not lead is dropped, never passed on again")
+    func forwardedProposalToAFollowerIsDropped() throws {
+        let net = try TestNetwork(voters: [1, 2, 3]) { $0.forwardProposals = true }
+        net.campaign(1)
+        let last = net.node(3).status.lastIndex
+        let mark = net.sent.count
+        try net.node(3).step(Message(kind: .propose, from: 2, to: 3, entries: [Entry(term: 0, index: 0, kind: .normal, data: [1])]))
+        net.deliverAll()
+        #expect(net.sent[mark...].filter { $0.kind == .propose }.isEmpty)
+        #expect(net.node(1).status.lastIndex == last && net.node(3).status.lastIndex == last)
+    }
+
+    @Test("DESIGN-I1: a forwarded proposal may carry only unindexed normal entries; anything else is refused unstepped")
+    func malformedForwardedProposalsAreRefused() throws {
+        let net = try TestNetwork(voters: [1, 2, 3]) { $0.forwardProposals = true }
+        net.campaign(1)
+        let last = net.node(1).status.lastIndex
+        let bad: [[Entry]] = [
+            [],
+            [Entry(term: 0, index: 0, kind: .confChange, data: ConfChange(changes: [ConfChangeSingle(type: .removeNode, node: 3)]).encoded())],
+            [Entry(term: 1, index: last + 1, kind: .normal, data: [1])],
+        ]
+        for entries in bad {
+            #expect(throws: (any Error).self) { try net.node(1).step(Message(kind: .propose, from: 2, to: 1, entries: entries)) }
+        }
+        net.deliverAll()
+        #expect(net.node(1).status.lastIndex == last)
+    }
+
     @Test("DESIGN-I1: proposals made before a Ready travel in one append per follower (batching)")
     func batchesProposals() throws {
         let net = try TestNetwork(voters: [1, 2, 3])
