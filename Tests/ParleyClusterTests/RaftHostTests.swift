@@ -30,13 +30,19 @@ import ParleyRooms
         #expect(perNode[0] == perNode[1] && perNode[1] == perNode[2])
     }
 
-    @Test func aFollowerPassesProposalsToTheLeaderAndAnswersWhenTheyApplyHere() throws {
+    /// A cluster whose every node knows the leader of `room`'s shard, and one follower of it.
+    private func settledFollower(ofRoom room: String) throws
+        -> (cluster: InProcessCluster, shard: ShardID, leader: NodeID, follower: NodeID) {
         let cluster = try InProcessCluster()
         try cluster.run(until: cluster.allShardsHaveLeaders)
-        let shard = cluster.shardMap.shard(ofRoom: "r")
+        let shard = cluster.shardMap.shard(ofRoom: room)
         let leader = cluster.leader(of: shard)!
         try cluster.run(until: { cluster.hosts.values.allSatisfy { $0.status()[shard].leader == leader } })
-        let follower = cluster.nodes.first { $0 != leader }!
+        return (cluster, shard, leader, cluster.nodes.first { $0 != leader }!)
+    }
+
+    @Test func aFollowerPassesProposalsToTheLeaderAndAnswersWhenTheyApplyHere() throws {
+        let (cluster, shard, leader, follower) = try settledFollower(ofRoom: "r")
         var created: Result<ApplyOutcome, ClusterError>?
         cluster.hosts[follower]!.propose(.createRoom(CreateRoom(roomId: "r", creator: "ann", name: "R")), roomID: "r",
                                          actor: .appServer, timestamp: cluster.clock) { created = $0 }
@@ -52,12 +58,7 @@ import ParleyRooms
     }
 
     @Test func aForwardedProposalThatNeverArrivesIsAnsweredOutcomeUnknown() throws {
-        let cluster = try InProcessCluster()
-        try cluster.run(until: cluster.allShardsHaveLeaders)
-        let shard = cluster.shardMap.shard(ofRoom: "r")
-        let leader = cluster.leader(of: shard)!
-        try cluster.run(until: { cluster.hosts.values.allSatisfy { $0.status()[shard].leader == leader } })
-        let follower = cluster.nodes.first { $0 != leader }!
+        let (cluster, shard, leader, follower) = try settledFollower(ofRoom: "r")
         var answer: Result<ApplyOutcome, ClusterError>?
         cluster.hosts[follower]!.propose(.createRoom(CreateRoom(roomId: "r", creator: "ann", name: "R")), roomID: "r",
                                          actor: .appServer, timestamp: cluster.clock) { answer = $0 }

@@ -117,6 +117,8 @@ import Testing
             }
             try await cluster.eventually("ben re-entered", seconds: 60) { await benInbox.count(.enterOK, room) >= 2 }
             try await cluster.eventually("ben sees all 6", seconds: 30) { await benInbox.messages(room).count >= 6 }
+            // Ann's own messages reach her as events too, independently of her send's answer.
+            try await cluster.eventually("ann sees all 6", seconds: 30) { await annInbox.messages(room).count >= 6 }
             let a = await annInbox.messages(room), b = await benInbox.messages(room)
             #expect(b.map(\.seq) == a.map(\.seq))
             #expect(b.map(\.body) == ["before-0", "before-1", "before-2", "after-0", "after-1", "after-2"])
