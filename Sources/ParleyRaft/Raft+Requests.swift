@@ -12,12 +12,12 @@ extension Raft {
     /// with `forwardProposals` passes them to the leader it knows instead.
     func propose(_ payloads: [[UInt8]]) throws {
         wake()
+        let ents = payloads.map { Entry(term: 0, index: 0, kind: .normal, data: $0) }
         if forwardProposals, role == .follower, lead != 0 {
-            send(Message(kind: .propose, to: lead, entries: payloads.map { Entry(term: 0, index: 0, kind: .normal, data: $0) }))
+            send(Message(kind: .propose, to: lead, entries: ents))
             return
         }
         try checkCanPropose()
-        let ents = payloads.map { Entry(term: 0, index: 0, kind: .normal, data: $0) }
         guard appendEntries(ents, checkCap: true) else { throw RaftError.proposalsOverUncommittedCap }
         broadcastPending = true
     }
@@ -25,9 +25,9 @@ extension Raft {
     /// A leader takes proposals a follower forwarded; when it cannot (stepping down, over the uncommitted
     /// cap, transferring leadership) they are dropped and the proposer's timeout answers for them.
     func handleForwardedProposal(_ m: Message) {
+        // `RawNode.step` refused any `.propose` that is not unindexed normal entries.
         guard (try? checkCanPropose()) != nil else { return }
-        let ents = m.entries.map { Entry(term: 0, index: 0, kind: .normal, data: $0.data) }
-        if appendEntries(ents, checkCap: true) { broadcastPending = true }
+        if appendEntries(m.entries, checkCap: true) { broadcastPending = true }
     }
 
     /// Appends a configuration change after checking it against the current configuration.
