@@ -17,7 +17,7 @@ public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         w.write(shard)
         // The actor travels in a context whose index and time the leader fills in.
-        w.write(ApplyContext(logIndex: 0, timestamp: 0, actor: actor))
+        w.write(ApplyContext(commandIndex: 0, timestamp: 0, actor: actor))
         w.write(command)
     }
 

@@ -39,8 +39,8 @@ public struct GroupProposal<Command: BinaryCodable & Sendable>: Sendable, Binary
         w.write(id.node)
         w.write(id.boot)
         w.write(id.sequence)
-        // The context's log index is only known at apply; 0 stands in for it on the wire.
-        w.write(ApplyContext(logIndex: 0, timestamp: timestamp, actor: actor))
+        // The command's index is only known at apply; 0 stands in for it on the wire.
+        w.write(ApplyContext(commandIndex: 0, timestamp: timestamp, actor: actor))
         w.write(command)
     }
 
@@ -57,3 +57,43 @@ public struct GroupProposal<Command: BinaryCodable & Sendable>: Sendable, Binary
 
 /// A shard entry's payload.
 public typealias ShardProposal = GroupProposal<RoomCommand>
+
+/// The payload of a normal entry: the proposals one replica gathered during one ready cycle, in the order
+/// they were made and are applied. A busy group then appends, sends, stores and acknowledges one entry per
+/// cycle rather than one per command. Laid out as a version byte followed by the proposals back to back.
+public struct ProposalBatch<Command: BinaryCodable & Sendable>: Sendable {
+    public static var version: UInt8 { 2 }
+    /// A batch this full is proposed at once, and the next proposals start another entry: entries stay
+    /// well under the peer frame limit and a follower's append stays short.
+    public static var maxCount: Int { 512 }
+    public static var maxBytes: Int { 256 << 10 }
+
+    private var writer = ByteWriter(capacity: 512)
+    /// The proposals' ids, in order.
+    public private(set) var ids: [ProposalID] = []
+
+    public init() { writer.write(Self.version) }
+
+    public var isEmpty: Bool { ids.isEmpty }
+    public var isFull: Bool { ids.count >= Self.maxCount || writer.bytes.count >= Self.maxBytes }
+
+    public mutating func append(_ proposal: GroupProposal<Command>) {
+        writer.write(proposal)
+        ids.append(proposal.id)
+    }
+
+    /// The entry's payload.
+    public var bytes: [UInt8] { writer.bytes }
+
+    /// Every proposal of an entry's payload; a payload that is not a whole batch throws (and every
+    /// replica skips it alike).
+    public static func proposals(in data: [UInt8]) throws(CodecError) -> [GroupProposal<Command>] {
+        var r = ByteReader(data)
+        let v = try r.readByte()
+        guard v == version else { throw .badVersion(v) }
+        var out: [GroupProposal<Command>] = []
+        while !r.isAtEnd { out.append(try r.read(GroupProposal<Command>.self)) }
+        guard !out.isEmpty else { throw .truncated }
+        return out
+    }
+}

@@ -29,20 +29,24 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private(set) var applied: LogIndex
     /// Entry time never goes backwards, even when proposers' clocks disagree.
     private(set) var lastTimestamp: Int64 = 0
+    /// Commands applied over the group's whole life (the last `ApplyContext.commandIndex`).
+    private(set) var appliedCommands: UInt64 = 0
     private(set) var confState: ConfState
     /// Where the last local snapshot was taken.
     private(set) var snapshotIndex: LogIndex
     /// Proposals made here that wait for their entries to apply; `forwardedAt` is the tick at which a
     /// follower passed one on to its leader (nil: proposed as leader).
     private var pending: [ProposalID: (term: Term, forwardedAt: UInt64?, completion: Completion)] = [:]
+    /// Proposals made since the group's last ready cycle; they enter the log together, as one entry.
+    private var staged = ProposalBatch<Machine.Command>()
     private var ticks: UInt64 = 0
     /// A proposal passed on to the leader that has not applied here after this many ticks is answered
     /// `outcomeUnknown`: the message may have been lost, or the leader may have dropped it.
     let forwardedTimeoutTicks: UInt64
     private var termBeforeReady: Term = 0
-    /// Called for every applied entry, in log order, with the outcome when the entry carried a command
-    /// (the host keeps each shard's event log from it).
-    var onApplied: (LogIndex, Machine.Outcome?) -> Void = { _, _ in }
+    /// Called for every applied entry, in log order, with the outcomes of the commands it carried (the host
+    /// keeps each shard's event log from them).
+    var onApplied: (LogIndex, [Machine.Outcome]) -> Void = { _, _ in }
     /// Called when a snapshot from the leader replaced the state: entries up to the index were never applied here.
     var onRestored: (LogIndex) -> Void = { _ in }
     /// Runs right after each command applies, with the machine (the host takes its history items).
@@ -63,7 +67,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         if snapshot.data.isEmpty {
             machine = fresh()
         } else {
-            (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
+            (machine, lastTimestamp, appliedCommands) = try Self.decodeSnapshot(snapshot.data)
         }
         prepare(&machine)
         applied = snapshot.metadata.index
@@ -74,13 +78,14 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         raft = try RawNode(config: config, storage: log)
     }
 
-    /// A group snapshot is the entry clock followed by the machine's state, so a replica restored from it
-    /// continues exactly as one that applied the log.
-    private static func decodeSnapshot(_ data: [UInt8]) throws -> (Machine, Int64) {
+    /// A group snapshot is the entry clock and the command count followed by the machine's state, so a
+    /// replica restored from it continues exactly as one that applied the log.
+    private static func decodeSnapshot(_ data: [UInt8]) throws -> (Machine, Int64, UInt64) {
         do {
             var r = ByteReader(data)
             let clock = try r.readInt64()
-            return (try Machine(restoring: Array(data.suffix(r.remaining))), clock)
+            let commands = try r.readUInt64()
+            return (try Machine(restoring: Array(data.suffix(r.remaining))), clock, commands)
         } catch {
             throw ClusterError.snapshotUnreadable("\(error)")
         }
@@ -89,6 +94,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     func snapshotData() -> [UInt8] {
         var w = ByteWriter()
         w.write(lastTimestamp)
+        w.write(appliedCommands)
         return w.bytes + machine.snapshot()
     }
 
@@ -106,27 +112,40 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         guard soft.role == .leader || (soft.role == .follower && soft.leader != 0) else {
             return completion(.failure(.notLeader(leader: soft.leader)))
         }
-        let proposal = GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command)
-        do {
-            try raft.propose(proposal.encoded())
-        } catch let RaftError.notLeader(leader) {
-            return completion(.failure(.notLeader(leader: leader)))
-        } catch {
-            return completion(.failure(.proposalRefused("\(error)")))
-        }
+        staged.append(GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command))
         pending[id] = (raft.term, soft.role == .leader ? nil : ticks, completion)
         onProposed()
+        if staged.isFull { proposeStaged() }
+    }
+
+    /// Puts the staged proposals into the log as one entry (or passes them to the leader). If Raft refuses
+    /// them, their callers hear why at once.
+    private func proposeStaged() {
+        guard !staged.isEmpty else { return }
+        let batch = staged
+        staged = ProposalBatch()
+        let refusal: ClusterError
+        do {
+            try raft.propose(batch.bytes)
+            return
+        } catch let RaftError.notLeader(leader) {
+            refusal = .notLeader(leader: leader)
+        } catch {
+            refusal = .proposalRefused("\(error)")
+        }
+        for id in batch.ids { pending.removeValue(forKey: id)?.completion(.failure(refusal)) }
     }
 
     // MARK: Ready cycle
 
     func collectReady(into batch: inout StorageBatch) throws -> Ready? {
+        proposeStaged()
         guard raft.hasReady else { return nil }
         termBeforeReady = log.hardState.term
         let rd = raft.ready()
         if let snapshot = rd.snapshot, !snapshot.isEmpty {
             try log.applySnapshot(snapshot)
-            (machine, lastTimestamp) = try Self.decodeSnapshot(snapshot.data)
+            (machine, lastTimestamp, appliedCommands) = try Self.decodeSnapshot(snapshot.data)
             prepare(&machine)
             applied = snapshot.metadata.index
             snapshotIndex = snapshot.metadata.index
@@ -147,27 +166,37 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         try snapshotIfDue(every: snapshotEvery, keep: keep)
     }
 
-    /// Applies one committed entry. Entries without a command (the leader's empty entry, membership changes,
-    /// undecodable bytes) are skipped by every replica alike.
+    /// Applies one committed entry: each command of its batch in order. Entries without a command (the
+    /// leader's empty entry, membership changes, undecodable bytes) are skipped by every replica alike.
     private func apply(_ entry: Entry) {
         precondition(entry.index == applied + 1, "group \(group): applying \(entry.index) after \(applied)")
         applied = entry.index
         switch entry.kind {
         case .confChange:
             if let cc = try? ConfChange(decoding: entry.data) { confState = raft.applyConfChange(cc) }
-            onApplied(entry.index, nil)
+            onApplied(entry.index, [])
         case .normal:
-            guard !entry.data.isEmpty, let proposal = try? GroupProposal<Machine.Command>(decoding: entry.data) else {
-                return onApplied(entry.index, nil)
+            guard !entry.data.isEmpty, let proposals = try? ProposalBatch<Machine.Command>.proposals(in: entry.data) else {
+                return onApplied(entry.index, [])
             }
-            lastTimestamp = max(lastTimestamp, proposal.timestamp)
-            let context = ApplyContext(logIndex: entry.index, timestamp: lastTimestamp, actor: proposal.actor)
-            let outcome = machine.apply(proposal.command, context: context)
-            afterApply(&machine)
-            onApplied(entry.index, outcome)
-            if let waiting = pending.removeValue(forKey: proposal.id) {
-                waiting.completion(.success(answer(proposal.command, outcome, machine, context)))
+            var outcomes: [Machine.Outcome] = []
+            outcomes.reserveCapacity(proposals.count)
+            // Proposers hear back after the entry's events are published, as each answer was computed
+            // right after its own command (with the state as it was then).
+            var answers: [(Completion, Machine.Outcome)] = []
+            for proposal in proposals {
+                lastTimestamp = max(lastTimestamp, proposal.timestamp)
+                appliedCommands += 1
+                let context = ApplyContext(commandIndex: appliedCommands, timestamp: lastTimestamp, actor: proposal.actor)
+                let outcome = machine.apply(proposal.command, context: context)
+                afterApply(&machine)
+                outcomes.append(outcome)
+                if let waiting = pending.removeValue(forKey: proposal.id) {
+                    answers.append((waiting.completion, answer(proposal.command, outcome, machine, context)))
+                }
             }
+            onApplied(entry.index, outcomes)
+            for (completion, outcome) in answers { completion(.success(outcome)) }
         }
     }
 

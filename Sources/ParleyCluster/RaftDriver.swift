@@ -61,6 +61,7 @@ public final class RaftDriver: @unchecked Sendable {
             self.leaseTask = nil
             self.historyTask?.cancel()
             self.historyTask = nil
+            try? self.host.flushHistory()  // not needed for safety (a restart applies them again), but cheaper
         }
     }
 

@@ -15,10 +15,27 @@ public struct RaftEnvelope: Sendable, Hashable {
 }
 
 /// What the replicas' apply callbacks leave for the host between cycles: which shards applied events, and
-/// the history rows to write with the next group commit.
+/// the history rows not yet written.
 final class ApplyScratch {
     var shards = Set<ShardID>()
     var history: [RoomHistoryStore.Row] = []
+
+    /// Moves the waiting history rows into `batch`.
+    func takeHistory(into batch: inout StorageBatch) {
+        batch.history.append(contentsOf: history)
+        history.removeAll(keepingCapacity: true)
+    }
+}
+
+/// When applied history rows go to the database. Every node holds replicas of many rooms, and each room's
+/// rows live on their own page of the history table, so writing them with every group commit rewrote a page
+/// per busy room per cycle; gathered over a few ticks, one page takes many rows.
+struct HistoryFlushPolicy {
+    /// Rows wait at most this many ticks, and at most this many wait.
+    var everyTicks: Int
+    var maxRows = 4_096
+    // A history read that reaches past a room's in-memory window writes the waiting rows first
+    // (`RoomHistoryReads`), so the database holds every row that left a window.
 }
 
 /// What a proposer of a room command hears back: what applying it did, or why it could not be applied.
@@ -41,6 +58,8 @@ public final class RaftHost {
         /// Take a group snapshot after this many applied entries, keeping `snapshotKeep` entries behind it.
         public var snapshotEvery: LogIndex = 10_000
         public var snapshotKeep: LogIndex = 1_000
+        /// Applied history rows are written at most this many ticks late (`HistoryFlushPolicy`).
+        public var historyFlushTicks = 4
 
         public init(nodeID: NodeID, nodes: [NodeID], shardMap: ShardMap = ShardMap(), raft: RaftConfig? = nil,
                     limits: RoomLimits = RoomLimits(), boot: UInt64) {
@@ -61,6 +80,8 @@ public final class RaftHost {
     private var eventLogs: [ShardID: ShardEventLog] = [:]
     /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
     private let newEvents = ApplyScratch()
+    private let historyFlush: HistoryFlushPolicy
+    private var ticksSinceHistoryFlush = 0
     private let shardOrder: [ShardID]
     private let meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
@@ -86,6 +107,7 @@ public final class RaftHost {
         self.database = database
         self.send = send
         self.metrics = RaftMetrics(factory: metrics)
+        historyFlush = HistoryFlushPolicy(everyTicks: config.historyFlushTicks)
         let held = Set(try database.groupIDs())
         func open(_ group: GroupID, members: [NodeID]) throws -> (DurableGroupLog, RaftConfig) {
             let log = held.contains(group) ? try database.openGroup(group)
@@ -116,11 +138,15 @@ public final class RaftHost {
             }
             let store = database.history
             replica.answer = { command, outcome, state, context in
-                RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store)
+                RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store) {
+                    var batch = StorageBatch()
+                    marker.takeHistory(into: &batch)
+                    try database.commit(batch)
+                }
             }
             let events = ShardEventLog(applied: replica.applied)
-            replica.onApplied = { index, outcome in
-                let list = outcome?.events ?? []
+            replica.onApplied = { index, outcomes in
+                let list = outcomes.count == 1 ? outcomes[0].events : outcomes.flatMap(\.events)
                 events.applied(index, list)
                 if !list.isEmpty {
                     marker.shards.insert(shard)
@@ -166,7 +192,20 @@ public final class RaftHost {
     /// N5: deletes durable history older than the retention window (at `now`, ms).
     @discardableResult
     public func expireHistory(now: Int64) throws -> Int {
-        try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
+        try flushHistory()
+        return try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
+    }
+
+    /// Writes the history rows applied so far (not synced by itself; see `NodeDatabase.commit`).
+    public func flushHistory() throws {
+        var batch = StorageBatch()
+        takeHistory(into: &batch)
+        try database.commit(batch)
+    }
+
+    private func takeHistory(into batch: inout StorageBatch) {
+        newEvents.takeHistory(into: &batch)
+        ticksSinceHistoryFlush = 0
     }
 
     /// Whether this node leads `shard` right now.
@@ -181,6 +220,7 @@ public final class RaftHost {
     /// Advances every group's logical clock by one tick (elections, heartbeats, quiescence).
     public func tick() {
         for g in groups { g.tick() }
+        ticksSinceHistoryFlush += 1
     }
 
     /// Steps messages received from peers into their groups; messages for groups this node does not hold
@@ -242,8 +282,6 @@ public final class RaftHost {
     @discardableResult
     public func processReady() throws -> Int {
         var batch = StorageBatch()
-        batch.history = newEvents.history
-        newEvents.history.removeAll(keepingCapacity: true)
         var readies: [(HostedGroup, Ready)] = []
         for (i, g) in groups.enumerated() {
             guard let rd = try g.collectReady(into: &batch) else { continue }
@@ -251,8 +289,14 @@ public final class RaftHost {
             if let soft = rd.softState { observe(soft, group: i) }
             if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }
         }
+        // A snapshot must not reach the disk before the history rows of the entries it covers: after a crash
+        // only the entries behind the snapshot are applied again, and write their rows again.
+        if !newEvents.history.isEmpty, ticksSinceHistoryFlush >= historyFlush.everyTicks
+            || newEvents.history.count >= historyFlush.maxRows || batch.writes.contains(where: { $0.write.snapshot != nil }) {
+            takeHistory(into: &batch)
+        }
         guard !readies.isEmpty else {
-            try database.commit(batch)  // history rows of the last cycle, if any
+            try database.commit(batch)  // history rows that were due, if any
             return 0
         }
         // A leader's appends and heartbeats leave while this node syncs (`MessageKind.mayLeaveBeforeSync`):

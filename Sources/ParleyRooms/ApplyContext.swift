@@ -32,16 +32,18 @@ public enum CommandActor: Sendable, Hashable {
     case session(SessionIdentity)
 }
 
-/// What the Raft entry supplies besides the command: its index, its timestamp (the only clock
-/// the state machine ever sees) and the acting identity.
+/// What the Raft log supplies besides the command: the command's place in its shard, its timestamp (the
+/// only clock the state machine ever sees) and the acting identity.
 public struct ApplyContext: Sendable, Hashable {
-    public var logIndex: UInt64
+    /// 1 for the first command the shard ever applied, then one more for each (an entry may carry several
+    /// commands, so this is not the entry's log index). Messages take it as their `serverId`.
+    public var commandIndex: UInt64
     /// Milliseconds since the Unix epoch, fixed by the leader when it proposed the entry.
     public var timestamp: Int64
     public var actor: CommandActor
 
-    public init(logIndex: UInt64, timestamp: Int64, actor: CommandActor) {
-        self.logIndex = logIndex
+    public init(commandIndex: UInt64, timestamp: Int64, actor: CommandActor) {
+        self.commandIndex = commandIndex
         self.timestamp = timestamp
         self.actor = actor
     }
@@ -55,7 +57,7 @@ public struct ApplyContext: Sendable, Hashable {
 
 extension ApplyContext: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
-        w.write(logIndex)
+        w.write(commandIndex)
         w.write(timestamp)
         switch actor {
         case .appServer:
@@ -70,7 +72,7 @@ extension ApplyContext: BinaryCodable {
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
-        logIndex = try r.readUInt64()
+        commandIndex = try r.readUInt64()
         timestamp = try r.readInt64()
         switch try r.readByte() {
         case 0:

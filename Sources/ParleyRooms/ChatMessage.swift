@@ -14,7 +14,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
 public final class ChatMessage: Sendable, Hashable {
     /// The room sequence number (X2).
     public let seq: UInt64
-    /// The Raft log index of the entry that carried it: unique within the shard.
+    /// The shard's index of the command that sent it (`ApplyContext.commandIndex`): unique and increasing within the shard.
     public let serverId: UInt64
     public let time: Int64
     public let senderId: String

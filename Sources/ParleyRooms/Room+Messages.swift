@@ -52,7 +52,7 @@ extension Room {
         }
         seq &+= 1
         let message = ChatMessage(
-            seq: seq, serverId: env.context.logIndex, time: now, senderId: senderId,
+            seq: seq, serverId: env.context.commandIndex, time: now, senderId: senderId,
             senderNickname: member?.nickname ?? "", senderAvatar: member?.avatar ?? "", senderRoomExt: roomExt,
             type: m.type, clientMessageId: m.clientMessageId, body: m.body, ext: m.ext)
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .message(message)))

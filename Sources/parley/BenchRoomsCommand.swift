@@ -110,7 +110,7 @@ struct RoomsBenchPlan {
     private mutating func context(_ actor: CommandActor) -> ApplyContext {
         index += 1
         time += 1
-        return ApplyContext(logIndex: index, timestamp: time, actor: actor)
+        return ApplyContext(commandIndex: index, timestamp: time, actor: actor)
     }
 
     /// The rooms, with every even user entered into their room.

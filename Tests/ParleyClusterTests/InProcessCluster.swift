@@ -16,6 +16,7 @@ final class InProcessCluster {
     var inflight: [(to: NodeID, envelopes: [RaftEnvelope])] = []
     var events: [NodeID: [(ShardID, RoomEvent)]] = [:]
     var snapshotEvery: LogIndex = 10_000
+    var historyFlushTicks = 4
     var limits = RoomLimits()
     var clock: Int64 = 1_700_000_000_000
     private var cycle = 0
@@ -34,6 +35,7 @@ final class InProcessCluster {
         boots[node, default: 0] += 1
         var config = RaftHost.Config(nodeID: node, nodes: nodes, shardMap: shardMap, boot: boots[node]!)
         config.snapshotEvery = snapshotEvery
+        config.historyFlushTicks = historyFlushTicks
         config.limits = limits
         config.snapshotKeep = 5
         let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false)

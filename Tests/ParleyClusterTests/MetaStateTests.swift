@@ -5,7 +5,7 @@ import ParleyRooms
 import ParleyWire
 
 @Suite struct MetaStateTests {
-    static let app = ApplyContext(logIndex: 1, timestamp: 1_000, actor: .appServer)
+    static let app = ApplyContext(commandIndex: 1, timestamp: 1_000, actor: .appServer)
 
     static func registered(_ ids: [NodeID]) -> MetaState {
         var m = MetaState()
@@ -21,7 +21,7 @@ import ParleyWire
         #expect(m.nodes.keys.sorted() == [1, 2])
         #expect(m.nodes[1]!.registeredAt == 1_000 && m.nodes[1]!.state == .active)
         #expect(m.apply(.setNodeState(2, .draining), context: Self.app) == .done)
-        let later = ApplyContext(logIndex: 2, timestamp: 5_000, actor: .appServer)
+        let later = ApplyContext(commandIndex: 2, timestamp: 5_000, actor: .appServer)
         #expect(m.apply(.registerNode(NodeRecord(id: 2, peerAddress: "10.0.0.2:7101", httpAddress: "10.0.0.2:8101")),
                         context: later) == .done)
         #expect(m.nodes[2]! == NodeRecord(id: 2, peerAddress: "10.0.0.2:7101", httpAddress: "10.0.0.2:8101",
@@ -64,7 +64,7 @@ import ParleyWire
             #expect(got == code.rawValue, "\(command)")
         }
         // Only the cluster itself changes meta state; a client session never can.
-        let client = ApplyContext(logIndex: 3, timestamp: 1, actor: .session(SessionIdentity(userId: "u", sessionId: "s", edgeId: "e")))
+        let client = ApplyContext(commandIndex: 3, timestamp: 1, actor: .session(SessionIdentity(userId: "u", sessionId: "s", edgeId: "e")))
         #expect(m.apply(.removeApp(appKey: "app1"), context: client) == .refusal(.noPermission, "only the cluster changes meta state"))
         #expect(m.snapshot() == before)
     }
@@ -73,7 +73,7 @@ import ParleyWire
         var m = MetaState()
         let secret = String(repeating: "a", count: 40)
         #expect(m.apply(.putApp(AppCredential(appKey: "k1", secret: secret)), context: Self.app) == .done)
-        let later = ApplyContext(logIndex: 2, timestamp: 9_000, actor: .appServer)
+        let later = ApplyContext(commandIndex: 2, timestamp: 9_000, actor: .appServer)
         #expect(m.apply(.putApp(AppCredential(appKey: "k1", secret: secret + "b")), context: later) == .done)
         #expect(m.apps["k1"] == AppCredential(appKey: "k1", secret: secret + "b", createdAt: 1_000))
         #expect(m.apply(.removeApp(appKey: "k1"), context: later) == .done)
@@ -126,7 +126,7 @@ import ParleyWire
         #expect(m.checkToken(appKey: "other", account: "alice", token: "t1", now: 5_000) == .unknownApp)
         #expect(m.apply(.revokeToken(appKey: "app", account: "alice"), context: Self.app) == .done)
         #expect(m.checkToken(appKey: "app", account: "alice", token: "t1", now: 5_000) == .revoked)
-        let later = ApplyContext(logIndex: 5, timestamp: 7_000, actor: .appServer)
+        let later = ApplyContext(commandIndex: 5, timestamp: 7_000, actor: .appServer)
         #expect(m.apply(.putUser(UserRecord(appKey: "app", account: "alice", token: "t3")), context: later) == .done)
         #expect(m.checkToken(appKey: "app", account: "alice", token: "t3", now: 99_000_000) != .revoked)
         #expect(m.user(appKey: "app", account: "alice")?.createdAt == 1_000)

@@ -51,7 +51,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
             s.shards[shard].index += 1
             let index = s.shards[shard].index
             let outcome = s.shards[shard].state.apply(
-                command, context: ApplyContext(logIndex: index, timestamp: Self.now, actor: actor))
+                command, context: ApplyContext(commandIndex: index, timestamp: Self.now, actor: actor))
             s.submitted.append((command, actor))
             if !outcome.events.isEmpty {
                 s.shards[shard].log.append(ShardEventBatch(index: index, events: outcome.events))
@@ -122,7 +122,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
     func meta(_ command: MetaCommand) -> MetaOutcome {
         state.withLock { s in
             s.metaIndex += 1
-            return s.meta.apply(command, context: ApplyContext(logIndex: s.metaIndex, timestamp: Self.now,
+            return s.meta.apply(command, context: ApplyContext(commandIndex: s.metaIndex, timestamp: Self.now,
                                                                actor: .appServer))
         }
     }

@@ -16,7 +16,7 @@ import ParleyRooms
 
         func put(_ key: String) {
             _ = state.apply(.putApp(AppCredential(appKey: key, secret: "0123456789abcdef")),
-                            context: ApplyContext(logIndex: 1, timestamp: 1, actor: .appServer))
+                            context: ApplyContext(commandIndex: 1, timestamp: 1, actor: .appServer))
         }
     }
 

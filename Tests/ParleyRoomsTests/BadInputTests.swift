@@ -189,7 +189,7 @@ private func mu(_ user: String, enable: Bool = true, duration: UInt64 = 0, notif
         let before = shard.state.snapshot()
         for time in [Int64.min, -1, RoomsState.latestTimestamp + 1, Int64.max] {
             let outcome = shard.state.apply(.setGlobalMute(GlobalMute(userId: "dave", enable: true, minutes: 5)),
-                                            context: ApplyContext(logIndex: 1, timestamp: time, actor: .appServer))
+                                            context: ApplyContext(commandIndex: 1, timestamp: time, actor: .appServer))
             #expect(outcome.errorCode == .badParameter && outcome.events.isEmpty)
         }
         #expect(shard.state.snapshot() == before)

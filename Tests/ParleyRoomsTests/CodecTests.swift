@@ -27,8 +27,8 @@ import ParleyWire
             #expect(try RoomCommand(decoding: command.encoded()) == command)
         }
         let contexts = [
-            ApplyContext(logIndex: 0, timestamp: 0, actor: .appServer),
-            ApplyContext(logIndex: .max, timestamp: .min, actor: .session(SessionIdentity(
+            ApplyContext(commandIndex: 0, timestamp: 0, actor: .appServer),
+            ApplyContext(commandIndex: .max, timestamp: .min, actor: .session(SessionIdentity(
                 userId: "u", authMode: .anonymous, sessionId: "s", edgeId: "e"))),
         ]
         for c in contexts { #expect(try ApplyContext(decoding: c.encoded()) == c) }

@@ -60,7 +60,7 @@ struct CommandGenerator {
             // Every sequence starts with its rooms in place.
             let id = rooms[Int(index) - 1]
             return (.createRoom(CreateRoom(roomId: id, creator: "u\(index)", name: id)),
-                    ApplyContext(logIndex: index, timestamp: time, actor: .appServer))
+                    ApplyContext(commandIndex: index, timestamp: time, actor: .appServer))
         }
         let user = rng.pick(users)
         var actor = rng.chance(12) ? CommandActor.appServer : sessionActor(user)
@@ -133,6 +133,6 @@ struct CommandGenerator {
             command = rng.pick([RoomCommand.claimRoomSlot(roomId: room), .releaseRoomSlot(roomId: room), .yieldRoom(roomId: room)])
         }
         if case .session = actor, (63 ..< 81).contains(kind), rng.chance(40) { actor = .appServer }
-        return (command, ApplyContext(logIndex: index, timestamp: time, actor: actor))
+        return (command, ApplyContext(commandIndex: index, timestamp: time, actor: actor))
     }
 }

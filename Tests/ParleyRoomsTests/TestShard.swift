@@ -20,7 +20,7 @@ struct TestShard {
     mutating func run(_ command: RoomCommand, as actor: CommandActor = .appServer) -> ApplyOutcome {
         index += 1
         time += 1
-        return state.apply(command, context: ApplyContext(logIndex: index, timestamp: time, actor: actor))
+        return state.apply(command, context: ApplyContext(commandIndex: index, timestamp: time, actor: actor))
     }
 
     @discardableResult
