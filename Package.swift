@@ -70,11 +70,12 @@ let package = Package(
             name: "ParleyStorage",
             dependencies: [
                 "ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire", "ParleyNode"], swiftSettings: strict),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire", "ParleyNode", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .target(
             name: "ParleyCluster",
             dependencies: [

@@ -284,7 +284,10 @@ public final class RaftHost {
         var batch = StorageBatch()
         var readies: [(HostedGroup, Ready)] = []
         for (i, g) in groups.enumerated() {
-            guard let rd = try g.collectReady(into: &batch) else { continue }
+            guard let rd = try g.collectReady(into: &batch) else {
+                g.log.stage(into: &batch)  // a quiet group's log may be due for a rewrite
+                continue
+            }
             readies.append((g, rd))
             if let soft = rd.softState { observe(soft, group: i) }
             if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }

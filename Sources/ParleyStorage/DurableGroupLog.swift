@@ -4,14 +4,30 @@ import ParleyRaft
 /// snapshot (as etcd does over its WAL), and every change is also staged as a `GroupWrite` that the host
 /// collects into the cycle's `StorageBatch` and commits with `NodeDatabase.commit` before it sends any
 /// message that depends on it.
+///
+/// It also keeps track of its rows in `raft_log` that still matter (they hold entries after the snapshot)
+/// and of `logFrom`, the row before which none do; the database deletes rows below every group's `logFrom`.
+/// A group that stays quiet would pin every later row of the others, so once its oldest row is
+/// `rewriteAfterRows` rows old its live entries are written again as one new row.
 public final class DurableGroupLog: RaftStorage {
     public let group: GroupID
     private let memory: MemoryStorage
     private var pending = GroupWrite()
+    private let sequence: LogSequence
+    /// This group's rows that hold entries after its snapshot, oldest first: their seq and last index.
+    private var rows: [(seq: Int64, last: LogIndex)]
+    /// Rows of this group below this seq are not needed (as last committed or staged).
+    public private(set) var logFrom: Int64
+    let rewriteAfterRows: Int64
 
-    init(group: GroupID, memory: MemoryStorage) {
+    init(group: GroupID, memory: MemoryStorage, sequence: LogSequence, rows: [(seq: Int64, last: LogIndex)] = [],
+         logFrom: Int64 = 0, rewriteAfterRows: Int64) {
         self.group = group
         self.memory = memory
+        self.sequence = sequence
+        self.rows = rows
+        self.logFrom = logFrom
+        self.rewriteAfterRows = rewriteAfterRows
     }
 
     // MARK: RaftStorage (reads)
@@ -54,7 +70,6 @@ public final class DurableGroupLog: RaftStorage {
         pending.snapshot = snapshot
         pending.snapshotReplacesLog = true
         pending.entries = []
-        pending.compactBelow = nil
     }
 
     /// A snapshot of this node's own applied state; the log is kept until `compact(upTo:)`.
@@ -65,11 +80,11 @@ public final class DurableGroupLog: RaftStorage {
         return snapshot
     }
 
-    /// Drops the entries up to `index`, which must be covered by the snapshot.
+    /// Drops the entries up to `index` from memory; they must be covered by the snapshot. (On disk, the
+    /// snapshot already made them unneeded: a reopened log starts after it.)
     public func compact(upTo index: LogIndex) throws {
         guard index <= (try memory.snapshot()).metadata.index else { throw RaftStorageError.unavailable }
         try memory.compact(upTo: index)
-        pending.compactBelow = max(pending.compactBelow ?? 0, index + 1)
     }
 
     /// Everything staged since the last call, for the cycle's batch.
@@ -78,10 +93,40 @@ public final class DurableGroupLog: RaftStorage {
         return pending
     }
 
-    /// Stages this group's pending write into `batch`.
+    /// Stages this group's pending write into `batch` (at most once per batch), numbering its log row and
+    /// moving `logFrom` past the rows a snapshot or a rewrite made useless. A quiet group is staged too,
+    /// so it is rewritten when it pins old rows.
     public func stage(into batch: inout StorageBatch) {
-        let write = takePendingWrite()
+        let rewrite = rewriteIfBehind()
+        var write = takePendingWrite()
+        if write.snapshotReplacesLog || rewrite { rows.removeAll() }
+        if let last = write.entries.last {
+            let seq = sequence.take()
+            write.rowSeq = seq
+            rows.append((seq, last.index))
+        }
+        if let s = write.snapshot { rows.removeAll { $0.last <= s.metadata.index } }
+        if write.snapshot != nil || write.snapshotReplacesLog || rewrite {
+            let from = rows.first?.seq ?? sequence.upcoming
+            if from != logFrom {
+                logFrom = from
+                write.logFrom = from
+            }
+        }
         guard !write.isEmpty else { return }
+        precondition(!batch.writes.contains { $0.group == group }, "group \(group) staged twice in one batch")
         batch.update(group) { $0 = write }
+    }
+
+    /// When this group's oldest needed row is `rewriteAfterRows` behind, stages its live entries (those
+    /// after the snapshot) as one new row. Returns whether it did.
+    private func rewriteIfBehind() -> Bool {
+        let oldest = rows.first?.seq ?? logFrom
+        guard sequence.upcoming - oldest > rewriteAfterRows else { return false }
+        if !pending.snapshotReplacesLog, let after = try? memory.snapshot().metadata.index,
+           let last = try? memory.lastIndex(), last > after {
+            pending.entries = (try? memory.entries(from: after + 1, to: last + 1, maxBytes: .max)) ?? pending.entries
+        }
+        return true
     }
 }

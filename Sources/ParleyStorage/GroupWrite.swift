@@ -3,8 +3,8 @@ import ParleyRaft
 /// Identifies a Raft group on a node: 0 is the meta group, shard `s` is group `s + 1`.
 public typealias GroupID = UInt64
 
-/// What one group asks to make durable in one Ready cycle. Applied in field order: snapshot, log
-/// replacement, compaction, hard state.
+/// What one group asks to make durable in one Ready cycle. Applied in field order: snapshot, entries, hard
+/// state. (Compaction is not written: rows are deleted once no group needs them, see `logFrom`.)
 public struct GroupWrite: Sendable, Equatable {
     /// A snapshot to keep (made locally, or received from the leader).
     public var snapshot: Snapshot?
@@ -12,24 +12,26 @@ public struct GroupWrite: Sendable, Equatable {
     public var snapshotReplacesLog = false
     /// Entries to append; any held entries from `entries.first.index` on are replaced first.
     public var entries: [Entry] = []
-    /// Drop entries with an index below this (they are covered by the snapshot).
-    public var compactBelow: LogIndex?
     public var hardState: HardState?
     /// The hard state's term or vote changed (not only its commit index).
     public var termOrVoteChanged = false
+    /// The `raft_log` row the entries go into (set when the write is staged).
+    public var rowSeq: Int64?
+    /// The group's rows below this seq are no longer needed (`DurableGroupLog.logFrom`).
+    public var logFrom: Int64?
 
     public init() {}
 
     /// Whether this write must be synced before the cycle's acknowledgements leave and its answers go out:
-    /// entries, a snapshot, a compaction, a new term or vote. A hard state that only moves the commit index
+    /// entries, a snapshot, a new term or vote. A hard state that only moves the commit index
     /// need not be (etcd's `mustSync`): the entries it covers were synced when they were appended and a lost
     /// commit index is learned again from the leader.
     public var needsSync: Bool {
-        snapshot != nil || !entries.isEmpty || compactBelow != nil || termOrVoteChanged
+        snapshot != nil || !entries.isEmpty || termOrVoteChanged
     }
 
     public var isEmpty: Bool {
-        snapshot == nil && entries.isEmpty && compactBelow == nil && hardState == nil
+        snapshot == nil && entries.isEmpty && hardState == nil && logFrom == nil
     }
 }
 

@@ -3,11 +3,13 @@ import GRDB
 import Metrics
 import ParleyRaft
 import ParleyRooms
+import Synchronization
 
 /// The one SQLite database of a node: every group's Raft log, hard state and latest snapshot.
 ///
 /// WAL mode with `synchronous = FULL`, so `commit` returns only after the batch is on disk; one batch is one
-/// transaction and one fsync however many groups it touches (group commit).
+/// transaction and one fsync however many groups it touches (group commit). The logs of all groups share
+/// one append-only table (`LogRow`), so a commit writes few pages whatever the number of groups.
 public final class NodeDatabase: Sendable {
     private let queue: DatabaseQueue
     public let path: String
@@ -21,7 +23,18 @@ public final class NodeDatabase: Sendable {
 
     /// Opens (creating if needed) the database at `path`. `durable: false` skips fsync (tests, benchmarks
     /// that say so); a node always runs durable. Group-commit latency is recorded through `metrics`.
-    public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws {
+    /// Numbers the log rows.
+    private let sequence: LogSequence
+    /// Rows of every group's log read by one scan, handed out as the groups are opened (a node opens all of
+    /// its groups at start; the table has no per-group index, which would cost a page per group per commit).
+    private let unopenedRows = Mutex<[GroupID: [(seq: Int64, bytes: [UInt8])]]?>(nil)
+    /// A group whose oldest needed log row is this many rows old writes its live entries again (see
+    /// `DurableGroupLog`); tests make it small.
+    let rewriteAfterRows: Int64
+
+    public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+                rewriteAfterRows: Int64 = 65_536) throws {
+        self.rewriteAfterRows = rewriteAfterRows
         commitTime = Metrics.Timer(label: Self.commitTimeMetric, factory: metrics)
         var config = Configuration()
         config.journalMode = .wal
@@ -42,6 +55,9 @@ public final class NodeDatabase: Sendable {
         }
         try Self.migrator.migrate(queue)
         history = RoomHistoryStore(queue: queue)
+        sequence = LogSequence(next: try queue.read { db in
+            try Int64.fetchOne(db, sql: "SELECT ifnull(max(seq), 0) + 1 FROM raft_log") ?? 1
+        })
     }
 
     /// WAL pages between automatic checkpoints (SQLite's default is 1,000).
@@ -69,6 +85,28 @@ public final class NodeDatabase: Sendable {
                 """)
         }
         RoomHistoryStore.migrate(&m)
+        m.registerMigration("v3-raft-log") { db in
+            try db.execute(sql: """
+                CREATE TABLE raft_log (
+                    seq INTEGER PRIMARY KEY, group_id INTEGER NOT NULL,
+                    first_idx INTEGER NOT NULL, last_idx INTEGER NOT NULL, entries BLOB NOT NULL);
+                ALTER TABLE raft_group ADD COLUMN log_from INTEGER NOT NULL DEFAULT 0;
+                """)
+            // Each group's entries so far become its first row.
+            for g in try Int64.fetchAll(db, sql: "SELECT DISTINCT group_id FROM raft_entry ORDER BY group_id") {
+                let rows = try Row.fetchAll(db, sql: "SELECT idx, term, kind, data FROM raft_entry WHERE group_id = ? ORDER BY idx",
+                                            arguments: [g])
+                let entries = rows.map { row in
+                    Entry(term: Term(bitPattern: row[1]), index: LogIndex(bitPattern: row[0]),
+                          kind: EntryKind(rawValue: row[2]) ?? .normal, data: [UInt8](row[3] as Data))
+                }
+                guard let first = entries.first, let last = entries.last else { continue }
+                try db.execute(sql: "INSERT INTO raft_log (group_id, first_idx, last_idx, entries) VALUES (?, ?, ?, ?)",
+                               arguments: [g, Int64(bitPattern: first.index), Int64(bitPattern: last.index),
+                                           Data(LogRow.encode(entries))])
+            }
+            try db.execute(sql: "DROP TABLE raft_entry")
+        }
         return m
     }
 
@@ -89,10 +127,12 @@ public final class NodeDatabase: Sendable {
         write.snapshot = try memory.snapshot()
         write.snapshotReplacesLog = true
         write.hardState = memory.persistedHardState
+        write.logFrom = sequence.upcoming
         var batch = StorageBatch()
         batch.update(group) { $0 = write }
         try commit(batch)
-        return DurableGroupLog(group: group, memory: memory)
+        return DurableGroupLog(group: group, memory: memory, sequence: sequence, logFrom: sequence.upcoming,
+                               rewriteAfterRows: rewriteAfterRows)
     }
 
     /// Creates an empty group that will be brought up to date by its leader (a replica added later).
@@ -100,19 +140,39 @@ public final class NodeDatabase: Sendable {
         guard try !groupIDs().contains(group) else { throw StorageError.groupExists(group) }
         var write = GroupWrite()
         write.hardState = HardState()
+        write.logFrom = sequence.upcoming
         var batch = StorageBatch()
         batch.update(group) { $0 = write }
         try commit(batch)
-        return DurableGroupLog(group: group, memory: MemoryStorage())
+        return DurableGroupLog(group: group, memory: MemoryStorage(), sequence: sequence, logFrom: sequence.upcoming,
+                               rewriteAfterRows: rewriteAfterRows)
     }
 
-    /// Loads a group as it was last committed, checking that its log is whole.
-    public func openGroup(_ group: GroupID) throws -> DurableGroupLog {
+    /// The group's log rows: from the one scan of the table, or a new scan once a commit made it stale.
+    private func logRows(of group: GroupID) throws -> [(seq: Int64, bytes: [UInt8])] {
+        if let rows = unopenedRows.withLock({ $0?.removeValue(forKey: group) }) { return rows }
+        var all: [GroupID: [(seq: Int64, bytes: [UInt8])]] = [:]
         try queue.read { db in
-            guard let hs = try Row.fetchOne(db, sql: "SELECT term, vote, commit_index FROM raft_group WHERE group_id = ?",
+            let cursor = try Row.fetchCursor(db, sql: "SELECT seq, group_id, entries FROM raft_log ORDER BY seq")
+            while let row = try cursor.next() {
+                all[GroupID(bitPattern: row[1]), default: []].append((row[0], [UInt8](row[2] as Data)))
+            }
+        }
+        let mine = all.removeValue(forKey: group) ?? []
+        unopenedRows.withLock { $0 = all }
+        return mine
+    }
+
+    /// Loads a group as it was last committed, checking that its log is whole: its rows from `log_from` on,
+    /// replayed in order, each replacing what was held from its first index, and kept after the snapshot.
+    public func openGroup(_ group: GroupID) throws -> DurableGroupLog {
+        let stored = try logRows(of: group)
+        return try queue.read { db in
+            guard let hs = try Row.fetchOne(db, sql: "SELECT term, vote, commit_index, log_from FROM raft_group WHERE group_id = ?",
                                             arguments: [Int64(bitPattern: group)]) else {
                 throw StorageError.unknownGroup(group)
             }
+            let logFrom: Int64 = hs[3]
             let memory = MemoryStorage()
             if let row = try Row.fetchOne(db, sql: "SELECT idx, term, conf_state, data FROM raft_snapshot WHERE group_id = ?",
                                           arguments: [Int64(bitPattern: group)]) {
@@ -120,25 +180,29 @@ public final class NodeDatabase: Sendable {
                                             confState: try Self.membership([UInt8](row[2] as Data), group: group))
                 try memory.applySnapshot(Snapshot(metadata: meta, data: [UInt8](row[3] as Data)))
             }
-            var expected = try memory.lastIndex() + 1
+            let after = try memory.lastIndex()
             var entries: [Entry] = []
-            let cursor = try Row.fetchCursor(db, sql: "SELECT idx, term, kind, data FROM raft_entry WHERE group_id = ? AND idx >= ? ORDER BY idx",
-                                             arguments: [Int64(bitPattern: group), Int64(bitPattern: expected)])
-            while let row = try cursor.next() {
-                let index = LogIndex(bitPattern: row[0])
-                guard index == expected else {
-                    throw StorageError.corrupt("group \(group): log jumps from \(expected - 1) to \(index)")
+            var rows: [(seq: Int64, last: LogIndex)] = []
+            for row in stored where row.seq >= logFrom {
+                let decoded = try LogRow.decode(row.bytes, group: group)
+                guard let first = decoded.first?.index, let last = decoded.last?.index else { continue }
+                if let held = entries.first?.index, first >= held, first <= entries.last!.index + 1 {
+                    entries.removeSubrange(Int(first - held)...)
+                } else {
+                    entries = []  // the row starts before what is held, or after a hole: only what follows counts
                 }
-                guard let kind = EntryKind(rawValue: row[2]) else {
-                    throw StorageError.corrupt("group \(group): entry \(index) has an unknown kind")
-                }
-                entries.append(Entry(term: Term(bitPattern: row[1]), index: index, kind: kind, data: [UInt8](row[3] as Data)))
-                expected += 1
+                entries += decoded
+                if last > after { rows.append((row.seq, last)) }
+            }
+            entries.removeAll { $0.index <= after }
+            if let first = entries.first?.index, first != after + 1 {
+                throw StorageError.corrupt("group \(group): log jumps from \(after) to \(first)")
             }
             try memory.append(entries)
             memory.setHardState(HardState(term: Term(bitPattern: hs[0]), vote: NodeID(bitPattern: hs[1]),
                                           commit: LogIndex(bitPattern: hs[2])))
-            return DurableGroupLog(group: group, memory: memory)
+            return DurableGroupLog(group: group, memory: memory, sequence: sequence, rows: rows, logFrom: logFrom,
+                                   rewriteAfterRows: rewriteAfterRows)
         }
     }
 
@@ -151,7 +215,7 @@ public final class NodeDatabase: Sendable {
     /// Removes a group and all it holds (its replica moved away).
     public func dropGroup(_ group: GroupID) throws {
         try queue.write { db in
-            for table in ["raft_entry", "raft_snapshot", "raft_group"] {
+            for table in ["raft_log", "raft_snapshot", "raft_group"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE group_id = ?", arguments: [Int64(bitPattern: group)])
             }
         }
@@ -166,6 +230,7 @@ public final class NodeDatabase: Sendable {
     /// the history replay repair.
     public func commit(_ batch: StorageBatch) throws {
         guard !batch.isEmpty else { return }
+        unopenedRows.withLock { $0 = nil }
         let start = ContinuousClock.now
         defer { commitTime.record(duration: ContinuousClock.now - start) }
         let relaxed = durable && !batch.needsSync
@@ -184,6 +249,13 @@ public final class NodeDatabase: Sendable {
         try db.inTransaction {
             for (group, write) in batch.writes where !write.isEmpty {
                 try apply(write, to: group, in: db)
+            }
+            if batch.writes.contains(where: { $0.write.logFrom != nil }) {
+                // Rows no group needs any more; the newest row stays, so seq never starts again at 1.
+                try db.execute(sql: """
+                    DELETE FROM raft_log WHERE seq < (SELECT min(log_from) FROM raft_group)
+                        AND seq < (SELECT max(seq) FROM raft_log)
+                    """)
             }
             if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
             return .commit
@@ -204,30 +276,31 @@ public final class NodeDatabase: Sendable {
                     conf_state = excluded.conf_state, data = excluded.data
                 """).execute(arguments: [g, Int64(bitPattern: s.metadata.index), Int64(bitPattern: s.metadata.term),
                                          Data(s.metadata.confState.encoded()), Data(s.data)])
-            if write.snapshotReplacesLog {
-                try db.cachedStatement(sql: "DELETE FROM raft_entry WHERE group_id = ?").execute(arguments: [g])
-            }
         }
-        if let first = write.entries.first {
-            try db.cachedStatement(sql: "DELETE FROM raft_entry WHERE group_id = ? AND idx >= ?")
-                .execute(arguments: [g, Int64(bitPattern: first.index)])
-            let insert = try db.cachedStatement(sql: "INSERT INTO raft_entry (group_id, idx, term, kind, data) VALUES (?, ?, ?, ?, ?)")
-            for e in write.entries {
-                try insert.execute(arguments: [g, Int64(bitPattern: e.index), Int64(bitPattern: e.term),
-                                               Int64(e.kind.rawValue), Data(e.data)])
-            }
-        }
-        if let below = write.compactBelow {
-            try db.cachedStatement(sql: "DELETE FROM raft_entry WHERE group_id = ? AND idx < ?")
-                .execute(arguments: [g, Int64(bitPattern: below)])
+        if let first = write.entries.first, let last = write.entries.last {
+            guard let seq = write.rowSeq else { preconditionFailure("group \(group): entries staged without a log row") }
+            var insert = try PreparedInsert(db, sql: "INSERT INTO raft_log (seq, group_id, first_idx, last_idx, entries) VALUES (?, ?, ?, ?, ?)")
+            insert.bind(seq)
+            insert.bind(g)
+            insert.bind(Int64(bitPattern: first.index))
+            insert.bind(Int64(bitPattern: last.index))
+            insert.bind(bytes: LogRow.encode(write.entries))
+            try insert.run()
         }
         if let hs = write.hardState {
-            try db.cachedStatement(sql: """
+            var upsert = try PreparedInsert(db, sql: """
                 INSERT INTO raft_group (group_id, term, vote, commit_index) VALUES (?, ?, ?, ?)
                 ON CONFLICT(group_id) DO UPDATE SET term = excluded.term, vote = excluded.vote,
                     commit_index = excluded.commit_index
-                """).execute(arguments: [g, Int64(bitPattern: hs.term), Int64(bitPattern: hs.vote),
-                                         Int64(bitPattern: hs.commit)])
+                """)
+            upsert.bind(g)
+            upsert.bind(Int64(bitPattern: hs.term))
+            upsert.bind(Int64(bitPattern: hs.vote))
+            upsert.bind(Int64(bitPattern: hs.commit))
+            try upsert.run()
+        }
+        if let from = write.logFrom {
+            try db.cachedStatement(sql: "UPDATE raft_group SET log_from = ? WHERE group_id = ?").execute(arguments: [from, g])
         }
     }
 
@@ -254,11 +327,20 @@ public final class NodeDatabase: Sendable {
 }
 
 extension NodeDatabase {
-    /// Removes one log row behind the storage's back, so tests can prove corruption is detected.
+    /// Removes one entry from its log row behind the storage's back, so tests can prove corruption is detected.
     func deleteEntryForTesting(group: GroupID, index: LogIndex) throws {
         try queue.write { db in
-            try db.execute(sql: "DELETE FROM raft_entry WHERE group_id = ? AND idx = ?",
-                           arguments: [Int64(bitPattern: group), Int64(bitPattern: index)])
+            let i = Int64(bitPattern: index)
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT seq, entries FROM raft_log WHERE group_id = ? AND first_idx <= ? AND last_idx >= ? ORDER BY seq DESC
+                """, arguments: [Int64(bitPattern: group), i, i]) else { return }
+            let kept = try LogRow.decode([UInt8](row[1] as Data), group: group).filter { $0.index != index }
+            try db.execute(sql: "UPDATE raft_log SET entries = ? WHERE seq = ?", arguments: [Data(LogRow.encode(kept)), row[0] as Int64])
         }
+    }
+
+    /// Rows in the shared log table (tests check that unneeded ones go).
+    func logRowCount() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM raft_log") ?? 0 }
     }
 }

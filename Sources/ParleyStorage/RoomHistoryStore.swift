@@ -36,12 +36,17 @@ public struct RoomHistoryStore: Sendable {
     }
 
     static func insert(_ rows: [Row], in db: Database) throws {
-        let statement = try db.cachedStatement(sql: """
+        var insert = try PreparedInsert(db, sql: """
             INSERT OR REPLACE INTO room_history (room_id, seq, shard, time, type, item) VALUES (?, ?, ?, ?, ?, ?)
             """)
         for row in rows {
-            try statement.execute(arguments: [row.roomId, Int64(bitPattern: row.item.seq), row.shard, row.item.time,
-                                              Int64(row.item.messageType.rawValue), Data(row.item.encoded())])
+            insert.bind(row.roomId)
+            insert.bind(Int64(bitPattern: row.item.seq))
+            insert.bind(Int64(row.shard))
+            insert.bind(row.item.time)
+            insert.bind(Int64(row.item.messageType.rawValue))
+            insert.bind(bytes: row.item.encoded())
+            try insert.run()
         }
     }
 

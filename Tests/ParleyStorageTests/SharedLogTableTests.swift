@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+import Testing
+import ParleyRaft
+@testable import ParleyStorage
+
+private func entries(_ range: ClosedRange<LogIndex>, term: Term) -> [Entry] {
+    range.map { Entry(term: term, index: $0, data: Array("e\($0)t\(term)".utf8)) }
+}
+
+private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
+    var batch = StorageBatch()
+    for log in logs { log.stage(into: &batch) }
+    try db.commit(batch)
+}
+
+/// Every group's log lives in one append-only table (`LogRow`): one row per group per commit.
+@Suite struct SharedLogTableTests {
+    @Test func aCommitWritesOneRowPerGroupHoweverManyEntries() throws {
+        let db = try NodeDatabase(path: try temporaryDatabasePath())
+        let logs = try (1...5).map { try db.createGroup(GroupID($0), bootstrap: ConfState(voters: [1])) }
+        for log in logs { try log.append(entries(2...40, term: 2)) }
+        var batch = StorageBatch()
+        for log in logs { log.stage(into: &batch) }
+        try db.commit(batch)
+        #expect(try db.logRowCount() == 5)
+        try logs[0].append(entries(41...41, term: 2))
+        try commit(db, logs[0])
+        #expect(try db.logRowCount() == 6)
+    }
+
+    @Test func aReceivedSnapshotNeverBringsBackTheEntriesItReplaced() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createEmptyGroup(9)
+        try log.append(entries(1...60, term: 1))
+        try commit(db, log)
+        // The leader's snapshot at 50 (term 6) replaces this follower's divergent log; 51…60 must stay gone.
+        try log.applySnapshot(Snapshot(metadata: SnapshotMetadata(index: 50, term: 6, confState: ConfState(voters: [1, 2, 3])),
+                                       data: [7]))
+        try commit(db, log)
+        let again = try NodeDatabase(path: path).openGroup(9)
+        #expect(try again.lastIndex() == 50 && again.firstIndex() == 51)
+        #expect(try again.term(at: 50) == 6)
+    }
+
+    @Test func rowsNoGroupNeedsAreDeletedAndAQuietGroupIsRewrittenRatherThanPinningThem() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path, rewriteAfterRows: 8)
+        let busy = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        let quiet = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
+        try quiet.append(entries(2...4, term: 2))
+        try commit(db, busy, quiet)
+        for i: LogIndex in 2...65 {
+            try busy.append(entries(i...i, term: 2))
+            if i % 10 == 0 {
+                try busy.createSnapshot(at: i, confState: nil, data: [UInt8(i)])
+                try busy.compact(upTo: i - 2)
+            }
+            try commit(db, busy, quiet)  // the host stages every group each cycle, quiet ones too
+        }
+        // Without deletion there would be 65 rows; the quiet group's first row would pin them all.
+        #expect(try db.logRowCount() < 20)
+        #expect(quiet.logFrom > 1)
+        let reopened = try NodeDatabase(path: path)
+        let q = try reopened.openGroup(2)
+        #expect(try q.entries(from: 2, to: 5, maxBytes: .max) == entries(2...4, term: 2))
+        let b = try reopened.openGroup(1)
+        #expect(try b.firstIndex() == 61 && b.lastIndex() == 65)  // after the last snapshot (60)
+        #expect(try b.entries(from: 61, to: 66, maxBytes: .max) == entries(61...65, term: 2))
+    }
+
+    @Test func aDatabaseWithTheOldPerEntryTableIsMigrated() throws {
+        let path = try temporaryDatabasePath()
+        // The layout of migrations v1 and v2, written by hand as an older build left it.
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1-raft'), ('v2-room-history');
+                CREATE TABLE raft_group (group_id INTEGER PRIMARY KEY, term INTEGER NOT NULL, vote INTEGER NOT NULL,
+                                         commit_index INTEGER NOT NULL);
+                CREATE TABLE raft_entry (group_id INTEGER NOT NULL, idx INTEGER NOT NULL, term INTEGER NOT NULL,
+                                         kind INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (group_id, idx)) WITHOUT ROWID;
+                CREATE TABLE raft_snapshot (group_id INTEGER PRIMARY KEY, idx INTEGER NOT NULL, term INTEGER NOT NULL,
+                                            conf_state BLOB NOT NULL, data BLOB NOT NULL);
+                CREATE TABLE room_history (room_id TEXT NOT NULL, seq INTEGER NOT NULL, shard INTEGER NOT NULL,
+                    time INTEGER NOT NULL, type INTEGER NOT NULL, item BLOB NOT NULL, PRIMARY KEY (room_id, seq)) WITHOUT ROWID;
+                CREATE INDEX room_history_time ON room_history (time);
+                INSERT INTO raft_group VALUES (3, 2, 1, 4);
+                """)
+            for e in entries(1...4, term: 2) {
+                try db.execute(sql: "INSERT INTO raft_entry VALUES (3, ?, ?, 0, ?)",
+                               arguments: [Int64(e.index), Int64(e.term), Data(e.data)])
+            }
+        }
+        try old.close()
+        let log = try NodeDatabase(path: path).openGroup(3)
+        #expect(try log.entries(from: 1, to: 5, maxBytes: .max) == entries(1...4, term: 2))
+        #expect(log.hardState == HardState(term: 2, vote: 1, commit: 4))
+    }
+}
