@@ -17,6 +17,7 @@ public final class RaftDriver: @unchecked Sendable {
     private let tickInterval: TimeAmount
     private var tickTask: RepeatedTask?
     private var readyScheduled = false
+    private var historyWriteScheduled = false
     /// Set when the ready loop fails (the disk): the node stops taking part rather than risk safety.
     private var fatal: Error?
     public private(set) var eventsPublished = 0
@@ -97,11 +98,24 @@ public final class RaftDriver: @unchecked Sendable {
                 wakePolls()
                 scheduleReady()
             }
+            if host.historyWriteDue && !historyWriteScheduled {
+                historyWriteScheduled = true
+                loop.execute {
+                    self.historyWriteScheduled = false
+                    guard self.fatal == nil else { return }
+                    do { try self.host.writeHistoryIfDue() } catch { self.stopAfter(error) }
+                }
+            }
         } catch {
-            fatal = error
-            tickTask?.cancel()
-            leaseTask?.cancel()
+            stopAfter(error)
         }
+    }
+
+    /// A storage failure: the node stops driving Raft rather than go on with state it could not write.
+    private func stopAfter(_ error: Error) {
+        fatal = error
+        tickTask?.cancel()
+        leaseTask?.cancel()
     }
 
     // MARK: Commands

@@ -33,7 +33,8 @@ final class ApplyScratch {
 struct HistoryFlushPolicy {
     /// Rows wait at most this many ticks, and at most this many wait.
     var everyTicks: Int
-    var maxRows = 4_096
+    /// Small enough that writing them is a short pause of the Raft loop.
+    var maxRows = 1_024
     // A history read that reaches past a room's in-memory window writes the waiting rows first
     // (`RoomHistoryReads`), so the database holds every row that left a window.
 }
@@ -196,6 +197,19 @@ public final class RaftHost {
         return try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
     }
 
+    /// Whether the applied history rows are due to be written: they waited `historyFlushTicks` ticks, or
+    /// enough of them wait.
+    public var historyWriteDue: Bool {
+        !newEvents.history.isEmpty
+            && (ticksSinceHistoryFlush >= historyFlush.everyTicks || newEvents.history.count >= historyFlush.maxRows)
+    }
+
+    /// Writes the waiting history rows when they are due. The driver calls it as a task of its own after a
+    /// ready cycle, so the cycle's acknowledgements and answers leave first.
+    public func writeHistoryIfDue() throws {
+        if historyWriteDue { try flushHistory() }
+    }
+
     /// Writes the history rows applied so far (not synced by itself; see `NodeDatabase.commit`).
     public func flushHistory() throws {
         var batch = StorageBatch()
@@ -293,13 +307,13 @@ public final class RaftHost {
             if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }
         }
         // A snapshot must not reach the disk before the history rows of the entries it covers: after a crash
-        // only the entries behind the snapshot are applied again, and write their rows again.
-        if !newEvents.history.isEmpty, ticksSinceHistoryFlush >= historyFlush.everyTicks
-            || newEvents.history.count >= historyFlush.maxRows || batch.writes.contains(where: { $0.write.snapshot != nil }) {
+        // only the entries behind the snapshot are applied again, and write their rows again. Otherwise rows
+        // are written apart from the cycle (`writeHistoryIfDue`), never in the way of an acknowledgement.
+        if !newEvents.history.isEmpty, batch.writes.contains(where: { $0.write.snapshot != nil }) {
             takeHistory(into: &batch)
         }
         guard !readies.isEmpty else {
-            try database.commit(batch)  // history rows that were due, if any
+            try database.commit(batch)  // a quiet group's rewrite or snapshot, if any
             return 0
         }
         // A leader's appends and heartbeats leave while this node syncs (`MessageKind.mayLeaveBeforeSync`):

@@ -58,7 +58,10 @@ final class InProcessCluster {
         inflight = []
         for (to, envelopes) in deliver { hosts[to]?.receive(envelopes) }
         if cycle % ticksEvery == 0 { for n in nodes { hosts[n]?.tick() } }
-        for n in nodes { try hosts[n]?.processReady() }
+        for n in nodes {
+            try hosts[n]?.processReady()
+            try hosts[n]?.writeHistoryIfDue()  // as the driver does, after the cycle
+        }
     }
 
     func run(cycles: Int) throws { for _ in 0..<cycles { try step() } }

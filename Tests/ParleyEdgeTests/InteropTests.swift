@@ -29,7 +29,16 @@ struct InteropTests {
         let result = try await python.run(
             script: "Tests/interop/autobahn_echo.py",
             arguments: ["ws://127.0.0.1:\(server.port)/ws/echo"], timeout: .seconds(300))
-        #expect(result.status == 0, "\(result.output)")
+        // The verdict is the script's summary line. Its interpreter was once seen to abort (SIGABRT) while
+        // shutting down after printing a clean one; that says nothing of the server, so a signal after the
+        // verdict is reported, not failed. A signal before any verdict still fails.
+        let clean = result.output.contains(", 0 not accepted")
+        if let signal = result.signal {
+            #expect(clean, "python died of signal \(signal) without a clean verdict: \(result.output)")
+            print("autobahn: python died of signal \(signal) after its verdict")
+        } else {
+            #expect(result.status == 0, "\(result.output)")
+        }
         #expect(result.output.contains(" not accepted"), "the cases did not run: \(result.output)")
         print("autobahn: \(result.output)")
     }
@@ -56,7 +65,9 @@ struct Python {
     }
 
     /// Runs a script from the package root; kills it after `timeout`.
-    func run(script: String, arguments: [String], timeout: Duration) async throws -> (status: Int32, output: String) {
+    /// `status` is the exit status, `signal` set instead when a signal ended the script.
+    func run(script: String, arguments: [String], timeout: Duration) async throws
+        -> (status: Int32, signal: Int32?, output: String) {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let p = Process()
@@ -76,6 +87,7 @@ struct Python {
         }
         p.waitUntilExit()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (p.terminationStatus, text)
+        let killed = p.terminationReason == .uncaughtSignal
+        return (killed ? -1 : p.terminationStatus, killed ? p.terminationStatus : nil, text)
     }
 }
