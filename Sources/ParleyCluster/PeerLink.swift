@@ -103,11 +103,11 @@ final class PeerLink: @unchecked Sendable {
         queuedBytes = 0
     }
 
-    /// Calls an RPC path on the peer.
+    /// Calls an RPC path on the peer (at once when called on the link's loop, as the Raft loop does).
     func call(path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
-        loop.flatSubmit {
-            self.callStreamWhenConnected().flatMap { stream in self.call(on: stream, path: path, body: body) }
-        }
+        guard loop.inEventLoop else { return loop.flatSubmit { self.call(path: path, body: body) } }
+        if let callStream { return call(on: callStream, path: path, body: body) }
+        return callStreamWhenConnected().flatMap { stream in self.call(on: stream, path: path, body: body) }
     }
 
     private func callStreamWhenConnected() -> EventLoopFuture<Channel> {
