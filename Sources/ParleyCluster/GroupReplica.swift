@@ -16,6 +16,8 @@ protocol HostedGroup: AnyObject {
     func collectReady(into batch: inout StorageBatch) throws -> Ready?
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
     func finishReady(_ ready: Ready, snapshotEvery: LogIndex, keep: LogIndex) throws
+    /// The group's oldest log row holds back the deletion of later rows (`DurableGroupLog.pinsOldRows`).
+    func relieveLogPin(maxRewriteBytes: Int, keep: LogIndex) throws
 }
 
 /// One group's replica on this node: its Raft node, its durable log, the state machine it applies to and
@@ -222,6 +224,13 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private func failPending(where orphaned: ((term: Term, forwardedAt: UInt64?, completion: Completion)) -> Bool) {
         let ids = pending.filter { orphaned($0.value) }.keys.sorted { $0.sequence < $1.sequence }
         for id in ids { pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown)) }
+    }
+
+    /// Writes the group's live entries again as one row, or, when they are many, takes a snapshot now so the
+    /// rows it covers are no longer needed.
+    func relieveLogPin(maxRewriteBytes: Int, keep: LogIndex) throws {
+        guard try !log.rewriteLiveEntries(maxBytes: maxRewriteBytes) else { return }
+        try snapshotIfDue(every: 1, keep: keep)
     }
 
     /// Takes a snapshot when the log has grown by `every` entries since the last one, keeping `keep`

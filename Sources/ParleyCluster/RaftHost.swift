@@ -61,6 +61,9 @@ public final class RaftHost {
         public var snapshotKeep: LogIndex = 1_000
         /// Applied history rows are written at most this many ticks late (`HistoryFlushPolicy`).
         public var historyFlushTicks = 4
+        /// A group that pins old log rows writes its live entries again when they come to at most this many
+        /// bytes, and takes a snapshot otherwise (`relieveOldestLogPin`).
+        public var logRewriteMaxBytes = 1 << 20
 
         public init(nodeID: NodeID, nodes: [NodeID], shardMap: ShardMap = ShardMap(), raft: RaftConfig? = nil,
                     limits: RoomLimits = RoomLimits(), boot: UInt64) {
@@ -83,6 +86,7 @@ public final class RaftHost {
     private let newEvents = ApplyScratch()
     private let historyFlush: HistoryFlushPolicy
     private var ticksSinceHistoryFlush = 0
+    private var busyCycles = 0
     private let shardOrder: [ShardID]
     private let meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
@@ -337,7 +341,17 @@ public final class RaftHost {
         for (g, rd) in readies {
             try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)
         }
+        busyCycles += 1
+        if busyCycles % 16 == 0 { try relieveOldestLogPin() }
         return readies.count
+    }
+
+    /// The group that holds back the deletion of the most log rows, if it holds back enough, writes its live
+    /// entries again or takes a snapshot (staged with its next write). One group at a time: either is a pause
+    /// of this loop, and groups that started together would otherwise all come due in the same cycle.
+    private func relieveOldestLogPin() throws {
+        guard let g = groups.min(by: { $0.log.oldestNeededRow < $1.log.oldestNeededRow }), g.log.pinsOldRows else { return }
+        try g.relieveLogPin(maxRewriteBytes: config.logRewriteMaxBytes, keep: config.snapshotKeep)
     }
 
     private func observe(_ soft: SoftState, group i: Int) {

@@ -7,8 +7,9 @@ import ParleyRaft
 ///
 /// It also keeps track of its rows in `raft_log` that still matter (they hold entries after the snapshot)
 /// and of `logFrom`, the row before which none do; the database deletes rows below every group's `logFrom`.
-/// A group that stays quiet would pin every later row of the others, so once its oldest row is
-/// `rewriteAfterRows` rows old its live entries are written again as one new row.
+/// A group whose oldest needed row is `rewriteAfterRows` rows old pins every later row of the others
+/// (`pinsOldRows`); the host then has it write its few live entries again as one new row
+/// (`rewriteLiveEntries`), or take a snapshot when they are many.
 public final class DurableGroupLog: RaftStorage {
     public let group: GroupID
     private let memory: MemoryStorage
@@ -19,6 +20,8 @@ public final class DurableGroupLog: RaftStorage {
     /// Rows of this group below this seq are not needed (as last committed or staged).
     public private(set) var logFrom: Int64
     let rewriteAfterRows: Int64
+    /// A rewrite of the live entries is staged.
+    private var rewriteStaged = false
 
     init(group: GroupID, memory: MemoryStorage, sequence: LogSequence, rows: [(seq: Int64, last: LogIndex)] = [],
          logFrom: Int64 = 0, rewriteAfterRows: Int64) {
@@ -94,10 +97,10 @@ public final class DurableGroupLog: RaftStorage {
     }
 
     /// Stages this group's pending write into `batch` (at most once per batch), numbering its log row and
-    /// moving `logFrom` past the rows a snapshot or a rewrite made useless. A quiet group is staged too,
-    /// so it is rewritten when it pins old rows.
+    /// moving `logFrom` past the rows a snapshot or a rewrite made useless.
     public func stage(into batch: inout StorageBatch) {
-        let rewrite = rewriteIfBehind()
+        let rewrite = rewriteStaged
+        rewriteStaged = false
         var write = takePendingWrite()
         if write.snapshotReplacesLog || rewrite { rows.removeAll() }
         if let last = write.entries.last {
@@ -118,15 +121,24 @@ public final class DurableGroupLog: RaftStorage {
         batch.update(group) { $0 = write }
     }
 
-    /// When this group's oldest needed row is `rewriteAfterRows` behind, stages its live entries (those
-    /// after the snapshot) as one new row. Returns whether it did.
-    private func rewriteIfBehind() -> Bool {
-        let oldest = rows.first?.seq ?? logFrom
-        guard sequence.upcoming - oldest > rewriteAfterRows else { return false }
-        if !pending.snapshotReplacesLog, let after = try? memory.snapshot().metadata.index,
-           let last = try? memory.lastIndex(), last > after {
-            pending.entries = (try? memory.entries(from: after + 1, to: last + 1, maxBytes: .max)) ?? pending.entries
+    /// The oldest row this group needs (or, needing none, its `logFrom`).
+    public var oldestNeededRow: Int64 { rows.first?.seq ?? logFrom }
+
+    /// Whether this group keeps rows `rewriteAfterRows` or more rows old from being deleted.
+    public var pinsOldRows: Bool { sequence.upcoming - oldestNeededRow >= rewriteAfterRows }
+
+    /// Stages this group's live entries (those after its snapshot) as one new row, so none of its older rows
+    /// is needed — unless they come to more than `maxBytes`, when copying them would stall the cycle and a
+    /// snapshot is the cheaper way. Returns whether it staged the rewrite.
+    public func rewriteLiveEntries(maxBytes: Int) throws -> Bool {
+        let after = try memory.snapshot().metadata.index
+        let last = try memory.lastIndex()
+        if last > after {
+            let live = try memory.entries(from: after + 1, to: last + 1, maxBytes: maxBytes + 1)
+            guard live.last?.index == last, live.reduce(0, { $0 + $1.data.count }) <= maxBytes else { return false }
+            if !pending.snapshotReplacesLog { pending.entries = live }
         }
+        rewriteStaged = true
         return true
     }
 }

@@ -154,9 +154,9 @@ struct ReplicateLoad: Sendable {
             load.client.call(node, path: "/rpc/v1/submit", body: request).whenComplete { result in
                 do {
                     let response = try result.get()
-                    guard response.status == 200, case .applied(let outcome) = try ForwardedAnswer(decoding: response.body) else {
-                        throw ValidationError("command refused (status \(response.status))")
-                    }
+                    guard response.status == 200 else { throw ValidationError("status \(response.status)") }
+                    let answer = try ForwardedAnswer(decoding: response.body)
+                    guard case .applied(let outcome) = answer else { throw ValidationError("not applied: \(answer)") }
                     guard case .success = outcome.result else { throw ValidationError("refused: \(outcome.result)") }
                     self.latencies.append(Double((NIODeadline.now() - sent).nanoseconds) / 1e6)
                 } catch {

@@ -17,6 +17,8 @@ final class InProcessCluster {
     var events: [NodeID: [(ShardID, RoomEvent)]] = [:]
     var snapshotEvery: LogIndex = 10_000
     var historyFlushTicks = 4
+    var rewriteAfterRows: Int64 = 131_072
+    var logRewriteMaxBytes = 1 << 20
     var limits = RoomLimits()
     var clock: Int64 = 1_700_000_000_000
     private var cycle = 0
@@ -36,9 +38,11 @@ final class InProcessCluster {
         var config = RaftHost.Config(nodeID: node, nodes: nodes, shardMap: shardMap, boot: boots[node]!)
         config.snapshotEvery = snapshotEvery
         config.historyFlushTicks = historyFlushTicks
+        config.logRewriteMaxBytes = logRewriteMaxBytes
         config.limits = limits
         config.snapshotKeep = 5
-        let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false)
+        let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false,
+                                  rewriteAfterRows: rewriteAfterRows)
         databases[node] = db
         hosts[node] = try RaftHost(config: config, database: db,
             send: { [unowned self] to, envelopes in inflight.append((to, envelopes)) },

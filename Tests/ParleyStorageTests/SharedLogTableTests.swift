@@ -57,6 +57,8 @@ private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
                 try busy.createSnapshot(at: i, confState: nil, data: [UInt8(i)])
                 try busy.compact(upTo: i - 2)
             }
+            // As the host does: a group that pins old rows writes its few live entries again.
+            for log in [busy, quiet] where log.pinsOldRows { #expect(try log.rewriteLiveEntries(maxBytes: 1_000)) }
             try commit(db, busy, quiet)  // the host stages every group each cycle, quiet ones too
         }
         // Without deletion there would be 65 rows; the quiet group's first row would pin them all.
@@ -68,6 +70,18 @@ private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
         let b = try reopened.openGroup(1)
         #expect(try b.firstIndex() == 61 && b.lastIndex() == 65)  // after the last snapshot (60)
         #expect(try b.entries(from: 61, to: 66, maxBytes: .max) == entries(61...65, term: 2))
+    }
+
+    @Test func manyLiveEntriesAreNotRewritten() throws {
+        let db = try NodeDatabase(path: try temporaryDatabasePath())
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        try log.append(entries(2...200, term: 2))
+        try commit(db, log)
+        #expect(try !log.rewriteLiveEntries(maxBytes: 100))  // ~1.5 KB live: the caller snapshots instead
+        #expect(try log.rewriteLiveEntries(maxBytes: 10_000))
+        try commit(db, log)
+        #expect(try db.logRowCount() == 1)  // the rewrite made the first row unneeded
+        #expect(try NodeDatabase(path: db.path).openGroup(1).entries(from: 2, to: 201, maxBytes: .max) == entries(2...200, term: 2))
     }
 
     @Test func aDatabaseWithTheOldPerEntryTableIsMigrated() throws {
