@@ -17,7 +17,7 @@ public final class RaftDriver: @unchecked Sendable {
     private let tickInterval: TimeAmount
     private var tickTask: RepeatedTask?
     private var readyScheduled = false
-    private var historyWriteScheduled = false
+    private var deferredWriteScheduled = false
     /// Set when the ready loop fails (the disk): the node stops taking part rather than risk safety.
     private var fatal: Error?
     public private(set) var eventsPublished = 0
@@ -98,12 +98,12 @@ public final class RaftDriver: @unchecked Sendable {
                 wakePolls()
                 scheduleReady()
             }
-            if host.historyWriteDue && !historyWriteScheduled {
-                historyWriteScheduled = true
+            if host.deferredWritesDue && !deferredWriteScheduled {
+                deferredWriteScheduled = true
                 loop.execute {
-                    self.historyWriteScheduled = false
+                    self.deferredWriteScheduled = false
                     guard self.fatal == nil else { return }
-                    do { try self.host.writeHistoryIfDue() } catch { self.stopAfter(error) }
+                    do { try self.host.writeDeferred() } catch { self.stopAfter(error) }
                 }
             }
         } catch {

@@ -201,17 +201,23 @@ public final class RaftHost {
         return try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
     }
 
-    /// Whether the applied history rows are due to be written: they waited `historyFlushTicks` ticks, or
-    /// enough of them wait.
-    public var historyWriteDue: Bool {
+    /// Whether writes that no acknowledgement waits for are due: history rows that waited `historyFlushTicks`
+    /// ticks (or enough of them), or log rows no group needs any more.
+    public var deferredWritesDue: Bool { historyDue || database.mayHoldUnneededLogRows }
+
+    private var historyDue: Bool {
         !newEvents.history.isEmpty
             && (ticksSinceHistoryFlush >= historyFlush.everyTicks || newEvents.history.count >= historyFlush.maxRows)
     }
 
-    /// Writes the waiting history rows when they are due. The driver calls it as a task of its own after a
-    /// ready cycle, so the cycle's acknowledgements and answers leave first.
-    public func writeHistoryIfDue() throws {
-        if historyWriteDue { try flushHistory() }
+    /// Writes what `deferredWritesDue` names, in one transaction that is not synced by itself. The driver
+    /// calls it as a task of its own after a ready cycle, so the cycle's acknowledgements and answers leave
+    /// first; unneeded log rows go a few hundred at a time, each a short pause.
+    public func writeDeferred() throws {
+        var batch = StorageBatch()
+        if historyDue { takeHistory(into: &batch) }
+        if database.mayHoldUnneededLogRows { batch.deleteUnneededLogRows = 256 }
+        try database.commit(batch)
     }
 
     /// Writes the history rows applied so far (not synced by itself; see `NodeDatabase.commit`).
@@ -312,7 +318,7 @@ public final class RaftHost {
         }
         // A snapshot must not reach the disk before the history rows of the entries it covers: after a crash
         // only the entries behind the snapshot are applied again, and write their rows again. Otherwise rows
-        // are written apart from the cycle (`writeHistoryIfDue`), never in the way of an acknowledgement.
+        // are written apart from the cycle (`writeDeferred`), never in the way of an acknowledgement.
         if !newEvents.history.isEmpty, batch.writes.contains(where: { $0.write.snapshot != nil }) {
             takeHistory(into: &batch)
         }

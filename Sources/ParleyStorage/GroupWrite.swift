@@ -46,7 +46,10 @@ public struct StorageBatch: Sendable, Equatable {
     /// Room history rows applied since the last batch (N5), written in the same transaction.
     public var history: [RoomHistoryStore.Row] = []
 
-    public var isEmpty: Bool { history.isEmpty && writes.allSatisfy { $0.write.isEmpty } }
+    /// Delete at most this many log rows that no group needs any more (oldest first).
+    public var deleteUnneededLogRows = 0
+
+    public var isEmpty: Bool { history.isEmpty && deleteUnneededLogRows == 0 && writes.allSatisfy { $0.write.isEmpty } }
 
     /// Number of entries the batch appends, over all groups.
     public var entryCount: Int { writes.reduce(0) { $0 + $1.write.entries.count } }

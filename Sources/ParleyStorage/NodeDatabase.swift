@@ -31,6 +31,8 @@ public final class NodeDatabase: Sendable {
     /// A group whose oldest needed log row is this many rows old writes its live entries again (see
     /// `DurableGroupLog`); tests make it small.
     let rewriteAfterRows: Int64
+    /// Some group's `log_from` moved since unneeded rows were last all deleted.
+    private let unneededRows = Mutex(true)
 
     public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance,
                 rewriteAfterRows: Int64 = 131_072) throws {
@@ -234,32 +236,45 @@ public final class NodeDatabase: Sendable {
         let start = ContinuousClock.now
         defer { commitTime.record(duration: ContinuousClock.now - start) }
         let relaxed = durable && !batch.needsSync
-        try queue.writeWithoutTransaction { db in
+        let deletedAll = try queue.writeWithoutTransaction { db in
             guard relaxed else { return try Self.write(batch, in: db) }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             let written = Result { try Self.write(batch, in: db) }
             // FULL again before anything else commits, whatever became of this batch.
             try db.execute(sql: "PRAGMA synchronous = FULL")
-            try written.get()
+            return try written.get()
+        }
+        if batch.writes.contains(where: { $0.write.logFrom != nil }) {
+            unneededRows.withLock { $0 = true }
+        } else if deletedAll {
+            unneededRows.withLock { $0 = false }
         }
     }
 
-    /// The batch in one transaction.
-    private static func write(_ batch: StorageBatch, in db: Database) throws {
+    /// The batch in one transaction. Returns whether it deleted every unneeded log row there was.
+    private static func write(_ batch: StorageBatch, in db: Database) throws -> Bool {
+        var deletedAll = false
         try db.inTransaction {
             for (group, write) in batch.writes where !write.isEmpty {
                 try apply(write, to: group, in: db)
             }
-            if batch.writes.contains(where: { $0.write.logFrom != nil }) {
-                // Rows no group needs any more; the newest row stays, so seq never starts again at 1.
+            if batch.deleteUnneededLogRows > 0 {
+                // The oldest rows no group needs, a bounded number per commit (deleting a great many in one
+                // transaction stalled the node for seconds); the newest row always stays, so seq never
+                // starts again at 1.
                 try db.execute(sql: """
-                    DELETE FROM raft_log WHERE seq < (SELECT min(log_from) FROM raft_group)
-                        AND seq < (SELECT max(seq) FROM raft_log)
-                    """)
+                    DELETE FROM raft_log WHERE seq < min((SELECT min(log_from) FROM raft_group),
+                        (SELECT max(seq) FROM raft_log), (SELECT min(seq) FROM raft_log) + ?)
+                    """, arguments: [batch.deleteUnneededLogRows])
+                deletedAll = try Bool.fetchOne(db, sql: """
+                    SELECT NOT EXISTS (SELECT 1 FROM raft_log WHERE seq < (SELECT min(log_from) FROM raft_group)
+                        AND seq < (SELECT max(seq) FROM raft_log))
+                    """) ?? false
             }
             if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
             return .commit
         }
+        return deletedAll
     }
 
     /// SQLite's `synchronous` setting now (2 = FULL, 1 = NORMAL, 0 = OFF); tests check a relaxed commit restores it.
@@ -338,6 +353,9 @@ extension NodeDatabase {
             try db.execute(sql: "UPDATE raft_log SET entries = ? WHERE seq = ?", arguments: [Data(LogRow.encode(kept)), row[0] as Int64])
         }
     }
+
+    /// Whether the log table may hold rows no group needs (`StorageBatch.deleteUnneededLogRows`).
+    public var mayHoldUnneededLogRows: Bool { unneededRows.withLock { $0 } }
 
     /// Rows in the shared log table (unneeded ones are deleted as groups take snapshots or rewrite).
     public func logRowCount() throws -> Int {

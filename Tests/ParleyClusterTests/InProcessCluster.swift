@@ -64,7 +64,7 @@ final class InProcessCluster {
         if cycle % ticksEvery == 0 { for n in nodes { hosts[n]?.tick() } }
         for n in nodes {
             try hosts[n]?.processReady()
-            try hosts[n]?.writeHistoryIfDue()  // as the driver does, after the cycle
+            if hosts[n]?.deferredWritesDue == true { try hosts[n]?.writeDeferred() }  // as the driver does
         }
     }
 

@@ -14,6 +14,15 @@ private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
     try db.commit(batch)
 }
 
+/// What the host's deferred write does: deletes unneeded rows, `limit` at a time, until none are left.
+private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {
+    while db.mayHoldUnneededLogRows {
+        var batch = StorageBatch()
+        batch.deleteUnneededLogRows = limit
+        try db.commit(batch)
+    }
+}
+
 /// Every group's log lives in one append-only table (`LogRow`): one row per group per commit.
 @Suite struct SharedLogTableTests {
     @Test func aCommitWritesOneRowPerGroupHoweverManyEntries() throws {
@@ -60,6 +69,7 @@ private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
             // As the host does: a group that pins old rows writes its few live entries again.
             for log in [busy, quiet] where log.pinsOldRows { #expect(try log.rewriteLiveEntries(maxBytes: 1_000)) }
             try commit(db, busy, quiet)  // the host stages every group each cycle, quiet ones too
+            try deleteUnneededRows(db)
         }
         // Without deletion there would be 65 rows; the quiet group's first row would pin them all.
         #expect(try db.logRowCount() < 20)
@@ -80,6 +90,8 @@ private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
         #expect(try !log.rewriteLiveEntries(maxBytes: 100))  // ~1.5 KB live: the caller snapshots instead
         #expect(try log.rewriteLiveEntries(maxBytes: 10_000))
         try commit(db, log)
+        #expect(try db.logRowCount() == 2 && db.mayHoldUnneededLogRows)
+        try deleteUnneededRows(db)
         #expect(try db.logRowCount() == 1)  // the rewrite made the first row unneeded
         #expect(try NodeDatabase(path: db.path).openGroup(1).entries(from: 2, to: 201, maxBytes: .max) == entries(2...200, term: 2))
     }
