@@ -12,11 +12,13 @@ func temporaryDatabasePath(_ name: String = "node") throws -> String {
     return dir.appendingPathComponent("\(name).sqlite").path
 }
 
-private func entries(_ range: ClosedRange<LogIndex>, term: Term) -> [Entry] {
+/// Entries `range` of `term`, each with a payload that names it (shared by the storage suites).
+func entries(_ range: ClosedRange<LogIndex>, term: Term) -> [Entry] {
     range.map { Entry(term: term, index: $0, data: Array("e\($0)t\(term)".utf8)) }
 }
 
-private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
+/// Stages the logs' pending writes and commits them as one batch.
+func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
     var batch = StorageBatch()
     for log in logs { log.stage(into: &batch) }
     try db.commit(batch)

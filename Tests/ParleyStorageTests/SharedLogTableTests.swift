@@ -4,16 +4,6 @@ import Testing
 import ParleyRaft
 @testable import ParleyStorage
 
-private func entries(_ range: ClosedRange<LogIndex>, term: Term) -> [Entry] {
-    range.map { Entry(term: term, index: $0, data: Array("e\($0)t\(term)".utf8)) }
-}
-
-private func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
-    var batch = StorageBatch()
-    for log in logs { log.stage(into: &batch) }
-    try db.commit(batch)
-}
-
 /// What the host's deferred write does: deletes unneeded rows, `limit` at a time, until none are left.
 private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {
     while db.mayHoldUnneededLogRows {
