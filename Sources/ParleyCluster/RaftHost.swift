@@ -341,12 +341,18 @@ public final class RaftHost {
             }
         }
         for node in early.keys.sorted() { send(node, early[node]!) }
-        try database.commit(batch)  // nothing below is sent or answered before this is durable
+        // Entries, a snapshot, a new term or vote: durable before anything below is sent or answered. A batch
+        // with none of them (commit indexes, a quiet group's `log_from`) holds nothing Raft needs on disk
+        // first — the commit index is volatile state, relearned from the leader — so it is written after
+        // the cycle's answers, out of their way.
+        let writeFirst = batch.needsSync
+        if writeFirst { try database.commit(batch) }
         for node in late.keys.sorted() { send(node, late[node]!) }
 
         for (g, rd) in readies {
             try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)
         }
+        if !writeFirst { try database.commit(batch) }
         busyCycles += 1
         if busyCycles % 16 == 0 { try relieveOldestLogPin() }
         return readies.count
