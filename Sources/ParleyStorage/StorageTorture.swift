@@ -1,8 +1,8 @@
 import ParleyRaft
 
 /// A crash-consistency exercise for a node's disk: writes Raft-shaped batches (appends, suffix
-/// overwrites with a newer term, commits, snapshots and compaction) forever, reporting each batch once it is
-/// durable. Kill the process with SIGKILL at any moment; `verify` then proves that nothing reported durable
+/// overwrites with a newer term, commits, snapshots and compaction, rewrites of a group's live entries and
+/// deletion of the log rows no group needs) forever, reporting each batch once it is durable. Kill the process with SIGKILL at any moment; `verify` then proves that nothing reported durable
 /// was lost and that no log is torn. Run by `parley storage torture` and by the storage crash test.
 public struct StorageTorture {
     /// What the writer reports after each durable batch: per group, the commit index and the last index.
@@ -48,8 +48,11 @@ public struct StorageTorture {
             for g in 1...GroupID(groupCount) where random.next(upperBound: 2) == 0 {
                 let log = logs[g]!
                 touched.append(try step(log))
+                // Now and then a group writes its live entries again, as one that pins old rows does.
+                if random.next(upperBound: 25) == 0 { _ = try log.rewriteLiveEntries(maxBytes: 1 << 20) }
                 log.stage(into: &batch)
             }
+            if database.mayHoldUnneededLogRows { batch.deleteUnneededLogRows = 1 + random.next(upperBound: 64) }
             try database.commit(batch)
             report(touched)
             done += 1
