@@ -55,8 +55,8 @@ public final class NodeDatabase: Sendable {
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)")
             try db.execute(sql: "PRAGMA cache_size = -\(Self.cacheKiB)")
         }
-        try Self.migrator.migrate(queue)
-        history = RoomHistoryStore(queue: queue)
+        history = try RoomHistoryStore(path: Self.historyPath(for: path), durable: durable)
+        try Self.migrator(history: history).migrate(queue)
         sequence = LogSequence(next: try queue.read { db in
             try Int64.fetchOne(db, sql: "SELECT ifnull(max(seq), 0) + 1 FROM raft_log") ?? 1
         })
@@ -67,10 +67,18 @@ public final class NodeDatabase: Sendable {
     /// Page cache per connection, KiB (SQLite's default is 2,000).
     static let cacheKiB = 32_768
 
-    /// The durable room history kept in this database.
+    /// The durable room history, in a database file of its own beside this one (`historyPath(for:)`).
     public let history: RoomHistoryStore
 
-    private static var migrator: DatabaseMigrator {
+    /// `DIR/node.sqlite` keeps its room history in `DIR/node-history.sqlite`.
+    public static func historyPath(for path: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        let ext = url.pathExtension
+        let base = url.deletingPathExtension().lastPathComponent + "-history"
+        return url.deletingLastPathComponent().appendingPathComponent(ext.isEmpty ? base : base + "." + ext).path
+    }
+
+    private static func migrator(history: RoomHistoryStore) -> DatabaseMigrator {
         var m = DatabaseMigrator()
         m.registerMigration("v1-raft") { db in
             try db.execute(sql: """
@@ -86,7 +94,7 @@ public final class NodeDatabase: Sendable {
                     conf_state BLOB NOT NULL, data BLOB NOT NULL);
                 """)
         }
-        RoomHistoryStore.migrate(&m)
+        m.registerMigration("v2-room-history") { db in try db.execute(sql: RoomHistoryStore.createTable) }
         m.registerMigration("v3-raft-log") { db in
             try db.execute(sql: """
                 CREATE TABLE raft_log (
@@ -108,6 +116,15 @@ public final class NodeDatabase: Sendable {
                                            Data(LogRow.encode(entries))])
             }
             try db.execute(sql: "DROP TABLE raft_entry")
+        }
+        m.registerMigration("v4-history-file") { db in
+            // History moved to its own file: rows an older node kept here go there.
+            let rows = try Row.fetchAll(db, sql: "SELECT room_id, seq, shard, time, type, item FROM room_history").map {
+                (roomId: $0[0] as String, seq: $0[1] as Int64, shard: $0[2] as Int64, time: $0[3] as Int64,
+                 type: $0[4] as Int64, item: $0[5] as Data)
+            }
+            try history.adopt(rows)
+            try db.execute(sql: "DROP TABLE room_history")
         }
         return m
     }
@@ -232,6 +249,12 @@ public final class NodeDatabase: Sendable {
     /// the history replay repair.
     public func commit(_ batch: StorageBatch) throws {
         guard !batch.isEmpty else { return }
+        // History rows go to their own database on its thread; before a snapshot that covers them is
+        // committed here, they (and all handed over before) must be on disk there.
+        history.insertLater(batch.history)
+        if batch.writes.contains(where: { $0.write.snapshot != nil }) { try history.waitForWrites() }
+        try history.throwIfWriteFailed()
+        guard batch.deleteUnneededLogRows > 0 || batch.writes.contains(where: { !$0.write.isEmpty }) else { return }
         unopenedRows.withLock { $0 = nil }
         let start = ContinuousClock.now
         defer { commitTime.record(duration: ContinuousClock.now - start) }
@@ -271,7 +294,6 @@ public final class NodeDatabase: Sendable {
                         AND seq < (SELECT max(seq) FROM raft_log))
                     """) ?? false
             }
-            if !batch.history.isEmpty { try RoomHistoryStore.insert(batch.history, in: db) }
             return .commit
         }
         return deletedAll

@@ -1,14 +1,58 @@
 import Foundation
 import GRDB
+import Synchronization
 import ParleyRooms
 import ParleyWire
 
-/// N5: the durable room history of the shards a node holds, in the node's database. The room state keeps a
-/// bounded in-memory window (the newest items); this table keeps everything within the retention window,
-/// written with the group commit of the cycle after the entry applied (a crash before that loses nothing:
-/// the entries are re-applied from the Raft log on restart and write the same rows again).
-public struct RoomHistoryStore: Sendable {
+/// N5: the durable room history of the shards a node holds. The room state keeps a bounded in-memory window
+/// (the newest items); this table keeps everything within the retention window.
+///
+/// It lives in a database file of its own, written on that database's own thread (`insertLater`): history
+/// rows are most of a busy node's writes, and writing them on the Raft loop made most of the latency tail.
+/// A crash before rows are written loses nothing: the entries after the last snapshot are applied again on
+/// restart and write the same rows; the host waits for the rows (`waitForWrites`) before a snapshot that
+/// covers them is committed. Every read and every other write queues behind the rows already handed over.
+public final class RoomHistoryStore: Sendable {
     let queue: DatabaseQueue
+    /// The first failure of a write made in the background; reported by the next `waitForWrites`.
+    private let failure = Mutex<(any Error)?>(nil)
+
+    /// Opens (creating if needed) the history database at `path`, synced at each commit when `durable`.
+    init(path: String, durable: Bool) throws {
+        var config = Configuration()
+        config.journalMode = .wal
+        config.label = "parley-history"
+        queue = try DatabaseQueue(path: path, configuration: config)
+        try queue.writeWithoutTransaction { db in
+            // As for the node's database: GRDB's WAL set-up leaves NORMAL, which does not sync at commit.
+            try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(NodeDatabase.checkpointPages)")
+            try db.execute(sql: "PRAGMA cache_size = -\(NodeDatabase.cacheKiB)")
+        }
+        var m = DatabaseMigrator()
+        Self.migrate(&m)
+        try m.migrate(queue)
+    }
+
+    /// Writes rows on the history database's thread and returns at once.
+    func insertLater(_ rows: [Row]) {
+        guard !rows.isEmpty else { return }
+        queue.asyncWrite({ db in try Self.insert(rows, in: db) }) { _, result in
+            if case .failure(let error) = result { self.failure.withLock { $0 = $0 ?? error } }
+        }
+    }
+
+    /// Throws the failure of a background write, if one failed.
+    func throwIfWriteFailed() throws {
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    /// Returns once every row handed over before it is written (and synced, on a durable database); throws
+    /// if a background write failed.
+    public func waitForWrites() throws {
+        queue.writeWithoutTransaction { _ in }  // queued behind every write handed over before
+        try throwIfWriteFailed()
+    }
 
     /// One stored row: the item and what it is filtered and ordered by.
     public struct Row: Sendable, Hashable {
@@ -24,14 +68,25 @@ public struct RoomHistoryStore: Sendable {
     }
 
     static func migrate(_ m: inout DatabaseMigrator) {
-        m.registerMigration("v2-room-history") { db in
-            try db.execute(sql: """
-                CREATE TABLE room_history (
-                    room_id TEXT NOT NULL, seq INTEGER NOT NULL, shard INTEGER NOT NULL,
-                    time INTEGER NOT NULL, type INTEGER NOT NULL, item BLOB NOT NULL,
-                    PRIMARY KEY (room_id, seq)) WITHOUT ROWID;
-                CREATE INDEX room_history_time ON room_history (time);
-                """)
+        m.registerMigration("v1-room-history") { db in try db.execute(sql: createTable) }
+    }
+
+    /// The history table, as it is in its own database and as it was in the node's before migration v4.
+    static let createTable = """
+        CREATE TABLE room_history (
+            room_id TEXT NOT NULL, seq INTEGER NOT NULL, shard INTEGER NOT NULL,
+            time INTEGER NOT NULL, type INTEGER NOT NULL, item BLOB NOT NULL,
+            PRIMARY KEY (room_id, seq)) WITHOUT ROWID;
+        CREATE INDEX room_history_time ON room_history (time);
+        """
+
+    /// Copies rows kept by an older node database (its own `room_history` table) into this store.
+    func adopt(_ rows: [(roomId: String, seq: Int64, shard: Int64, time: Int64, type: Int64, item: Data)]) throws {
+        try queue.write { db in
+            for r in rows {
+                try db.execute(sql: "INSERT OR REPLACE INTO room_history (room_id, seq, shard, time, type, item) VALUES (?, ?, ?, ?, ?, ?)",
+                               arguments: [r.roomId, r.seq, r.shard, r.time, r.type, r.item])
+            }
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import ParleyRaft
+import ParleyRooms
 @testable import ParleyStorage
 
 /// What the host's deferred write does: deletes unneeded rows, `limit` at a time, until none are left.
@@ -109,10 +110,21 @@ private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {
                 try db.execute(sql: "INSERT INTO raft_entry VALUES (3, ?, ?, 0, ?)",
                                arguments: [Int64(e.index), Int64(e.term), Data(e.data)])
             }
+            // Room history was kept in the node's database then.
+            try db.execute(sql: "INSERT INTO room_history VALUES ('r', 7, 2, 500, ?, ?)",
+                           arguments: [Int64(old7.messageType.rawValue), Data(old7.encoded())])
         }
         try old.close()
-        let log = try NodeDatabase(path: path).openGroup(3)
+        let reopened = try NodeDatabase(path: path)
+        let log = try reopened.openGroup(3)
         #expect(try log.entries(from: 1, to: 5, maxBytes: .max) == entries(1...4, term: 2))
         #expect(log.hardState == HardState(term: 2, vote: 1, commit: 4))
+        // v4: the history moved to its own file.
+        #expect(try reopened.history.since(roomId: "r", afterSeq: 0, belowSeq: .max, notBefore: 0, limit: 10) == [old7])
+        #expect(FileManager.default.fileExists(atPath: NodeDatabase.historyPath(for: path)))
     }
+
+    private let old7 = HistoryItem.message(ChatMessage(
+        seq: 7, serverId: 7, time: 500, senderId: "u", senderNickname: "", senderAvatar: "", senderRoomExt: "",
+        type: .text, clientMessageId: "", body: "kept", ext: ""))
 }
