@@ -25,6 +25,13 @@ final class ApplyScratch {
         batch.history.append(contentsOf: history)
         history.removeAll(keepingCapacity: true)
     }
+
+    /// Hands the waiting history rows to the database.
+    func writeHistory(to database: NodeDatabase) throws {
+        var batch = StorageBatch()
+        takeHistory(into: &batch)
+        try database.commit(batch)
+    }
 }
 
 /// When applied history rows go to the database. Every node holds replicas of many rooms, and each room's
@@ -144,9 +151,7 @@ public final class RaftHost {
             let store = database.history
             replica.answer = { command, outcome, state, context in
                 RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store) {
-                    var batch = StorageBatch()
-                    marker.takeHistory(into: &batch)
-                    try database.commit(batch)
+                    try marker.writeHistory(to: database)
                 }
             }
             let events = ShardEventLog(applied: replica.applied)
@@ -222,9 +227,8 @@ public final class RaftHost {
 
     /// Writes the history rows applied so far (not synced by itself; see `NodeDatabase.commit`).
     public func flushHistory() throws {
-        var batch = StorageBatch()
-        takeHistory(into: &batch)
-        try database.commit(batch)
+        try newEvents.writeHistory(to: database)
+        ticksSinceHistoryFlush = 0
     }
 
     private func takeHistory(into batch: inout StorageBatch) {

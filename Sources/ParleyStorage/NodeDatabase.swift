@@ -119,11 +119,14 @@ public final class NodeDatabase: Sendable {
         }
         m.registerMigration("v4-history-file") { db in
             // History moved to its own file: rows an older node kept here go there.
-            let rows = try Row.fetchAll(db, sql: "SELECT room_id, seq, shard, time, type, item FROM room_history").map {
-                (roomId: $0[0] as String, seq: $0[1] as Int64, shard: $0[2] as Int64, time: $0[3] as Int64,
-                 type: $0[4] as Int64, item: $0[5] as Data)
+            let rows = try Row.fetchAll(db, sql: "SELECT room_id, shard, item FROM room_history").map { row in
+                do {
+                    return RoomHistoryStore.Row(shard: row[1], roomId: row[0], item: try HistoryItem(decoding: [UInt8](row[2] as Data)))
+                } catch {
+                    throw StorageError.corrupt("an unreadable history row in room \(row[0] as String) (\(error))")
+                }
             }
-            try history.adopt(rows)
+            try history.insertNow(rows)
             try db.execute(sql: "DROP TABLE room_history")
         }
         return m

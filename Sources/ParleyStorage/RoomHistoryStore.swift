@@ -80,14 +80,9 @@ public final class RoomHistoryStore: Sendable {
         CREATE INDEX room_history_time ON room_history (time);
         """
 
-    /// Copies rows kept by an older node database (its own `room_history` table) into this store.
-    func adopt(_ rows: [(roomId: String, seq: Int64, shard: Int64, time: Int64, type: Int64, item: Data)]) throws {
-        try queue.write { db in
-            for r in rows {
-                try db.execute(sql: "INSERT OR REPLACE INTO room_history (room_id, seq, shard, time, type, item) VALUES (?, ?, ?, ?, ?, ?)",
-                               arguments: [r.roomId, r.seq, r.shard, r.time, r.type, r.item])
-            }
-        }
+    /// Writes rows at once, on the caller's thread (an older node database's rows, when migrating).
+    func insertNow(_ rows: [Row]) throws {
+        try queue.write { db in try Self.insert(rows, in: db) }
     }
 
     static func insert(_ rows: [Row], in db: Database) throws {

@@ -18,7 +18,7 @@ import ParleyStorage
         cluster.limits.maxHistoryPerRoom = window
         cluster.historyFlushTicks = flushTicks
         cluster.snapshotEvery = snapshotEvery
-        for n in cluster.nodes { cluster.stop(n); try cluster.start(n) }  // pick up the limits
+        try cluster.restartAll()
         try cluster.submit(.createRoom(CreateRoom(roomId: "deep", creator: "ann", name: "Deep")), room: "deep")
         try cluster.submit(.enter(EnterRoom(roomId: "deep", nickname: "Ann")), room: "deep", as: session("ann"))
         return cluster

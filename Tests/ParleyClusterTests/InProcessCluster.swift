@@ -49,6 +49,11 @@ final class InProcessCluster {
             publish: { [unowned self] shard, evs in events[node, default: []] += evs.map { (shard, $0) } })
     }
 
+    /// Stops and starts every node, so settings changed since they started take effect.
+    func restartAll() throws {
+        for n in nodes { stop(n); try start(n) }
+    }
+
     /// A crash: the node's process is gone with everything in flight to it.
     func stop(_ node: NodeID) {
         hosts[node] = nil

@@ -9,7 +9,7 @@ import ParleyRooms
         let cluster = try InProcessCluster(shards: 4)
         cluster.rewriteAfterRows = 40
         cluster.logRewriteMaxBytes = 2_000
-        for n in cluster.nodes { cluster.stop(n); try cluster.start(n) }  // pick up the settings
+        try cluster.restartAll()
         try cluster.submit(.createRoom(CreateRoom(roomId: "hall", creator: "ann", name: "Hall")), room: "hall")
         try cluster.submit(.enter(EnterRoom(roomId: "hall", nickname: "Ann")), room: "hall", as: session("ann"))
         let busy = cluster.shardMap.shard(ofRoom: "hall")

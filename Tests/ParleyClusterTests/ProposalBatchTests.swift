@@ -9,8 +9,10 @@ import ParleyWire
     private func send(_ body: String) -> RoomCommand { .sendMessage(SendMessage(roomId: "hall", body: body)) }
 
     /// A one-shard cluster with room "hall" and Ann in it.
-    private func hallWithAnn() throws -> InProcessCluster {
+    private func hallWithAnn(snapshotEvery: LogIndex = 10_000) throws -> InProcessCluster {
         let cluster = try InProcessCluster(shards: 1)
+        cluster.snapshotEvery = snapshotEvery
+        try cluster.restartAll()
         try cluster.submit(.createRoom(CreateRoom(roomId: "hall", creator: "ann", name: "Hall")), room: "hall")
         try cluster.submit(.enter(EnterRoom(roomId: "hall", nickname: "Ann")), room: "hall", as: session("ann"))
         try cluster.run(until: { cluster.replicasAgree(on: 0) })
@@ -68,11 +70,7 @@ import ParleyWire
     }
 
     @Test func commandIndexesContinueAfterEveryReplicaRestartsFromASnapshot() throws {
-        let cluster = try InProcessCluster(shards: 1)
-        cluster.snapshotEvery = 10
-        for n in cluster.nodes { cluster.stop(n); try cluster.start(n) }  // pick up the setting
-        try cluster.submit(.createRoom(CreateRoom(roomId: "hall", creator: "ann", name: "Hall")), room: "hall")
-        try cluster.submit(.enter(EnterRoom(roomId: "hall", nickname: "Ann")), room: "hall", as: session("ann"))
+        let cluster = try hallWithAnn(snapshotEvery: 10)
         for i in 0..<25 { try cluster.submit(send("m\(i)"), room: "hall", as: session("ann")) }
         try cluster.run(until: { cluster.replicasAgree(on: 0) })
         let leader = cluster.leader(of: 0)!

@@ -118,7 +118,7 @@ import ParleyRooms
     @Test func aNodeThatMissedCompactedEntriesCatchesUpBySnapshot() throws {
         let cluster = try InProcessCluster(shards: 1)
         cluster.snapshotEvery = 20
-        for n in cluster.nodes { cluster.stop(n); try cluster.start(n) }  // pick up the setting
+        try cluster.restartAll()
         try cluster.submit(.createRoom(CreateRoom(roomId: "big", creator: "ann", name: "Big")), room: "big")
         try cluster.submit(.enter(EnterRoom(roomId: "big", nickname: "Ann")), room: "big", as: session("ann"))
         try cluster.run(until: { cluster.replicasAgree(on: 0) })
