@@ -14,6 +14,10 @@ protocol HostedGroup: AnyObject {
     func tick()
     /// First half of a ready cycle: take the group's Ready and stage what must be durable into `batch`.
     func collectReady(into batch: inout StorageBatch) throws -> Ready?
+    /// Before the batch is written: apply the committed entries this replica already held durably before the
+    /// cycle, and answer their proposers (a committed entry is on a quorum's disks; only this cycle's own
+    /// appends have to wait for this node's sync).
+    func applyDurableCommitted(_ ready: Ready)
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
     func finishReady(_ ready: Ready, snapshotEvery: LogIndex, keep: LogIndex) throws
     /// The group's oldest log row holds back the deletion of later rows (`DurableGroupLog.pinsOldRows`).
@@ -47,6 +51,9 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// `outcomeUnknown`: the message may have been lost, or the leader may have dropped it.
     let forwardedTimeoutTicks: UInt64
     private var termBeforeReady: Term = 0
+    /// The last index this replica's log held on disk when the current cycle began (0 after a snapshot
+    /// arrived in it): committed entries up to here may apply before the cycle's write.
+    private var durableBeforeReady: LogIndex = 0
     /// Called for every applied entry, in log order, with the outcomes of the commands it carried (the host
     /// keeps each shard's event log from them).
     var onApplied: (LogIndex, [Machine.Outcome]) -> Void = { _, _ in }
@@ -154,6 +161,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             snapshotIndex = snapshot.metadata.index
             confState = snapshot.metadata.confState
             onRestored(applied)
+            durableBeforeReady = 0
+        } else {
+            // Every earlier cycle's entries were written (synced) before that cycle ended.
+            durableBeforeReady = try log.lastIndex()
         }
         try log.append(rd.entries)
         if let hs = rd.hardState { log.setHardState(hs) }
@@ -161,8 +172,17 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         return rd
     }
 
+    func applyDurableCommitted(_ rd: Ready) {
+        // Not past what was on disk here before the cycle: a group with one voter commits its leader's
+        // entries the moment they are appended, before any disk holds them.
+        for entry in rd.committedEntries {
+            guard entry.index <= durableBeforeReady else { break }
+            if entry.index > applied { apply(entry) }
+        }
+    }
+
     func finishReady(_ rd: Ready, snapshotEvery: LogIndex, keep: LogIndex) throws {
-        for entry in rd.committedEntries { apply(entry) }
+        for entry in rd.committedEntries where entry.index > applied { apply(entry) }
         raft.advance(rd)
         // Only a change of role or term can orphan a proposal.
         if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { failOrphanedProposals() }

@@ -62,7 +62,10 @@ public final class RaftDriver: @unchecked Sendable {
             self.leaseTask = nil
             self.historyTask?.cancel()
             self.historyTask = nil
-            try? self.host.flushHistory()  // not needed for safety (a restart applies them again), but cheaper
+            // Neither is needed for safety (a restart applies the entries again, the leader resends the
+            // commit index), but a restart is cheaper with them.
+            try? self.host.writeCarried()
+            try? self.host.flushHistory()
         }
     }
 

@@ -93,6 +93,11 @@ public final class RaftHost {
     private let newEvents = ApplyScratch()
     private let historyFlush: HistoryFlushPolicy
     private var ticksSinceHistoryFlush = 0
+    /// A cycle's write that only moved commit indexes, waiting to go with the next write instead of costing
+    /// a transaction of its own (followers had one for nearly every command: the leader's commit notice).
+    /// It waits at most until the next tick.
+    private var carried = StorageBatch()
+    private var carriedDue = false
     private var busyCycles = 0
     private let shardOrder: [ShardID]
     private let meta: GroupReplica<MetaState>?
@@ -222,7 +227,30 @@ public final class RaftHost {
         var batch = StorageBatch()
         if historyDue { takeHistory(into: &batch) }
         if database.mayHoldUnneededLogRows { batch.deleteUnneededLogRows = 256 }
+        try commit(batch)
+    }
+
+    /// Writes the commit indexes still waiting for a write to go with (on stopping).
+    public func writeCarried() throws {
+        try commit(StorageBatch())
+    }
+
+    /// Commits `batch` with any carried commit indexes.
+    private func commit(_ batch: StorageBatch) throws {
+        var batch = batch
+        batch.absorb(earlier: carried)
+        carried = StorageBatch()
+        carriedDue = false
         try database.commit(batch)
+    }
+
+    /// Commits `batch`, or, when it only moves commit indexes and nothing has waited since the last tick,
+    /// keeps it to go with the next write.
+    private func commitOrCarry(_ batch: StorageBatch) throws {
+        guard batch.onlyCommitIndexes, !carriedDue else { return try commit(batch) }
+        var later = batch
+        later.absorb(earlier: carried)
+        carried = later
     }
 
     /// Writes the history rows applied so far (not synced by itself; see `NodeDatabase.commit`).
@@ -249,6 +277,7 @@ public final class RaftHost {
     public func tick() {
         for g in groups { g.tick() }
         ticksSinceHistoryFlush += 1
+        carriedDue = !carried.writes.isEmpty
     }
 
     /// Steps messages received from peers into their groups; messages for groups this node does not hold
@@ -327,7 +356,7 @@ public final class RaftHost {
             takeHistory(into: &batch)
         }
         guard !readies.isEmpty else {
-            try database.commit(batch)  // a quiet group's rewrite or snapshot, if any
+            try commitOrCarry(batch)  // a quiet group's rewrite or snapshot, if any
             return 0
         }
         // A leader's appends and heartbeats leave while this node syncs (`MessageKind.mayLeaveBeforeSync`):
@@ -345,18 +374,21 @@ public final class RaftHost {
             }
         }
         for node in early.keys.sorted() { send(node, early[node]!) }
+        // Committed entries this node already held on disk apply and answer now, not after this cycle's
+        // sync: that write is for newer entries, and waiting for it added an fsync to every answer.
+        for (g, rd) in readies { g.applyDurableCommitted(rd) }
         // Entries, a snapshot, a new term or vote: durable before anything below is sent or answered. A batch
         // with none of them (commit indexes, a quiet group's `log_from`) holds nothing Raft needs on disk
         // first — the commit index is volatile state, relearned from the leader — so it is written after
-        // the cycle's answers, out of their way.
+        // the cycle's answers, out of their way — or, when it only moves commit indexes, with the next write.
         let writeFirst = batch.needsSync
-        if writeFirst { try database.commit(batch) }
+        if writeFirst { try commit(batch) }
         for node in late.keys.sorted() { send(node, late[node]!) }
 
         for (g, rd) in readies {
             try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)
         }
-        if !writeFirst { try database.commit(batch) }
+        if !writeFirst { try commitOrCarry(batch) }
         busyCycles += 1
         if busyCycles % 16 == 0 { try relieveOldestLogPin() }
         return readies.count

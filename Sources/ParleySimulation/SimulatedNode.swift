@@ -79,6 +79,13 @@ final class SimulatedNode {
             // As the node's host does: a leader's appends and heartbeats leave before the sync, so a torn
             // crash can lose on the leader what its followers already hold.
             outcome.messages += ready.messages.filter { sentBeforeSync.contains($0.kind) }
+            // As the host does: committed entries this node held on disk before the Ready apply, and are
+            // answered, before the Ready's writes (a torn crash below still delivers those answers).
+            let hasSnapshot = (ready.snapshot?.metadata.index ?? 0) > 0
+            let durableBefore = hasSnapshot ? 0 : try storage.lastIndex()
+            try applyEntries(ready.committedEntries.prefix { $0.index <= durableBefore },
+                             commit: ready.hardState?.commit ?? commit, term: ready.hardState?.term ?? term,
+                             monitor: &monitor, outcome: &outcome)
             try persist(ready, monitor: &monitor)
             if tornCrash {
                 outcome.crashed = true
@@ -167,7 +174,20 @@ final class SimulatedNode {
             outcome.snapshotsReceived += 1
             try monitor.observeState(id, index: applied, stateDigest: stateMachine.digest, how: "restored from snapshot at")
         }
-        for entry in ready.committedEntries {
+        try applyEntries(ready.committedEntries.drop { $0.index <= applied }, commit: commit, term: term,
+                         monitor: &monitor, outcome: &outcome)
+        for state in ready.readStates {
+            guard let (client, request) = RegisterCommand.decodeReadContext(state.requestContext),
+                  let position = readsAwaitingIndex.firstIndex(where: { $0.client == client && $0.request == request })
+            else { continue }
+            let read = readsAwaitingIndex.remove(at: position)
+            readsAwaitingApply.append((state.index, client, request, read.key))
+        }
+    }
+
+    private func applyEntries(_ entries: some Sequence<Entry>, commit: LogIndex, term: Term,
+                              monitor: inout SafetyMonitor, outcome: inout Outcome) throws {
+        for entry in entries {
             guard entry.index == applied + 1 else {
                 throw InvariantViolation("monotonic apply", "node \(id) applied \(entry.index) after \(applied)")
             }
@@ -187,13 +207,6 @@ final class SimulatedNode {
             }
             applied = entry.index
             try monitor.observeApply(id, entry: entry, currentTerm: term, stateDigest: stateMachine.digest)
-        }
-        for state in ready.readStates {
-            guard let (client, request) = RegisterCommand.decodeReadContext(state.requestContext),
-                  let position = readsAwaitingIndex.firstIndex(where: { $0.client == client && $0.request == request })
-            else { continue }
-            let read = readsAwaitingIndex.remove(at: position)
-            readsAwaitingApply.append((state.index, client, request, read.key))
         }
     }
 

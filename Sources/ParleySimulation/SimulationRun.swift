@@ -243,6 +243,7 @@ final class SimulationRun {
             // What left before the crash still arrives: earlier Readies' messages and the torn one's
             // leader appends (`MessageKind.mayLeaveBeforeSync`).
             for message in outcome.messages { send(message) }
+            for answer in outcome.answers { answered(answer, by: id) }
             crash(id, torn: true)
             return
         }

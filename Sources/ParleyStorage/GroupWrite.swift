@@ -57,6 +57,25 @@ public struct StorageBatch: Sendable, Equatable {
     /// Whether any group's write must be synced (history rows never need to be: a crash replays their entries).
     public var needsSync: Bool { writes.contains { $0.write.needsSync } }
 
+    /// Whether the batch only moves commit indexes: nothing in it has to reach the disk at any particular
+    /// time (a lost commit index is learned again from the leader), so it may wait for a later batch.
+    public var onlyCommitIndexes: Bool {
+        history.isEmpty && deleteUnneededLogRows == 0
+            && writes.allSatisfy { $0.write.snapshot == nil && $0.write.entries.isEmpty && !$0.write.termOrVoteChanged
+                && $0.write.logFrom == nil && !$0.write.snapshotReplacesLog }
+    }
+
+    /// Takes in the hard states of an earlier batch that `onlyCommitIndexes`, so they are written with this
+    /// one. Where both hold a group's hard state this batch's is newer and wins. Call after every group has
+    /// staged into this batch.
+    public mutating func absorb(earlier: StorageBatch) {
+        precondition(earlier.onlyCommitIndexes, "only a batch of commit indexes can be written late")
+        for (group, write) in earlier.writes {
+            guard let carried = write.hardState else { continue }
+            update(group) { if $0.hardState == nil { $0.hardState = carried } }
+        }
+    }
+
     /// Changes the pending write of `group` in place (creating it if needed).
     public mutating func update(_ group: GroupID, _ change: (inout GroupWrite) -> Void) {
         if let i = writes.firstIndex(where: { $0.group == group }) {

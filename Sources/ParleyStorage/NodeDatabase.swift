@@ -33,6 +33,10 @@ public final class NodeDatabase: Sendable {
     let rewriteAfterRows: Int64
     /// Some group's `log_from` moved since unneeded rows were last all deleted.
     private let unneededRows = Mutex(true)
+    private let transactions = Mutex(0)
+    /// Transactions `commit` has written since the database was opened (tests count them; the commit-time
+    /// histogram's count on /metrics is the same figure).
+    public var transactionsWritten: Int { transactions.withLock { $0 } }
 
     public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance,
                 rewriteAfterRows: Int64 = 131_072) throws {
@@ -261,6 +265,7 @@ public final class NodeDatabase: Sendable {
         unopenedRows.withLock { $0 = nil }
         let start = ContinuousClock.now
         defer { commitTime.record(duration: ContinuousClock.now - start) }
+        transactions.withLock { $0 += 1 }
         let relaxed = durable && !batch.needsSync
         let deletedAll = try queue.writeWithoutTransaction { db in
             guard relaxed else { return try Self.write(batch, in: db) }

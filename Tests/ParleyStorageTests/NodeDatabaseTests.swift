@@ -75,6 +75,41 @@ func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
         #expect(try NodeDatabase(path: path).openGroup(3).hardState == HardState(term: 3, vote: 0, commit: 4))
     }
 
+    @Test func aBatchOfCommitIndexesGoesWithALaterOneWhoseHardStatesWin() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let a = try db.createGroup(1, bootstrap: ConfState(voters: [1, 2, 3]))
+        let b = try db.createGroup(2, bootstrap: ConfState(voters: [1, 2, 3]))
+        for log in [a, b] {
+            log.setHardState(HardState(term: 2, vote: 1, commit: 0))
+            try log.append(entries(2...4, term: 2))
+        }
+        try commit(db, a, b)
+        var early = StorageBatch()
+        a.setHardState(HardState(term: 2, vote: 1, commit: 2))
+        b.setHardState(HardState(term: 2, vote: 1, commit: 3))
+        a.stage(into: &early)
+        b.stage(into: &early)
+        #expect(early.onlyCommitIndexes)
+        var later = StorageBatch()
+        a.setHardState(HardState(term: 2, vote: 1, commit: 4))
+        try b.append(entries(5...5, term: 2))
+        a.stage(into: &later)
+        b.stage(into: &later)
+        #expect(!later.onlyCommitIndexes)  // entries
+        later.absorb(earlier: early)
+        try db.commit(later)
+        let reopened = try NodeDatabase(path: path)
+        #expect(try reopened.openGroup(1).hardState.commit == 4)  // the later batch's own
+        #expect(try reopened.openGroup(2).hardState.commit == 3)  // carried from the earlier one
+        #expect(try reopened.openGroup(2).lastIndex() == 5)
+        var history = StorageBatch()
+        history.history = [RoomHistoryStore.Row(shard: 0, roomId: "r", item: .message(ChatMessage(
+            seq: 1, serverId: 1, time: 1, senderId: "u", senderNickname: "", senderAvatar: "", senderRoomExt: "",
+            type: .text, clientMessageId: "", body: "b", ext: "")))]
+        #expect(!history.onlyCommitIndexes)
+    }
+
     @Test func anAppendReplacesTheDivergentSuffix() throws {
         let path = try temporaryDatabasePath()
         let db = try NodeDatabase(path: path)
