@@ -13,6 +13,9 @@ public actor ChatroomClient {
         public var addressLookup: @Sendable (_ roomId: String) async throws -> [String]
         /// How long a request waits for its answer before failing with 408.
         public var requestTimeout: Duration = .seconds(10)
+        /// How long opening a connection to an edge (TCP and the WebSocket upgrade) may take before the next
+        /// address is tried (a stopped process may still accept TCP and never answer).
+        public var connectTimeout: Duration = .seconds(10)
         /// Wait before re-enter attempt n is n × this.
         public var reconnectDelay: Duration = .milliseconds(500)
         /// Sent in `hello`.
@@ -198,7 +201,7 @@ public actor ChatroomClient {
             let link: WebSocketLink
             do {
                 link = try await WebSocketLink.open(
-                    id: linkId, address: address, maxMessageBytes: Self.maxMessageBytes, timeout: configuration.requestTimeout,
+                    id: linkId, address: address, maxMessageBytes: Self.maxMessageBytes, timeout: configuration.connectTimeout,
                     logger: configuration.logger,
                     onText: { [weak self] text in await self?.receive(text, link: linkId) },
                     onClose: { [weak self] in await self?.linkClosed(linkId) })
