@@ -132,7 +132,10 @@ public final class RaftDriver: @unchecked Sendable {
 
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor,
                        deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
-        loop.flatSubmit { self.attempt(ForwardedCommand(shard: shard, actor: actor, command: command), deadline) }
+        let request = ForwardedCommand(shard: shard, actor: actor, command: command)
+        // Peers' calls arrive on this loop (the transport runs on it): no task to hop over.
+        if loop.inEventLoop { return attempt(request, deadline) }
+        return loop.flatSubmit { self.attempt(request, deadline) }
     }
 
     /// How to reach a group's leader: propose on the local replica, or forward to a node with `path`
@@ -147,10 +150,14 @@ public final class RaftDriver: @unchecked Sendable {
         var here: (() -> EventLoopFuture<GroupAnswer<Outcome>>)?
     }
 
-    private func route<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, attempt: Int = 0)
-        -> EventLoopFuture<Outcome> {
+    /// `firstAnswer`: what a proposal already made here answered (`attempt`'s direct path), taken as this
+    /// attempt's answer.
+    private func route<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, attempt: Int = 0,
+                                firstAnswer: GroupAnswer<Outcome>? = nil) -> EventLoopFuture<Outcome> {
         let first: EventLoopFuture<GroupAnswer<Outcome>>
-        if let here = r.here {
+        if let firstAnswer {
+            first = loop.makeSucceededFuture(firstAnswer)
+        } else if let here = r.here {
             first = here()
         } else if !r.replicas.isEmpty {
             first = forward(r, to: r.replicas[attempt % r.replicas.count])
@@ -199,10 +206,25 @@ public final class RaftDriver: @unchecked Sendable {
 
     private func attempt(_ request: ForwardedCommand, _ deadline: NIODeadline) -> EventLoopFuture<ApplyOutcome> {
         let held = host.leader(of: request.shard) != nil
-        return route(GroupRoute<ApplyOutcome>(
+        guard held else { return route(commandRoute(request, held: false), deadline) }
+        // The common case, a replica here that knows its leader: one promise answered from the proposal's
+        // completion, instead of the route's chain of futures (a tenth of a node's CPU at 1000 clients).
+        // Anything but an outcome continues as `route` continues from a first answer.
+        let promise = loop.makePromise(of: ApplyOutcome.self)
+        host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now()) { result in
+            if case .success(let outcome) = result { return promise.succeed(outcome) }
+            promise.completeWith(self.route(self.commandRoute(request, held: true), deadline,
+                                            firstAnswer: Self.answer(result)))
+        }
+        scheduleReady()
+        return promise.futureResult
+    }
+
+    private func commandRoute(_ request: ForwardedCommand, held: Bool) -> GroupRoute<ApplyOutcome> {
+        GroupRoute<ApplyOutcome>(
             what: "shard \(request.shard)", path: "/rpc/v1/propose", body: request.encoded(),
             replicas: host.replicaNodes(of: request.shard),
-            here: held ? { self.proposeHere(request) } : nil), deadline)
+            here: held ? { self.proposeHere(request) } : nil)
     }
 
     /// Applies a change to the meta group wherever its leader is.
@@ -285,9 +307,16 @@ public final class RaftDriver: @unchecked Sendable {
             if request.path == "/rpc/v1/propose" {
                 return loop.flatSubmit { self.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
             }
-            return submit(command.command, shard: command.shard, actor: command.actor)
-                .map { PeerResponse(status: 200, body: ForwardedAnswer.applied($0).encoded()) }
-                .recover { PeerResponse(status: 200, body: ForwardedAnswer.failed("\($0)").encoded()) }
+            let promise = loop.makePromise(of: PeerResponse.self)
+            submit(command.command, shard: command.shard, actor: command.actor).whenComplete { result in
+                let answer: ForwardedAnswer
+                switch result {
+                case .success(let outcome): answer = .applied(outcome)
+                case .failure(let error): answer = .failed("\(error)")
+                }
+                promise.succeed(PeerResponse(status: 200, body: answer.encoded()))
+            }
+            return promise.futureResult
         default:
             return reply(404, "no such call")
         }
