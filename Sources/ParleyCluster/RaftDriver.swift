@@ -211,12 +211,11 @@ public final class RaftDriver: @unchecked Sendable {
         // completion, instead of the route's chain of futures (a tenth of a node's CPU at 1000 clients).
         // Anything but an outcome continues as `route` continues from a first answer.
         let promise = loop.makePromise(of: ApplyOutcome.self)
-        host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now()) { result in
+        proposeHere(request) { result in
             if case .success(let outcome) = result { return promise.succeed(outcome) }
             promise.completeWith(self.route(self.commandRoute(request, held: true), deadline,
                                             firstAnswer: Self.answer(result)))
         }
-        scheduleReady()
         return promise.futureResult
     }
 
@@ -239,13 +238,18 @@ public final class RaftDriver: @unchecked Sendable {
 
     /// Proposes on this node's replica; answers `notLeader` with a hint when it is not the leader.
     func proposeHere(_ request: ForwardedCommand) -> EventLoopFuture<ForwardedAnswer> {
-        loop.preconditionInEventLoop()
         let promise = loop.makePromise(of: ForwardedAnswer.self)
-        host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now()) {
-            promise.succeed(Self.answer($0))
-        }
-        scheduleReady()
+        proposeHere(request) { promise.succeed(Self.answer($0)) }
         return promise.futureResult
+    }
+
+    /// Proposes on this node's replica, stamped with this node's clock, and runs the ready loop soon.
+    private func proposeHere(_ request: ForwardedCommand,
+                             then completion: @escaping ProposalCompletion) {
+        loop.preconditionInEventLoop()
+        host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
+                     completion: completion)
+        scheduleReady()
     }
 
     func proposeMetaHere(_ command: MetaCommand) -> EventLoopFuture<GroupAnswer<MetaOutcome>> {
