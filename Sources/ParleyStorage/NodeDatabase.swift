@@ -98,7 +98,7 @@ public final class NodeDatabase: Sendable {
                     conf_state BLOB NOT NULL, data BLOB NOT NULL);
                 """)
         }
-        m.registerMigration("v2-room-history") { db in try db.execute(sql: RoomHistoryStore.createTable) }
+        m.registerMigration("v2-room-history") { db in try db.execute(sql: RoomHistoryStore.rowPerItemTable) }
         m.registerMigration("v3-raft-log") { db in
             try db.execute(sql: """
                 CREATE TABLE raft_log (

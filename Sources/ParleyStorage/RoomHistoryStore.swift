@@ -5,7 +5,8 @@ import ParleyRooms
 import ParleyWire
 
 /// N5: the durable room history of the shards a node holds. The room state keeps a bounded in-memory window
-/// (the newest items); this table keeps everything within the retention window.
+/// (the newest items); this table keeps everything within the retention window, a room's items in chunks
+/// (`HistoryChunk`).
 ///
 /// It lives in a database file of its own, written on that database's own thread (`insertLater`): history
 /// rows are most of a busy node's writes, and writing them on the Raft loop made most of the latency tail.
@@ -68,16 +69,40 @@ public final class RoomHistoryStore: Sendable {
     }
 
     static func migrate(_ m: inout DatabaseMigrator) {
-        m.registerMigration("v1-room-history") { db in try db.execute(sql: createTable) }
+        m.registerMigration("v1-room-history") { db in try db.execute(sql: rowPerItemTable) }
+        m.registerMigration("v2-history-chunks") { db in
+            try db.execute(sql: chunkTable)
+            // The rows of v1 become chunks, a few thousand rows at a time.
+            let rows = try GRDB.Row.fetchCursor(db, sql: "SELECT room_id, shard, item FROM room_history ORDER BY room_id, seq")
+            var pending: [Row] = []
+            while let row = try rows.next() {
+                pending.append(Row(shard: row[1], roomId: row[0], item: try HistoryItem(decoding: [UInt8](row[2] as Data))))
+                if pending.count == 4_096 {
+                    try insert(pending, in: db)
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+            try insert(pending, in: db)
+            try db.execute(sql: "DROP TABLE room_history")
+        }
     }
 
-    /// The history table, as it is in its own database and as it was in the node's before migration v4.
-    static let createTable = """
+    /// The history table of v1, a row per item (also the node database's before its migration v4).
+    static let rowPerItemTable = """
         CREATE TABLE room_history (
             room_id TEXT NOT NULL, seq INTEGER NOT NULL, shard INTEGER NOT NULL,
             time INTEGER NOT NULL, type INTEGER NOT NULL, item BLOB NOT NULL,
             PRIMARY KEY (room_id, seq)) WITHOUT ROWID;
         CREATE INDEX room_history_time ON room_history (time);
+        """
+
+    /// A row per `HistoryChunk`. `min_time` is indexed for expiry: every chunk holding an expired item.
+    static let chunkTable = """
+        CREATE TABLE room_history_chunk (
+            room_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, shard INTEGER NOT NULL,
+            min_time INTEGER NOT NULL, max_time INTEGER NOT NULL, item_count INTEGER NOT NULL, items BLOB NOT NULL,
+            PRIMARY KEY (room_id, first_seq)) WITHOUT ROWID;
+        CREATE INDEX room_history_chunk_time ON room_history_chunk (min_time);
         """
 
     /// Writes rows at once, on the caller's thread (an older node database's rows, when migrating).
@@ -86,73 +111,118 @@ public final class RoomHistoryStore: Sendable {
     }
 
     static func insert(_ rows: [Row], in db: Database) throws {
+        guard !rows.isEmpty else { return }
+        let chunks = try HistoryChunk.chunks(of: rows) { room in
+            try Int64.fetchOne(db.cachedStatement(sql: """
+                SELECT last_seq FROM room_history_chunk WHERE room_id = ? ORDER BY first_seq DESC LIMIT 1
+                """), arguments: [room]).map { UInt64(bitPattern: $0) }
+        }
+        try insert(chunks, in: db)
+    }
+
+    private static func insert(_ chunks: [HistoryChunk], in db: Database) throws {
         var insert = try PreparedInsert(db, sql: """
-            INSERT OR REPLACE INTO room_history (room_id, seq, shard, time, type, item) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO room_history_chunk (room_id, first_seq, last_seq, shard, min_time, max_time,
+                                                       item_count, items) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        for row in rows {
-            insert.bind(row.roomId)
-            insert.bind(Int64(bitPattern: row.item.seq))
-            insert.bind(Int64(row.shard))
-            insert.bind(row.item.time)
-            insert.bind(Int64(row.item.messageType.rawValue))
-            insert.bind(bytes: row.item.encoded())
+        for chunk in chunks {
+            insert.bind(chunk.roomId)
+            insert.bind(Int64(bitPattern: chunk.firstSeq))
+            insert.bind(Int64(bitPattern: chunk.lastSeq))
+            insert.bind(Int64(chunk.shard))
+            insert.bind(chunk.minTime)
+            insert.bind(chunk.maxTime)
+            insert.bind(Int64(chunk.items.count))
+            insert.bind(bytes: chunk.encodedItems())
             try insert.run()
         }
     }
+
+    /// The items of the chunks a query selects (by `items`), in the query's chunk order, each chunk's items
+    /// in the same direction, that pass `keep`; at most `limit`.
+    private func items(_ sql: String, _ arguments: StatementArguments, descending: Bool = false, limit: Int,
+                       keep: (HistoryItem) -> Bool) throws -> [HistoryItem] {
+        guard limit > 0 else { return [] }
+        return try queue.read { db in
+            var out: [HistoryItem] = []
+            let chunks = try Data.fetchCursor(db, sql: sql, arguments: arguments)
+            while out.count < limit, let bytes = try chunks.next() {
+                let items = try HistoryChunk.decodeItems([UInt8](bytes))
+                for item in descending ? items.reversed() : items where keep(item) {
+                    out.append(item)
+                    if out.count == limit { break }
+                }
+            }
+            return out
+        }
+    }
+
+    private static func seqBound(_ seq: UInt64) -> Int64 { Int64(bitPattern: min(seq, UInt64(Int64.max))) }
 
     /// Items of a room with `time` in `(after, before)` and seq below `belowSeq`, of the given types (empty =
     /// all), newest first when `ascending` is false; at most `limit`.
     public func page(roomId: String, after: Int64, before: Int64, belowSeq: UInt64, types: [MessageType],
                      ascending: Bool, limit: Int) throws -> [HistoryItem] {
-        guard limit > 0 else { return [] }
-        var sql = "SELECT item FROM room_history WHERE room_id = ? AND time > ? AND time < ? AND seq < ?"
-        var arguments: [any DatabaseValueConvertible] = [roomId, after, before, Int64(bitPattern: min(belowSeq, UInt64(Int64.max)))]
-        if !types.isEmpty {
-            sql += " AND type IN (\(types.map { _ in "?" }.joined(separator: ",")))"
-            arguments += types.map { Int64($0.rawValue) }
-        }
-        sql += " ORDER BY seq \(ascending ? "ASC" : "DESC") LIMIT ?"
-        arguments.append(limit)
-        return try queue.read { db in
-            try Data.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { try HistoryItem(decoding: [UInt8]($0)) }
+        let sql = """
+            SELECT items FROM room_history_chunk WHERE room_id = ? AND first_seq < ? AND max_time > ? AND min_time < ?
+            ORDER BY first_seq \(ascending ? "ASC" : "DESC")
+            """
+        return try items(sql, [roomId, Self.seqBound(belowSeq), after, before], descending: !ascending, limit: limit) { item in
+            item.time > after && item.time < before && item.seq < belowSeq && (types.isEmpty || types.contains(item.messageType))
         }
     }
 
     /// X2: items of a room with seq in `(afterSeq, belowSeq)`, oldest first, time after `notBefore`.
     public func since(roomId: String, afterSeq: UInt64, belowSeq: UInt64, notBefore: Int64, limit: Int) throws -> [HistoryItem] {
-        guard limit > 0 else { return [] }
-        return try queue.read { db in
-            try Data.fetchAll(db, sql: """
-                SELECT item FROM room_history WHERE room_id = ? AND seq > ? AND seq < ? AND time >= ?
-                ORDER BY seq ASC LIMIT ?
-                """, arguments: [roomId, Int64(bitPattern: afterSeq), Int64(bitPattern: min(belowSeq, UInt64(Int64.max))),
-                                 notBefore, limit]).map { try HistoryItem(decoding: [UInt8]($0)) }
+        let sql = """
+            SELECT items FROM room_history_chunk WHERE room_id = ? AND last_seq > ? AND first_seq < ? AND max_time >= ?
+            ORDER BY first_seq ASC
+            """
+        return try items(sql, [roomId, Self.seqBound(afterSeq), Self.seqBound(belowSeq), notBefore], limit: limit) { item in
+            item.seq > afterSeq && item.seq < belowSeq && item.time >= notBefore
         }
     }
 
     /// The lowest seq the store holds for a room within retention (nil when none).
     public func oldestSeq(roomId: String, notBefore: Int64) throws -> UInt64? {
-        try queue.read { db in
-            try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM room_history WHERE room_id = ? AND time >= ?",
-                               arguments: [roomId, notBefore]).map { UInt64(bitPattern: $0) }
-        }
+        // The first chunk with any item in retention holds the oldest such item.
+        let sql = "SELECT items FROM room_history_chunk WHERE room_id = ? AND max_time >= ? ORDER BY first_seq ASC LIMIT 1"
+        return try items(sql, [roomId, notBefore], limit: 1) { $0.time >= notBefore }.first?.seq
     }
 
-    /// Deletes what the retention window no longer allows; returns how many rows went.
+    /// Deletes what the retention window no longer allows; returns how many items went. A chunk with only
+    /// some items expired is written again with the rest.
     @discardableResult
     public func deleteOlderThan(_ time: Int64) throws -> Int {
         try queue.write { db in
-            try db.execute(sql: "DELETE FROM room_history WHERE time < ?", arguments: [time])
-            return db.changesCount
+            var gone = try Int.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(item_count), 0) FROM room_history_chunk WHERE min_time < ? AND max_time < ?
+                """, arguments: [time, time]) ?? 0
+            try db.execute(sql: "DELETE FROM room_history_chunk WHERE min_time < ? AND max_time < ?", arguments: [time, time])
+            let partial = try GRDB.Row.fetchAll(db, sql: """
+                SELECT room_id, first_seq, shard, items FROM room_history_chunk WHERE min_time < ?
+                """, arguments: [time])
+            var rest: [HistoryChunk] = []
+            for row in partial {
+                let items = try HistoryChunk.decodeItems([UInt8](row[3] as Data))
+                let kept = items.filter { $0.time >= time }
+                gone += items.count - kept.count
+                try db.execute(sql: "DELETE FROM room_history_chunk WHERE room_id = ? AND first_seq = ?",
+                               arguments: [row[0] as String, row[1] as Int64])
+                if !kept.isEmpty { rest.append(HistoryChunk(roomId: row[0], shard: row[2], items: kept)) }
+            }
+            try Self.insert(rest, in: db)
+            return gone
         }
     }
 
-    /// Drops a shard's rows (its replica left this node).
+    /// Drops a shard's items (its replica left this node).
     public func dropShard(_ shard: Int) throws {
-        try queue.write { db in try db.execute(sql: "DELETE FROM room_history WHERE shard = ?", arguments: [shard]) }
+        try queue.write { db in try db.execute(sql: "DELETE FROM room_history_chunk WHERE shard = ?", arguments: [shard]) }
     }
 
+    /// How many items the store holds.
     public func count() throws -> Int {
-        try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room_history") ?? 0 }
+        try queue.read { db in try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(item_count), 0) FROM room_history_chunk") ?? 0 }
     }
 }
