@@ -40,8 +40,9 @@ final class ApplyScratch {
 struct HistoryFlushPolicy {
     /// Rows wait at most this many ticks, and at most this many wait.
     var everyTicks: Int
-    /// Small enough that writing them is a short pause of the Raft loop.
-    var maxRows = 1_024
+    /// Handing them over is cheap (the history database writes on its own thread); more per flush make
+    /// fewer, larger chunks per room (1,024 until session 7 cost ~15 % more node CPU at 1,000 clients).
+    var maxRows = 4_096
     // A history read that reaches past a room's in-memory window writes the waiting rows first
     // (`RoomHistoryReads`), so the database holds every row that left a window.
 }
