@@ -7,8 +7,8 @@ import ParleyWire
 /// busy room, and a chunk pays for them once.
 ///
 /// The chunks of a room never overlap, so their order by first seq is the items' order: a flush writes only
-/// the items above the room's highest stored seq (`HistoryChunk.after`), and replayed items below it are
-/// already stored (rows are written in apply order, on one thread) or expired.
+/// the items above the room's highest stored seq (`chunks(of:storedThrough:)`), and replayed items below it
+/// are already stored (rows are written in apply order, on one thread) or expired.
 struct HistoryChunk: Sendable, Hashable {
     /// The most items one chunk holds; a read decodes whole chunks, so this bounds a short read's work.
     static let maxItems = 256
