@@ -19,9 +19,7 @@ protocol HostedGroup: AnyObject {
     /// appends have to wait for this node's sync).
     func applyDurableCommitted(_ ready: Ready)
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
-    func finishReady(_ ready: Ready, snapshotEvery: LogIndex, keep: LogIndex) throws
-    /// The group's oldest log row holds back the deletion of later rows (`DurableGroupLog.pinsOldRows`).
-    func relieveLogPin(maxRewriteBytes: Int, keep: LogIndex) throws
+    func finishReady(_ ready: Ready, snapshotEvery: LogIndex, everyBytes: Int, keep: LogIndex) throws
 }
 
 /// One group's replica on this node: its Raft node, its durable log, the state machine it applies to and
@@ -181,12 +179,12 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         }
     }
 
-    func finishReady(_ rd: Ready, snapshotEvery: LogIndex, keep: LogIndex) throws {
+    func finishReady(_ rd: Ready, snapshotEvery: LogIndex, everyBytes: Int, keep: LogIndex) throws {
         for entry in rd.committedEntries where entry.index > applied { apply(entry) }
         raft.advance(rd)
         // Only a change of role or term can orphan a proposal.
         if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { failOrphanedProposals() }
-        try snapshotIfDue(every: snapshotEvery, keep: keep)
+        try snapshotIfDue(every: snapshotEvery, everyBytes: everyBytes, keep: keep)
     }
 
     /// Applies one committed entry: each command of its batch in order. Entries without a command (the
@@ -246,17 +244,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         for id in ids { pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown)) }
     }
 
-    /// Writes the group's live entries again as one row, or, when they are many, takes a snapshot now so the
-    /// rows it covers are no longer needed.
-    func relieveLogPin(maxRewriteBytes: Int, keep: LogIndex) throws {
-        guard try !log.rewriteLiveEntries(maxBytes: maxRewriteBytes) else { return }
-        try snapshotIfDue(every: 1, keep: keep)
-    }
-
-    /// Takes a snapshot when the log has grown by `every` entries since the last one, keeping `keep`
-    /// entries behind it for followers that are only a little behind.
-    private func snapshotIfDue(every: LogIndex, keep: LogIndex) throws {
-        guard applied >= snapshotIndex + every else { return }
+    /// Takes a snapshot when the log has grown by `every` entries or `everyBytes` bytes since the last one,
+    /// keeping `keep` entries behind it for followers that are only a little behind.
+    private func snapshotIfDue(every: LogIndex, everyBytes: Int, keep: LogIndex) throws {
+        guard applied >= snapshotIndex + every || (applied > snapshotIndex && log.bytesSinceSnapshot >= everyBytes) else { return }
         try log.createSnapshot(at: applied, confState: confState, data: snapshotData())
         snapshotIndex = applied
         let first = try log.firstIndex()

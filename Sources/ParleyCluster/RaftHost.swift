@@ -66,11 +66,16 @@ public final class RaftHost {
         public var boot: UInt64
         /// Take a group snapshot after this many applied entries, keeping `snapshotKeep` entries behind it.
         public var snapshotEvery: LogIndex = 10_000
+        /// …or once this many bytes of entries were appended since the last one: with batched entries 10,000
+        /// entries can be hundreds of MiB of log, held in memory and on disk. Not lower: a shard's snapshot
+        /// (its rooms with their in-memory history windows) is costly — at 8 MiB, snapshots of the busy
+        /// groups took a third of the throughput of a long run at 1000 clients (docs/benchmarks.md, run 16).
+        public var snapshotEveryBytes = 64 << 20
         public var snapshotKeep: LogIndex = 1_000
         /// Applied history rows are written at most this many ticks late (`HistoryFlushPolicy`).
         public var historyFlushTicks = 4
-        /// A group that pins old log rows writes its live entries again when they come to at most this many
-        /// bytes, and takes a snapshot otherwise (`relieveOldestLogPin`).
+        /// A quiet group that pins old log rows writes its live entries again when they come to at most this
+        /// many bytes (`relieveOldestLogPin`).
         public var logRewriteMaxBytes = 1 << 20
 
         public init(nodeID: NodeID, nodes: [NodeID], shardMap: ShardMap = ShardMap(), raft: RaftConfig? = nil,
@@ -386,8 +391,11 @@ public final class RaftHost {
         if writeFirst { try commit(batch) }
         for node in late.keys.sorted() { send(node, late[node]!) }
 
+        // A snapshot waits for the history rows written before it (see above): one by bytes waits until
+        // the history thread is idle instead of stopping this loop behind a flush of thousands of rows.
+        let everyBytes = database.history.isWriting ? Int.max : config.snapshotEveryBytes
         for (g, rd) in readies {
-            try g.finishReady(rd, snapshotEvery: config.snapshotEvery, keep: config.snapshotKeep)
+            try g.finishReady(rd, snapshotEvery: config.snapshotEvery, everyBytes: everyBytes, keep: config.snapshotKeep)
         }
         if !writeFirst { try commitOrCarry(batch) }
         busyCycles += 1
@@ -395,12 +403,15 @@ public final class RaftHost {
         return readies.count
     }
 
-    /// The group that holds back the deletion of the most log rows, if it holds back enough, writes its live
-    /// entries again or takes a snapshot (staged with its next write). One group at a time: either is a pause
-    /// of this loop, and groups that started together would otherwise all come due in the same cycle.
+    /// Of the quiet groups (few live bytes) that hold back old log rows, the one holding back the most
+    /// writes its live entries again (staged with its next write), so the rows below it can go. One group at
+    /// a time: a rewrite is a pause of this loop. A busy group frees its rows itself when it snapshots (every
+    /// `snapshotEveryBytes`); it used to be made to snapshot here, and those snapshots, one after another
+    /// once the table was full, more than halved the throughput of a long run at 1000 clients.
     private func relieveOldestLogPin() throws {
-        guard let g = groups.min(by: { $0.log.oldestNeededRow < $1.log.oldestNeededRow }), g.log.pinsOldRows else { return }
-        try g.relieveLogPin(maxRewriteBytes: config.logRewriteMaxBytes, keep: config.snapshotKeep)
+        let quiet = groups.filter { $0.log.bytesSinceSnapshot <= config.logRewriteMaxBytes && $0.log.pinsOldRows }
+        guard let g = quiet.min(by: { $0.log.oldestNeededRow < $1.log.oldestNeededRow }) else { return }
+        _ = try g.log.rewriteLiveEntries(maxBytes: config.logRewriteMaxBytes)
     }
 
     private func observe(_ soft: SoftState, group i: Int) {

@@ -6,10 +6,11 @@ import ParleyRaft
 /// message that depends on it.
 ///
 /// It also keeps track of its rows in `raft_log` that still matter (they hold entries after the snapshot)
-/// and of `logFrom`, the row before which none do; the database deletes rows below every group's `logFrom`.
-/// A group whose oldest needed row is `rewriteAfterRows` rows old pins every later row of the others
-/// (`pinsOldRows`); the host then has it write its few live entries again as one new row
-/// (`rewriteLiveEntries`), or take a snapshot when they are many.
+/// and of `logFrom`, the row before which none do. When `logFrom` moves (a snapshot, a received snapshot, a
+/// rewrite), the group's rows below it are deleted in the same transaction (`GroupWrite.deadRows`); rows
+/// below every group's `logFrom` are deleted too (those of databases written before groups freed their
+/// own). A quiet group whose oldest needed row is `rewriteAfterRows` rows old (`pinsOldRows`) is made to
+/// write its few live entries again as one new row (`rewriteLiveEntries`).
 public final class DurableGroupLog: RaftStorage {
     public let group: GroupID
     private let memory: MemoryStorage
@@ -22,6 +23,9 @@ public final class DurableGroupLog: RaftStorage {
     let rewriteAfterRows: Int64
     /// A rewrite of the live entries is staged.
     private var rewriteStaged = false
+    /// Bytes of entries appended since the last snapshot (an estimate of the live log: entries replaced
+    /// by a leader's are counted too). A group snapshots when it grows large, not only every so many entries.
+    public private(set) var bytesSinceSnapshot = 0
 
     init(group: GroupID, memory: MemoryStorage, sequence: LogSequence, rows: [(seq: Int64, last: LogIndex)] = [],
          logFrom: Int64 = 0, rewriteAfterRows: Int64) {
@@ -53,6 +57,7 @@ public final class DurableGroupLog: RaftStorage {
     public func append(_ entries: [Entry]) throws {
         guard let first = entries.first else { return }
         try memory.append(entries)
+        bytesSinceSnapshot += entries.reduce(0) { $0 + $1.data.count }
         // Within one cycle a later append may overwrite part of an earlier one.
         if let keep = pending.entries.firstIndex(where: { $0.index >= first.index }) {
             pending.entries.removeSubrange(keep...)
@@ -70,6 +75,7 @@ public final class DurableGroupLog: RaftStorage {
     /// A snapshot received from the leader: it replaces the whole log.
     public func applySnapshot(_ snapshot: Snapshot) throws {
         try memory.applySnapshot(snapshot)
+        bytesSinceSnapshot = 0
         pending.snapshot = snapshot
         pending.snapshotReplacesLog = true
         pending.entries = []
@@ -79,6 +85,8 @@ public final class DurableGroupLog: RaftStorage {
     @discardableResult
     public func createSnapshot(at index: LogIndex, confState: ConfState?, data: [UInt8]) throws -> Snapshot {
         let snapshot = try memory.createSnapshot(at: index, confState: confState, data: data)
+        bytesSinceSnapshot = try memory.entries(from: index + 1, to: memory.lastIndex() + 1, maxBytes: .max)
+            .reduce(0) { $0 + $1.data.count }
         pending.snapshot = snapshot
         return snapshot
     }
@@ -102,19 +110,29 @@ public final class DurableGroupLog: RaftStorage {
         let rewrite = rewriteStaged
         rewriteStaged = false
         var write = takePendingWrite()
-        if write.snapshotReplacesLog || rewrite { rows.removeAll() }
+        var dropped: [Int64] = []
+        if write.snapshotReplacesLog || rewrite {
+            dropped = rows.map(\.seq)
+            rows.removeAll()
+        }
         if let last = write.entries.last {
             let seq = sequence.take()
             write.rowSeq = seq
             rows.append((seq, last.index))
         }
-        if let s = write.snapshot { rows.removeAll { $0.last <= s.metadata.index } }
+        if let s = write.snapshot {
+            dropped += rows.filter { $0.last <= s.metadata.index }.map(\.seq)
+            rows.removeAll { $0.last <= s.metadata.index }
+        }
         if write.snapshot != nil || write.snapshotReplacesLog || rewrite {
             let from = rows.first?.seq ?? sequence.upcoming
             if from != logFrom {
                 logFrom = from
                 write.logFrom = from
             }
+            // Only rows below `logFrom`: a reopened group never reads them. (A dropped row above it, one whose
+            // entries a later row replaced, stays until the group's rows below it go.)
+            write.deadRows = dropped.filter { $0 < logFrom }
         }
         guard !write.isEmpty else { return }
         precondition(!batch.writes.contains { $0.group == group }, "group \(group) staged twice in one batch")

@@ -19,6 +19,9 @@ public struct GroupWrite: Sendable, Equatable {
     public var rowSeq: Int64?
     /// The group's rows below this seq are no longer needed (`DurableGroupLog.logFrom`).
     public var logFrom: Int64?
+    /// Rows of this group below the new `logFrom`, deleted in the same transaction: a group frees its own
+    /// rows, whatever the other groups still hold.
+    public var deadRows: [Int64] = []
 
     public init() {}
 
@@ -31,7 +34,7 @@ public struct GroupWrite: Sendable, Equatable {
     }
 
     public var isEmpty: Bool {
-        snapshot == nil && entries.isEmpty && hardState == nil && logFrom == nil
+        snapshot == nil && entries.isEmpty && hardState == nil && logFrom == nil && deadRows.isEmpty
     }
 }
 
@@ -62,7 +65,7 @@ public struct StorageBatch: Sendable, Equatable {
     public var onlyCommitIndexes: Bool {
         history.isEmpty && deleteUnneededLogRows == 0
             && writes.allSatisfy { $0.write.snapshot == nil && $0.write.entries.isEmpty && !$0.write.termOrVoteChanged
-                && $0.write.logFrom == nil && !$0.write.snapshotReplacesLog }
+                && $0.write.logFrom == nil && !$0.write.snapshotReplacesLog && $0.write.deadRows.isEmpty }
     }
 
     /// Takes in the hard states of an earlier batch that `onlyCommitIndexes`, so they are written with this

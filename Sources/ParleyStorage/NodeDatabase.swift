@@ -39,7 +39,7 @@ public final class NodeDatabase: Sendable {
     public var transactionsWritten: Int { transactions.withLock { $0 } }
 
     public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance,
-                rewriteAfterRows: Int64 = 131_072) throws {
+                rewriteAfterRows: Int64 = 131_072, checkpointFrames: Int = NodeDatabase.checkpointPages) throws {
         self.rewriteAfterRows = rewriteAfterRows
         commitTime = Metrics.Timer(label: Self.commitTimeMetric, factory: metrics)
         var config = Configuration()
@@ -52,22 +52,45 @@ public final class NodeDatabase: Sendable {
         // once the connection is open, after `prepareDatabase` has run — a setting made there does not last.
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF")
-            // Every group commit rewrites the same few hot pages (the tails of the log and history trees).
-            // A checkpoint copies only the newest copy of each page to the database file, so checkpointing
-            // every 32 MiB of WAL instead of SQLite's 4 MiB writes those pages (and syncs the file) far less
-            // often; the larger page cache keeps the trees' inner pages from being read back.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)")
+            // The larger page cache keeps the log tree's inner pages from being read back.
             try db.execute(sql: "PRAGMA cache_size = -\(Self.cacheKiB)")
+            // A WAL that grew while checkpoints fell behind is cut back when it starts again.
+            try db.execute(sql: "PRAGMA journal_size_limit = \(Self.walSizeLimitBytes)")
         }
         history = try RoomHistoryStore(path: Self.historyPath(for: path), durable: durable)
         try Self.migrator(history: history).migrate(queue)
+        // Every group commit rewrites the same few hot pages (the tails of the log tree, the groups' rows); a
+        // checkpoint copies only the newest copy of each, so copying every `checkpointFrames` frames instead
+        // of SQLite's 1,000 writes those pages (and syncs the file) far less often.
+        let checkpointer = try WALCheckpointer(path: path, durable: durable, startFrames: checkpointFrames,
+                                               writerFrames: checkpointFrames * 16)
+        queue.inDatabase { checkpointer.attach(to: $0) }
+        self.checkpointer = checkpointer
         sequence = LogSequence(next: try queue.read { db in
-            try Int64.fetchOne(db, sql: "SELECT ifnull(max(seq), 0) + 1 FROM raft_log") ?? 1
+            // Past every group's `log_from` as well: a group may have deleted the newest rows (its own, behind
+            // a snapshot), and a row numbered below a `log_from` would be skipped when its group is opened.
+            try Int64.fetchOne(db, sql: """
+                SELECT max(ifnull((SELECT max(seq) FROM raft_log), 0) + 1, ifnull((SELECT max(log_from) FROM raft_group), 0), 1)
+                """) ?? 1
         })
     }
 
-    /// WAL pages between automatic checkpoints (SQLite's default is 1,000).
-    static let checkpointPages = 8_192
+    /// WAL frames (pages) that start a checkpoint (SQLite's automatic checkpoint starts at 1,000).
+    public static let checkpointPages = 8_192
+    /// The size a WAL is cut back to when it starts again (`journal_size_limit`).
+    static let walSizeLimitBytes = 64 << 20
+    /// Copies the WAL into the database file away from `commit` (see `WALCheckpointer`).
+    private let checkpointer: WALCheckpointer
+
+    deinit {
+        queue.inDatabase { checkpointer.detach(from: $0) }
+    }
+
+    /// Checkpoints run away from the writer, and the WAL frames they copied (tests).
+    var checkpointCounts: (checkpoints: Int, framesCopied: Int) {
+        checkpointer.waitUntilIdle()
+        return checkpointer.counts
+    }
     /// Page cache per connection, KiB (SQLite's default is 2,000).
     static let cacheKiB = 32_768
 
@@ -346,6 +369,11 @@ public final class NodeDatabase: Sendable {
         }
         if let from = write.logFrom {
             try db.cachedStatement(sql: "UPDATE raft_group SET log_from = ? WHERE group_id = ?").execute(arguments: [from, g])
+        }
+        for seq in write.deadRows {
+            var delete = try PreparedInsert(db, sql: "DELETE FROM raft_log WHERE seq = ?")
+            delete.bind(seq)
+            try delete.run()
         }
     }
 

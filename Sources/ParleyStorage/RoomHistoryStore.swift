@@ -42,10 +42,17 @@ public final class RoomHistoryStore: Sendable {
     /// Writes rows on the history database's thread and returns at once.
     func insertLater(_ rows: [Row]) {
         guard !rows.isEmpty else { return }
+        writesInFlight.withLock { $0 += 1 }
         queue.asyncWrite({ db in try self.insert(rows, in: db) }) { _, result in
             if case .failure(let error) = result { self.failure.withLock { $0 = $0 ?? error } }
+            self.writesInFlight.withLock { $0 -= 1 }
         }
     }
+
+    private let writesInFlight = Mutex(0)
+    /// Whether rows handed over are still being written: a snapshot taken now would wait for them
+    /// (`waitForWrites`), stopping the Raft loop meanwhile.
+    public var isWriting: Bool { writesInFlight.withLock { $0 > 0 } }
 
     /// Throws the failure of a background write, if one failed.
     func throwIfWriteFailed() throws {

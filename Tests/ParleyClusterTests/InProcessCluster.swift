@@ -16,6 +16,7 @@ final class InProcessCluster {
     var inflight: [(to: NodeID, envelopes: [RaftEnvelope])] = []
     var events: [NodeID: [(ShardID, RoomEvent)]] = [:]
     var snapshotEvery: LogIndex = 10_000
+    var snapshotEveryBytes = 64 << 20
     var historyFlushTicks = 4
     var rewriteAfterRows: Int64 = 131_072
     var logRewriteMaxBytes = 1 << 20
@@ -37,6 +38,7 @@ final class InProcessCluster {
         boots[node, default: 0] += 1
         var config = RaftHost.Config(nodeID: node, nodes: nodes, shardMap: shardMap, boot: boots[node]!)
         config.snapshotEvery = snapshotEvery
+        config.snapshotEveryBytes = snapshotEveryBytes
         config.historyFlushTicks = historyFlushTicks
         config.logRewriteMaxBytes = logRewriteMaxBytes
         config.limits = limits

@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+import ParleyRaft
+@testable import ParleyStorage
+
+/// The node database's WAL is copied into the main file on a connection of its own, never inside a commit.
+@Suite struct WALCheckpointerTests {
+    private func walBytes(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int) ?? 0
+    }
+
+    @Test func checkpointsRunAwayFromTheWriterAndKeepEveryEntry() throws {
+        let path = try temporaryDatabasePath()
+        do {
+            let db = try NodeDatabase(path: path, durable: false, checkpointFrames: 16)
+            let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+            // 2,000 entries of 2 KiB: about 1,000 pages of log rows, many times the 16 frames that start a copy.
+            for i in 0..<100 {
+                let first = LogIndex(2 + i * 20)
+                try log.append((first...first + 19).map { Entry(term: 1, index: $0, data: Array(repeating: UInt8(truncatingIfNeeded: $0), count: 2_048)) })
+                try commit(db, log)
+            }
+            let counts = db.checkpointCounts
+            #expect(counts.checkpoints > 0)
+            #expect(counts.framesCopied >= 500)
+            // Copied and started again: the WAL holds far less than the 4 MiB written through it.
+            #expect(walBytes(path) < 2 << 20)
+        }
+        let log = try NodeDatabase(path: path).openGroup(1)
+        #expect(try log.lastIndex() == 2_001)
+        let all = try log.entries(from: 2, to: 2_002, maxBytes: .max)
+        #expect(all.count == 2_000)
+        #expect(all.allSatisfy { $0.data == Array(repeating: UInt8(truncatingIfNeeded: $0.index), count: 2_048) })
+    }
+
+    @Test func theWriterNeverCheckpointsBelowItsBackstop() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path, durable: false, checkpointFrames: 100_000)
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        // About 1,600 pages: past the 1,000 frames at which SQLite's own automatic checkpoint, run by the
+        // committing connection, would have copied the WAL and started it again.
+        for i in 0..<160 {
+            let first = LogIndex(2 + i * 10)
+            try log.append((first...first + 9).map { Entry(term: 1, index: $0, data: Array(repeating: 7, count: 4_000)) })
+            try commit(db, log)
+        }
+        #expect(db.checkpointCounts.checkpoints == 0)
+        #expect(walBytes(path) > 1_500 * 4_096)
+    }
+}
