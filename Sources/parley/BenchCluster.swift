@@ -79,6 +79,20 @@ final class BenchCluster: @unchecked Sendable {
         return kb * 1024
     }
 
+    /// CPU time (user and system) all node processes have used so far, in seconds (from /proc).
+    func nodeCPUSeconds() -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return layout.ids.reduce(0) { total, id in
+            guard let pid = processes.pid(id),
+                  let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return total }
+            // Fields after the command name: state is field 3, utime 14 and stime 15.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
+            return total + (user + system) / ticks
+        }
+    }
+
     func stop(after error: Error? = nil) async {
         if error != nil { processes.killAll() }
         await client?.shutdown()

@@ -47,17 +47,18 @@ struct BenchReplicateCommand: AsyncParsableCommand {
             if toLeader { try await bench.findLeaders() }
             print("parley bench replicate: \(nodes) nodes, \(shards) shards, fsync \(noFsync ? "OFF" : "on"), "
                 + "\(size)-byte messages to \(rooms) rooms, \(seconds)s × \(runs) runs per level")
-            print("clients  ops/s (median)  p50 ms  p99 ms  p99.9 ms  errors")
+            print("clients  ops/s (median)  p50 ms  p99 ms  p99.9 ms  node CPU µs/op  errors")
             for level in levels {
                 var results: [ReplicateLoad.Result] = []
                 for _ in 0..<runs {
-                    let r = try await bench.run(clients: level, seconds: seconds, on: cluster.group.next())
+                    let r = try await bench.run(clients: level, seconds: seconds, on: cluster.group.next(),
+                                                nodeCPUSeconds: cluster.nodeCPUSeconds)
                     results.append(r)
                     if json { print(r.json) }
                 }
                 let m = results.sorted { $0.opsPerSecond < $1.opsPerSecond }[results.count / 2]
-                print(String(format: "%7d  %14.0f  %6.2f  %6.2f  %8.2f  %d", level, m.opsPerSecond, m.p50, m.p99, m.p999,
-                             results.reduce(0) { $0 + $1.errors }))
+                print(String(format: "%7d  %14.0f  %6.2f  %6.2f  %8.2f  %14.1f  %d", level, m.opsPerSecond, m.p50, m.p99, m.p999,
+                             m.nodeCPUMicrosPerOp, results.reduce(0) { $0 + $1.errors }))
             }
         } catch {
             await cluster.stop(after: error)
@@ -76,10 +77,12 @@ struct ReplicateLoad: Sendable {
         var errors: Int
         var seconds: Double
         var p50: Double, p99: Double, p999: Double
+        /// CPU time the node processes used during the run, per command (the load generator's own is not in it).
+        var nodeCPUMicrosPerOp: Double
         var opsPerSecond: Double { Double(ops) / seconds }
         var json: String {
-            String(format: #"{"system":"parley","clients":%d,"ops":%d,"errors":%d,"seconds":%.3f,"opsPerSecond":%.1f,"p50ms":%.3f,"p99ms":%.3f,"p999ms":%.3f}"#,
-                   clients, ops, errors, seconds, opsPerSecond, p50, p99, p999)
+            String(format: #"{"system":"parley","clients":%d,"ops":%d,"errors":%d,"seconds":%.3f,"opsPerSecond":%.1f,"p50ms":%.3f,"p99ms":%.3f,"p999ms":%.3f,"cpuUsPerOp":%.1f}"#,
+                   clients, ops, errors, seconds, opsPerSecond, p50, p99, p999, nodeCPUMicrosPerOp)
         }
     }
 
@@ -168,9 +171,10 @@ struct ReplicateLoad: Sendable {
         }
     }
 
-    func run(clients: Int, seconds: Double, on loop: EventLoop) async throws -> Result {
+    func run(clients: Int, seconds: Double, on loop: EventLoop, nodeCPUSeconds: () -> Double) async throws -> Result {
         let body = String(repeating: "m", count: size)
         let start = ContinuousClock.now
+        let cpuBefore = nodeCPUSeconds()
         let deadline = NIODeadline.now() + .milliseconds(Int64(seconds * 1000))
         let all = (0..<clients).map { c in
             let r = c % rooms.count
@@ -183,10 +187,12 @@ struct ReplicateLoad: Sendable {
         try await EventLoopFuture.andAllSucceed(all.map(\.done.futureResult), on: loop).get()
         let perClient = try await loop.submit { all.map { (latencies: $0.latencies, errors: $0.errors) } }.get()
         let elapsed = ContinuousClock.now - start
+        let cpu = nodeCPUSeconds() - cpuBefore
         let total = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let sorted = perClient.flatMap(\.latencies).sorted()
         func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[Int(p * Double(sorted.count - 1))] }
         return Result(clients: clients, ops: sorted.count, errors: perClient.reduce(0) { $0 + $1.errors }, seconds: total,
-                      p50: pct(0.5), p99: pct(0.99), p999: pct(0.999))
+                      p50: pct(0.5), p99: pct(0.99), p999: pct(0.999),
+                      nodeCPUMicrosPerOp: sorted.isEmpty ? 0 : cpu * 1e6 / Double(sorted.count))
     }
 }

@@ -46,11 +46,25 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 
+# CPU time (user + system, clock ticks) the three etcd members have used so far.
+etcd_ticks() {
+  local total=0
+  for pid in $(pgrep -f "etcd --name pb-e"); do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+  done
+  echo "$total"
+}
+hz=$(getconf CLK_TCK)
+
 echo "etcd runs…" >&2
 for level in ${LEVELS//,/ }; do
   for _ in $(seq "$RUNS"); do
-    "$work/etcd-put" --endpoints "$endpoints" --clients "$level" --conns 3 --seconds "$SECONDS_PER_RUN" --size "$SIZE" \
-      | tee -a "$work/results.jsonl" >&2
+    before=$(etcd_ticks)
+    line=$("$work/etcd-put" --endpoints "$endpoints" --clients "$level" --conns 3 --seconds "$SECONDS_PER_RUN" --size "$SIZE")
+    after=$(etcd_ticks)
+    # The members' CPU per put, as `parley bench replicate` reports its nodes' (the load generator's is in neither).
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["cpuUsPerOp"]=(int(sys.argv[3])-int(sys.argv[2]))/int(sys.argv[4])*1e6/max(1,r["ops"]); print(json.dumps(r))' \
+      "$line" "$before" "$after" "$hz" | tee -a "$work/results.jsonl" >&2
   done
 done
 pkill -f "etcd --name pb-e" || true
@@ -66,10 +80,11 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 def med(system, clients, key):
     vals = [r[key] for r in rows if r["system"] == system and r["clients"] == clients]
     return statistics.median(vals) if vals else float("nan")
-print(f"| clients | parley ops/s | etcd ops/s | ratio | parley p50 / p99 ms | etcd p50 / p99 ms |")
-print(f"| --- | --- | --- | --- | --- | --- |")
+print(f"| clients | parley ops/s | etcd ops/s | ratio | parley p50 / p99 ms | etcd p50 / p99 ms | server CPU µs/op parley / etcd |")
+print(f"| --- | --- | --- | --- | --- | --- | --- |")
 for c in sorted({r["clients"] for r in rows}):
     p, e = med("parley", c, "opsPerSecond"), med("etcd", c, "opsPerSecond")
     print(f"| {c} | {p:,.0f} | {e:,.0f} | {p / e:.2f}× | {med('parley', c, 'p50ms'):.2f} / {med('parley', c, 'p99ms'):.2f} "
-          f"| {med('etcd', c, 'p50ms'):.2f} / {med('etcd', c, 'p99ms'):.2f} |")
+          f"| {med('etcd', c, 'p50ms'):.2f} / {med('etcd', c, 'p99ms'):.2f} "
+          f"| {med('parley', c, 'cpuUsPerOp'):.0f} / {med('etcd', c, 'cpuUsPerOp'):.0f} |")
 PY
