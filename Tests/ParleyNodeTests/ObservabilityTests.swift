@@ -31,6 +31,18 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
         try await cluster.eventually("every replica to hold the room") {
             await cluster.statuses().values.allSatisfy { $0.shards.reduce(0) { $0 + $1.rooms } == 1 }
         }
+        // A link connects when it first has something to send: on a loaded machine one may still be
+        // connecting when the room is everywhere.
+        try await cluster.eventually("every node to be connected to every peer") {
+            for id in cluster.ids {
+                guard let (text, _) = try? await get(cluster.http(id) + "/metrics") else { return false }
+                let m = PrometheusText(text: text)
+                for peer in cluster.ids where peer != id {
+                    if m.value("parley_transport_peer_connected", ["peer": "\(peer)"]) != 1 { return false }
+                }
+            }
+            return true
+        }
         var scraped: [UInt64: PrometheusText] = [:]
         for id in cluster.ids {
             let (text, response) = try await get(cluster.http(id) + "/metrics")
