@@ -131,7 +131,8 @@ public final class DurableGroupLog: RaftStorage {
                 write.logFrom = from
             }
             // Only rows below `logFrom`: a reopened group never reads them. (A dropped row above it, one whose
-            // entries a later row replaced, stays until the group's rows below it go.)
+            // entries a later row replaced, stays until every group's `logFrom` has passed it and the deletion
+            // by prefix takes it.)
             write.deadRows = dropped.filter { $0 < logFrom }
         }
         guard !write.isEmpty else { return }
