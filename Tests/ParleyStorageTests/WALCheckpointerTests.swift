@@ -47,4 +47,26 @@ import ParleyRaft
         #expect(db.checkpointCounts.checkpoints == 0)
         #expect(walBytes(path) > 1_500 * 4_096)
     }
+
+    /// The policy alone: copies happen on the checkpointer's connection, the last few frames in the writer, so
+    /// a writer that never pauses still sees its WAL start again.
+    @Test func theWriterCopiesTheLastFewFramesSoTheWALStartsAgain() {
+        var s = WALCheckpointer.State()
+        func step(_ frames: Int) -> WALCheckpointer.Step {
+            WALCheckpointer.step(frames: frames, state: &s, startFrames: 1_000, finishFrames: 50, writerFrames: 16_000)
+        }
+        #expect(step(999) == .none)
+        #expect(step(1_000) == .copyHere && s.running)
+        #expect(step(1_400) == .none)  // one copy at a time
+        s.running = false
+        s.backfilled = 1_300  // the copy ended with 100 frames behind (the writer went on)
+        #expect(step(1_420) == .copyHere)  // more than the writer's share left: copy here again, not after 1,000 more
+        s.running = false
+        s.backfilled = 1_400
+        #expect(step(1_430) == .copyInWriter)  // 30 left: the writer copies them, and its next commit starts the WAL again
+        s.backfilled = 1_430
+        #expect(step(12) == .none && s.backfilled == 0)  // started again: every frame is new
+        s.running = true
+        #expect(step(16_000) == .copyInWriter)  // far behind: the writer copies whatever runs here
+    }
 }
