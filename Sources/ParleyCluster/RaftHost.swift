@@ -67,10 +67,11 @@ public final class RaftHost {
         /// Take a group snapshot after this many applied entries, keeping `snapshotKeep` entries behind it.
         public var snapshotEvery: LogIndex = 10_000
         /// …or once this many bytes of entries were appended since the last one: with batched entries 10,000
-        /// entries can be hundreds of MiB of log, held in memory and on disk. Not lower: a shard's snapshot
-        /// (its rooms with their in-memory history windows) is costly — at 8 MiB, snapshots of the busy
-        /// groups took a third of the throughput of a long run at 1000 clients (docs/benchmarks.md, run 16).
-        public var snapshotEveryBytes = 64 << 20
+        /// entries can be hundreds of MiB of log, held in memory and on disk. (While the rows a snapshot
+        /// frees were deleted inside its transaction, snapshots this often cost a fifth of a long run's
+        /// throughput at 1000 clients; deleted later, a few at a time, they cost nothing measurable —
+        /// docs/benchmarks.md, session 8.)
+        public var snapshotEveryBytes = 16 << 20
         public var snapshotKeep: LogIndex = 1_000
         /// Applied history rows are written at most this many ticks late (`HistoryFlushPolicy`).
         public var historyFlushTicks = 4

@@ -7,7 +7,7 @@ import ParleyRaft
 ///
 /// It also keeps track of its rows in `raft_log` that still matter (they hold entries after the snapshot)
 /// and of `logFrom`, the row before which none do. When `logFrom` moves (a snapshot, a received snapshot, a
-/// rewrite), the group's rows below it are deleted in the same transaction (`GroupWrite.deadRows`); rows
+/// rewrite), the group's rows below it are freed (`GroupWrite.deadRows`) and deleted soon after; rows
 /// below every group's `logFrom` are deleted too (those of databases written before groups freed their
 /// own). A quiet group whose oldest needed row is `rewriteAfterRows` rows old (`pinsOldRows`) is made to
 /// write its few live entries again as one new row (`rewriteLiveEntries`).

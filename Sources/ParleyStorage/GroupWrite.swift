@@ -19,8 +19,9 @@ public struct GroupWrite: Sendable, Equatable {
     public var rowSeq: Int64?
     /// The group's rows below this seq are no longer needed (`DurableGroupLog.logFrom`).
     public var logFrom: Int64?
-    /// Rows of this group below the new `logFrom`, deleted in the same transaction: a group frees its own
-    /// rows, whatever the other groups still hold.
+    /// Rows of this group below the new `logFrom`: once this write is committed the database deletes them,
+    /// a few at a time after later cycles (`NodeDatabase.freedRows`) — a group frees its own rows, whatever
+    /// the other groups still hold.
     public var deadRows: [Int64] = []
 
     public init() {}

@@ -33,6 +33,11 @@ public final class NodeDatabase: Sendable {
     let rewriteAfterRows: Int64
     /// Some group's `log_from` moved since unneeded rows were last all deleted.
     private let unneededRows = Mutex(true)
+    /// Rows groups freed (`GroupWrite.deadRows`, and rows below a group's `log_from` found when it was
+    /// opened), deleted by key a bounded number at a time with the host's deferred write: a row of a busy
+    /// group holds a few KiB in overflow pages, and deleting the 8 MiB of rows behind a snapshot inside the
+    /// snapshot's transaction stalled the Raft loop.
+    private let freedRows = Mutex<[Int64]>([])
     private let transactions = Mutex(0)
     /// Transactions `commit` has written since the database was opened (tests count them; the commit-time
     /// histogram's count on /metrics is the same figure).
@@ -232,6 +237,7 @@ public final class NodeDatabase: Sendable {
             let after = try memory.lastIndex()
             var entries: [Entry] = []
             var rows: [(seq: Int64, last: LogIndex)] = []
+            freedRows.withLock { $0 += stored.lazy.filter { $0.seq < logFrom }.map(\.seq) }
             for row in stored where row.seq >= logFrom {
                 let decoded = try LogRow.decode(row.bytes, group: group)
                 guard let first = decoded.first?.index, let last = decoded.last?.index else { continue }
@@ -290,36 +296,55 @@ public final class NodeDatabase: Sendable {
         defer { commitTime.record(duration: ContinuousClock.now - start) }
         transactions.withLock { $0 += 1 }
         let relaxed = durable && !batch.needsSync
-        let deletedAll = try queue.writeWithoutTransaction { db in
-            guard relaxed else { return try Self.write(batch, in: db) }
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            let written = Result { try Self.write(batch, in: db) }
-            // FULL again before anything else commits, whatever became of this batch.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            return try written.get()
+        let freed: [Int64] = batch.deleteUnneededLogRows == 0 ? [] : freedRows.withLock { rows in
+            let taken = Array(rows.prefix(batch.deleteUnneededLogRows))
+            rows.removeFirst(taken.count)
+            return taken
         }
+        let deletedAll: Bool?
+        do {
+            deletedAll = try queue.writeWithoutTransaction { db in
+                guard relaxed else { return try Self.write(batch, freed: freed, in: db) }
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                let written = Result { try Self.write(batch, freed: freed, in: db) }
+                // FULL again before anything else commits, whatever became of this batch.
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                return try written.get()
+            }
+        } catch {
+            freedRows.withLock { $0.insert(contentsOf: freed, at: 0) }
+            throw error
+        }
+        let newlyFreed = batch.writes.flatMap(\.write.deadRows)
+        if !newlyFreed.isEmpty { freedRows.withLock { $0 += newlyFreed } }
         if batch.writes.contains(where: { $0.write.logFrom != nil }) {
             unneededRows.withLock { $0 = true }
-        } else if deletedAll {
+        } else if deletedAll == true {
             unneededRows.withLock { $0 = false }
         }
     }
 
-    /// The batch in one transaction. Returns whether it deleted every unneeded log row there was.
-    private static func write(_ batch: StorageBatch, in db: Database) throws -> Bool {
-        var deletedAll = false
+    /// The batch in one transaction, with the `freed` rows deleted. Returns whether it deleted every row
+    /// below every group's `log_from` (nil: it did not look, the freed rows took the batch's allowance).
+    private static func write(_ batch: StorageBatch, freed: [Int64], in db: Database) throws -> Bool? {
+        var deletedAll: Bool?
         try db.inTransaction {
             for (group, write) in batch.writes where !write.isEmpty {
                 try apply(write, to: group, in: db)
             }
-            if batch.deleteUnneededLogRows > 0 {
+            for seq in freed {
+                var delete = try PreparedInsert(db, sql: "DELETE FROM raft_log WHERE seq = ?")
+                delete.bind(seq)
+                try delete.run()
+            }
+            if batch.deleteUnneededLogRows > freed.count {
                 // The oldest rows no group needs, a bounded number per commit (deleting a great many in one
                 // transaction stalled the node for seconds); the newest row always stays, so seq never
                 // starts again at 1.
                 try db.execute(sql: """
                     DELETE FROM raft_log WHERE seq < min((SELECT min(log_from) FROM raft_group),
                         (SELECT max(seq) FROM raft_log), (SELECT min(seq) FROM raft_log) + ?)
-                    """, arguments: [batch.deleteUnneededLogRows])
+                    """, arguments: [batch.deleteUnneededLogRows - freed.count])
                 deletedAll = try Bool.fetchOne(db, sql: """
                     SELECT NOT EXISTS (SELECT 1 FROM raft_log WHERE seq < (SELECT min(log_from) FROM raft_group)
                         AND seq < (SELECT max(seq) FROM raft_log))
@@ -370,11 +395,6 @@ public final class NodeDatabase: Sendable {
         if let from = write.logFrom {
             try db.cachedStatement(sql: "UPDATE raft_group SET log_from = ? WHERE group_id = ?").execute(arguments: [from, g])
         }
-        for seq in write.deadRows {
-            var delete = try PreparedInsert(db, sql: "DELETE FROM raft_log WHERE seq = ?")
-            delete.bind(seq)
-            try delete.run()
-        }
     }
 
     // MARK: Snapshot streaming
@@ -413,7 +433,7 @@ extension NodeDatabase {
     }
 
     /// Whether the log table may hold rows no group needs (`StorageBatch.deleteUnneededLogRows`).
-    public var mayHoldUnneededLogRows: Bool { unneededRows.withLock { $0 } }
+    public var mayHoldUnneededLogRows: Bool { unneededRows.withLock { $0 } || freedRows.withLock { !$0.isEmpty } }
 
     /// Rows in the shared log table (unneeded ones are deleted as groups take snapshots or rewrite).
     public func logRowCount() throws -> Int {

@@ -16,7 +16,7 @@ final class InProcessCluster {
     var inflight: [(to: NodeID, envelopes: [RaftEnvelope])] = []
     var events: [NodeID: [(ShardID, RoomEvent)]] = [:]
     var snapshotEvery: LogIndex = 10_000
-    var snapshotEveryBytes = 64 << 20
+    var snapshotEveryBytes = 16 << 20
     var historyFlushTicks = 4
     var rewriteAfterRows: Int64 = 131_072
     var logRewriteMaxBytes = 1 << 20

@@ -14,6 +14,23 @@ private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {
     }
 }
 
+/// A quiet group (1) with entries 2...3 and a busy one (2) that appends `busy` one entry per commit, taking a
+/// snapshot every `snapshotEvery` entries; `afterEach` runs after every commit.
+private func quietAndBusy(_ db: NodeDatabase, busy range: ClosedRange<LogIndex>, snapshotEvery: LogIndex,
+                          afterEach: () throws -> Void = {}) throws -> (quiet: DurableGroupLog, busy: DurableGroupLog) {
+    let quiet = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+    try quiet.append(entries(2...3, term: 2))
+    let busy = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
+    try commit(db, quiet, busy)
+    for i in range {
+        try busy.append(entries(i...i, term: 2))
+        if i % snapshotEvery == 0 { try busy.createSnapshot(at: i, confState: nil, data: [UInt8(truncatingIfNeeded: i)]) }
+        try commit(db, quiet, busy)
+        try afterEach()
+    }
+    return (quiet, busy)
+}
+
 /// Every group's log lives in one append-only table (`LogRow`): one row per group per commit.
 @Suite struct SharedLogTableTests {
     @Test func aCommitWritesOneRowPerGroupHoweverManyEntries() throws {
@@ -74,19 +91,11 @@ private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {
     }
 
     @Test func aGroupDeletesItsOwnRowsBehindASnapshotWhateverTheOthersHold() throws {
-        // No deletion of unneeded rows by prefix here, and a quiet group holds the oldest row: the busy group's
-        // rows still go, each in the transaction that writes the snapshot covering it.
+        // A quiet group holds the oldest row, so no deletion by prefix can pass it: the busy group's rows
+        // still go, freed by the snapshots that cover them and deleted by the deferred writes.
         let path = try temporaryDatabasePath()
         let db = try NodeDatabase(path: path)
-        let quiet = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
-        try quiet.append(entries(2...3, term: 2))
-        let busy = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
-        try commit(db, quiet, busy)
-        for i: LogIndex in 2...40 {
-            try busy.append(entries(i...i, term: 2))
-            if i % 10 == 0 { try busy.createSnapshot(at: i, confState: nil, data: [UInt8(i)]) }
-            try commit(db, quiet, busy)
-        }
+        let (_, busy) = try quietAndBusy(db, busy: 2...40, snapshotEvery: 10) { try deleteUnneededRows(db) }
         // Only the quiet group's row: the busy group's last snapshot (40) covers all of its entries.
         #expect(try db.logRowCount() == 1)
         #expect(busy.bytesSinceSnapshot == 0)
@@ -101,6 +110,21 @@ private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {
         #expect(try NodeDatabase(path: path).openGroup(2).entries(from: 41, to: 42, maxBytes: .max) == entries(41...41, term: 2))
     }
 
+    @Test func rowsFreedButNotYetDeletedGoAfterARestart() throws {
+        let path = try temporaryDatabasePath()
+        do {
+            let db = try NodeDatabase(path: path)
+            _ = try quietAndBusy(db, busy: 2...20, snapshotEvery: 20)
+            #expect(try db.logRowCount() == 20)  // freed by the snapshot at 20; the node stops before deleting them
+        }
+        let reopened = try NodeDatabase(path: path)
+        _ = try reopened.openGroup(1)
+        _ = try reopened.openGroup(2)
+        #expect(reopened.mayHoldUnneededLogRows)
+        try deleteUnneededRows(reopened)
+        #expect(try reopened.logRowCount() == 1)
+    }
+
     @Test func manyLiveEntriesAreNotRewritten() throws {
         let db = try NodeDatabase(path: try temporaryDatabasePath())
         let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
@@ -109,7 +133,9 @@ private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {
         #expect(try !log.rewriteLiveEntries(maxBytes: 100))  // ~1.5 KB live: the caller snapshots instead
         #expect(try log.rewriteLiveEntries(maxBytes: 10_000))
         try commit(db, log)
-        #expect(try db.logRowCount() == 1)  // the rewrite made the first row unneeded, and its group deleted it
+        #expect(try db.logRowCount() == 2 && db.mayHoldUnneededLogRows)
+        try deleteUnneededRows(db)
+        #expect(try db.logRowCount() == 1)  // the rewrite made the first row unneeded
         #expect(try NodeDatabase(path: db.path).openGroup(1).entries(from: 2, to: 201, maxBytes: .max) == entries(2...200, term: 2))
     }
 
