@@ -296,9 +296,10 @@ public final class NodeDatabase: Sendable {
         defer { commitTime.record(duration: ContinuousClock.now - start) }
         transactions.withLock { $0 += 1 }
         let relaxed = durable && !batch.needsSync
+        // From the end: which freed rows go first does not matter, and the list can be long.
         let freed: [Int64] = batch.deleteUnneededLogRows == 0 ? [] : freedRows.withLock { rows in
-            let taken = Array(rows.prefix(batch.deleteUnneededLogRows))
-            rows.removeFirst(taken.count)
+            let taken = Array(rows.suffix(batch.deleteUnneededLogRows))
+            rows.removeLast(taken.count)
             return taken
         }
         let deletedAll: Bool?
@@ -312,7 +313,7 @@ public final class NodeDatabase: Sendable {
                 return try written.get()
             }
         } catch {
-            freedRows.withLock { $0.insert(contentsOf: freed, at: 0) }
+            freedRows.withLock { $0 += freed }
             throw error
         }
         let newlyFreed = batch.writes.flatMap(\.write.deadRows)

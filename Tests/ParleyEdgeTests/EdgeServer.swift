@@ -28,7 +28,8 @@ final class EdgeServer: Sendable {
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let running = Task { try await group.run() }
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: on a loaded 2-core machine the whole suite's servers start at once.
+        let deadline = ContinuousClock.now + .seconds(30)
         while bound.value == nil {
             guard ContinuousClock.now < deadline else { throw EdgeTestError.timeout("server did not start") }
             try await Task.sleep(for: .milliseconds(10))
