@@ -92,7 +92,7 @@ public final class NodeDatabase: Sendable {
     }
 
     /// Checkpoints run away from the writer, and the WAL frames they copied (tests).
-    var checkpointCounts: (checkpoints: Int, framesCopied: Int, writerCheckpoints: Int) {
+    var checkpointCounts: (checkpoints: Int, framesCopied: Int) {
         checkpointer.waitUntilIdle()
         return checkpointer.counts
     }

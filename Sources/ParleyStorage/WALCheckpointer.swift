@@ -33,8 +33,6 @@ final class WALCheckpointer: Sendable {
         /// Checkpoints run here and frames they copied (tests and /metrics read them).
         var checkpoints = 0
         var framesCopied = 0
-        /// Checkpoints the writer ran in its commit (the last few frames, or a backstop).
-        var writerCheckpoints = 0
     }
 
     init(path: String, durable: Bool, startFrames: Int, writerFrames: Int) throws {
@@ -103,13 +101,9 @@ final class WALCheckpointer: Sendable {
         return step
     }
 
-    /// The writer's own checkpoint copied the WAL through frame `done`.
+    /// The writer's own checkpoint copied the WAL through frame `done` (not counted as copied here).
     private func writerCopied(done: Int) {
-        state.withLock {
-            $0.framesCopied += max(0, done - $0.backfilled)
-            $0.backfilled = done
-            $0.writerCheckpoints += 1
-        }
+        state.withLock { $0.backfilled = done }
     }
 
     /// Copies what the WAL holds, again while a round leaves frames behind (the writer kept committing),
@@ -133,9 +127,7 @@ final class WALCheckpointer: Sendable {
     }
 
     /// Checkpoints run here and the frames they copied so far.
-    var counts: (checkpoints: Int, framesCopied: Int, writerCheckpoints: Int) {
-        state.withLock { ($0.checkpoints, $0.framesCopied, $0.writerCheckpoints) }
-    }
+    var counts: (checkpoints: Int, framesCopied: Int) { state.withLock { ($0.checkpoints, $0.framesCopied) } }
 
     /// Waits for a queued or running checkpoint to finish (tests).
     func waitUntilIdle() {
