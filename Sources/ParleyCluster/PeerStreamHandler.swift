@@ -37,6 +37,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
         var maxFrameBytes: Int
         var onRaft: @Sendable (NodeID, [RaftEnvelope]) -> Void
         var onRequest: @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>
+        var answers: PendingAnswers
     }
 
     private enum Mode { case awaitingHeaders, raft(NodeID), rpcStream(NodeID), rpc(NodeID, String), finished }
@@ -152,15 +153,15 @@ final class PeerStreamHandler: ChannelInboundHandler {
         }
     }
 
-    /// Answers that completed during this loop tick leave together in one DATA frame (a Raft commit answers
-    /// hundreds of forwarded commands at once).
+    /// Answers that completed during this loop task leave together in one DATA frame (a Raft commit answers
+    /// hundreds of forwarded commands at once), written when `PendingAnswers` says.
     private var answersOut: ByteBuffer?
 
     private func queueAnswer(_ context: ChannelHandlerContext, id: UInt64, _ response: PeerResponse) {
         if answersOut == nil {
             answersOut = ByteBuffer()
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            context.eventLoop.execute {
+            settings.answers.add(on: context.eventLoop) {
                 let (handler, context) = bound.value
                 guard let out = handler.answersOut else { return }
                 handler.answersOut = nil

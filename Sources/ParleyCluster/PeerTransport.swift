@@ -53,6 +53,7 @@ public final class PeerTransport: Sendable {
     private let server: Channel
     private let links: NIOLockedValueBox<[NodeID: PeerLink]> = NIOLockedValueBox([:])
     private let onPeerDown: @Sendable (NodeID) -> Void
+    private let answers = PendingAnswers()
     private let metrics: any MetricsFactory
     /// The links' TLS context (nil: cleartext).
     private let clientTLS: NIOSSLContext?
@@ -73,7 +74,7 @@ public final class PeerTransport: Sendable {
         self.group = group
         auth = PeerAuth(secret: config.secret)
         let settings = PeerStreamHandler.Settings(auth: VerifiedPeerTokens(auth: auth), maxFrameBytes: config.maxFrameBytes,
-                                                  onRaft: onRaft, onRequest: onRequest)
+                                                  onRaft: onRaft, onRequest: onRequest, answers: answers)
         let tls = try config.tls?.contexts()
         clientTLS = tls?.client
         server = try await ServerBootstrap(group: group)
@@ -118,6 +119,12 @@ public final class PeerTransport: Sendable {
     }
 
     public static let droppedMetric = "parley_transport_dropped_batches_total"
+
+    /// Writes the RPC answers completed so far on `loop` now, rather than after the task running there
+    /// (the ready loop calls it before it syncs). Call on `loop`.
+    public func flushAnswers(on loop: EventLoop) {
+        answers.flush(on: loop)
+    }
 
     /// Sends one Raft batch to a peer (queued while it is unreachable).
     public func send(to peer: NodeID, _ batch: [RaftEnvelope]) {

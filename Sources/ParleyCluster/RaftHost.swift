@@ -110,8 +110,15 @@ public final class RaftHost {
     private let meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
     private let groups: [HostedGroup]
+    /// Each group's position in `groups`.
+    private let groupIndex: [GroupID: Int]
+    /// The groups the next ready cycle looks at.
+    private var due: DueGroups
     private var nextSequence: UInt64 = 0
     private let send: (NodeID, [RaftEnvelope]) -> Void
+    /// Runs when a cycle's answers are computed and its write is about to be synced: what waits to be sent
+    /// to proposers leaves now, not after the sync (the driver writes out the RPC answers).
+    public var beforeSync: () -> Void = {}
     private let metrics: RaftMetrics
     /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
     /// counted against it).
@@ -192,6 +199,9 @@ public final class RaftHost {
         }
         shardOrder = order
         groups = all
+        groupIndex = Dictionary(uniqueKeysWithValues: all.enumerated().map { ($1.group, $0) })
+        due = DueGroups(count: all.count)
+        due.markAll()
         knownLeaders = all.map { $0.raft.softState.leader }
         let proposals = self.metrics.proposals
         for g in all { g.onProposed = { proposals.increment() } }
@@ -283,6 +293,7 @@ public final class RaftHost {
     /// Advances every group's logical clock by one tick (elections, heartbeats, quiescence).
     public func tick() {
         for g in groups { g.tick() }
+        due.markAll()
         ticksSinceHistoryFlush += 1
         carriedDue = !carried.writes.isEmpty
     }
@@ -291,20 +302,18 @@ public final class RaftHost {
     /// are dropped (the sender's placement is stale).
     public func receive(_ envelopes: [RaftEnvelope]) {
         for envelope in envelopes {
+            guard let i = groupIndex[envelope.group] else { continue }
             // A message from an unknown peer or a stale term is dropped by the group itself.
-            try? hostedGroup(envelope.group)?.raft.step(envelope.message)
+            try? groups[i].raft.step(envelope.message)
+            due.mark(i)
         }
-    }
-
-    private func hostedGroup(_ group: GroupID) -> HostedGroup? {
-        if group == ShardMap.metaGroup { return meta }
-        return config.shardMap.shard(ofGroup: group).flatMap { replicas[$0] }
     }
 
     /// The connection to `peer` broke: every group is told, so quiet followers of a dead leader wake up and
     /// leaders probe the peer afresh.
     public func peerUnreachable(_ peer: NodeID) {
         for g in groups { g.raft.reportUnreachable(peer) }
+        due.markAll()
     }
 
     private func nextProposalID() -> ProposalID {
@@ -326,6 +335,7 @@ public final class RaftHost {
         guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
         let metrics = self.metrics
         let kind = command.metricKind
+        due.mark(groupIndex[replica.group]!)
         replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp) { result in
             // Counted where the proposal was made (the leader), so each command counts once in the cluster.
             if case .success(let outcome) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
@@ -337,6 +347,7 @@ public final class RaftHost {
     public func proposeMeta(_ command: MetaCommand, timestamp: Int64,
                             completion: @escaping (Result<MetaOutcome, ClusterError>) -> Void) {
         guard let meta else { return completion(.failure(.metaNotHere)) }
+        due.mark(groupIndex[meta.group]!)
         meta.propose(command, id: nextProposalID(), actor: .appServer, timestamp: timestamp, completion: completion)
     }
 
@@ -347,11 +358,13 @@ public final class RaftHost {
     public func processReady() throws -> Int {
         var batch = StorageBatch()
         var readies: [(HostedGroup, Ready)] = []
-        for (i, g) in groups.enumerated() {
+        for i in due.take() {
+            let g = groups[i]
             guard let rd = try g.collectReady(into: &batch) else {
                 g.log.stage(into: &batch)  // a quiet group's log may be due for a rewrite
                 continue
             }
+            due.mark(i)  // the next cycle looks again: applying and advancing may leave more, or a snapshot to write
             readies.append((g, rd))
             if let soft = rd.softState { observe(soft, group: i) }
             if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }
@@ -389,7 +402,10 @@ public final class RaftHost {
         // first — the commit index is volatile state, relearned from the leader — so it is written after
         // the cycle's answers, out of their way — or, when it only moves commit indexes, with the next write.
         let writeFirst = batch.needsSync
-        if writeFirst { try commit(batch) }
+        if writeFirst {
+            beforeSync()
+            try commit(batch)
+        }
         for node in late.keys.sorted() { send(node, late[node]!) }
 
         // A snapshot waits for the history rows written before it (see above): one by bytes waits until
@@ -412,7 +428,7 @@ public final class RaftHost {
     private func relieveOldestLogPin() throws {
         let quiet = groups.filter { $0.log.bytesSinceSnapshot <= config.logRewriteMaxBytes && $0.log.pinsOldRows }
         guard let g = quiet.min(by: { $0.log.oldestNeededRow < $1.log.oldestNeededRow }) else { return }
-        _ = try g.log.rewriteLiveEntries(maxBytes: config.logRewriteMaxBytes)
+        if try g.log.rewriteLiveEntries(maxBytes: config.logRewriteMaxBytes) { due.mark(groupIndex[g.group]!) }
     }
 
     private func observe(_ soft: SoftState, group i: Int) {

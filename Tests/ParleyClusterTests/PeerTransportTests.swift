@@ -91,6 +91,43 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         try await group.shutdownGracefully()
     }
 
+    /// The ready loop answers commands, then syncs its write on the same loop; `flushAnswers` sends the
+    /// answers before that pause (without it they leave after it, which the control run shows).
+    @Test("DESIGN: RPC answers computed before a loop's fsync leave before it")
+    func answersLeaveBeforeTheLoopPauses() async throws {
+        for flushFirst in [true, false] {
+            let serverGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let held = NIOLockedValueBox<EventLoopPromise<PeerResponse>?>(nil)
+            let server = try await PeerTransport(
+                config: PeerTransport.Config(nodeID: 2, port: 0, secret: "s3cret"), group: serverGroup,
+                onRaft: { _, _ in }, onRequest: { _, loop in
+                    let promise = loop.makePromise(of: PeerResponse.self)
+                    held.withLockedValue { $0 = promise }
+                    return promise.futureResult
+                })
+            let client = try await makeTransport(1, inbox: Inbox(), group: clientGroup)
+            await client.setPeers([2: ("127.0.0.1", server.port)])
+            let answer = client.call(2, path: "/rpc/v1/held", body: [])
+            while held.withLockedValue({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+            let answered = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+            answer.whenSuccess { _ in answered.withLockedValue { $0 = .now } }
+            let loop = serverGroup.next()
+            let pauseEnded = try await loop.submit {
+                held.withLockedValue { $0 }!.succeed(PeerResponse(status: 200, body: [1]))
+                if flushFirst { server.flushAnswers(on: loop) }
+                Thread.sleep(forTimeInterval: 0.3)  // the cycle's fsync
+                return ContinuousClock.now
+            }.get()
+            #expect(try await answer.get().body == [1])
+            let at = try #require(answered.withLockedValue { $0 })
+            #expect((at < pauseEnded) == flushFirst, "flushFirst \(flushFirst)")
+            await client.shutdown(); await server.shutdown()
+            try await serverGroup.shutdownGracefully()
+            try await clientGroup.shutdownGracefully()
+        }
+    }
+
     @Test func aPeerWithTheWrongSecretIsRefused() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let inB = Inbox(), inC = Inbox()

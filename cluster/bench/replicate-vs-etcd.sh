@@ -25,6 +25,11 @@ work=$(mktemp -d)
 cleanup() { pkill -f "etcd --name pb-e" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
+echo "measuring the machine's floor (loopback hop, fdatasync)…" >&2
+cc -O2 -o "$work/floor" cluster/bench/floor/floor.c
+floor=$("$work/floor" "$work")
+echo "$floor" >&2
+
 echo "building the etcd load generator (Debian's etcd client sources)…" >&2
 GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$work/gocache" go build -o "$work/etcd-put" cluster/bench/etcd-put/main.go
 if [ -z "$PARLEY_BIN" ]; then
@@ -74,9 +79,10 @@ echo "parley runs…" >&2
 "$PARLEY_BIN" bench replicate --concurrency "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" \
   --size "$SIZE" --json | grep '^{' | tee -a "$work/results.jsonl" >&2
 
-python3 - "$work/results.jsonl" "$SIZE" <<'PY'
+python3 - "$work/results.jsonl" "$SIZE" "$floor" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+floor = json.loads(sys.argv[3])
 def med(system, clients, key):
     vals = [r[key] for r in rows if r["system"] == system and r["clients"] == clients]
     return statistics.median(vals) if vals else float("nan")
@@ -87,4 +93,15 @@ for c in sorted({r["clients"] for r in rows}):
     print(f"| {c} | {p:,.0f} | {e:,.0f} | {p / e:.2f}× | {med('parley', c, 'p50ms'):.2f} / {med('parley', c, 'p99ms'):.2f} "
           f"| {med('etcd', c, 'p50ms'):.2f} / {med('etcd', c, 'p99ms'):.2f} "
           f"| {med('parley', c, 'cpuUsPerOp'):.0f} / {med('etcd', c, 'cpuUsPerOp'):.0f} |")
+# One client, one command in flight: a Raft command needs one sync (the leader's and the followers' at once)
+# and 4 one-way hops when the client reached the leader (client, follower, back, client), 6 when it reached a
+# follower (which forwards, and hears of the commit from the leader). Clients reach the leader one time in
+# three. The floor leaves out all computing: no leader-based system (Raft, as both are) answers one client faster here.
+e1 = med("etcd", 1, "opsPerSecond")
+if e1 == e1:
+    hop, s1, s3 = floor["hopUs"], floor["syncUs"], floor["sync3Us"]
+    def ceiling(sync): return 1e6 / ((4 * hop + sync) / 3 + 2 * (6 * hop + sync) / 3)
+    print(f"\nMachine floor: one-way loopback hop {hop:.0f} µs, fdatasync {s1:.0f} µs alone / {s3:.0f} µs three at once. "
+          f"At one client no leader-based system here can exceed {ceiling(s3):,.0f} ops/s ({ceiling(s3) / e1:.2f}× etcd), "
+          f"or {ceiling(s1):,.0f} ({ceiling(s1) / e1:.2f}×) were the three syncs not to slow each other.")
 PY
