@@ -50,6 +50,43 @@ func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
         #expect(try NodeDatabase(path: try temporaryDatabasePath(), durable: false).synchronousSetting() == 0)
     }
 
+    @Test("DESIGN: a durable database's WAL has its blocks before the first commit, and a crash image opens intact")
+    func theWALSpaceIsReservedAndACrashImageReadsBack() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let reserved = 32 + NodeDatabase.checkpointPages * 3 / 2 * (4096 + 24)
+        func walSize(_ p: String) throws -> Int { try FileManager.default.attributesOfItem(atPath: p + "-wal")[.size] as! Int }
+        #expect(try walSize(path) == reserved)
+        let scratchPath = try temporaryDatabasePath()
+        let scratch = try NodeDatabase(path: scratchPath, durable: false)  // tests' databases: no reservation
+        #expect(try walSize(scratchPath) < reserved)
+        withExtendedLifetime(scratch) {}
+        let log = try db.createGroup(7, bootstrap: ConfState(voters: [1, 2, 3]))
+        try log.append(entries(2...40, term: 2))
+        log.setHardState(HardState(term: 2, vote: 3, commit: 30))
+        try commit(db, log)
+        #expect(try walSize(path) == reserved)  // written over the zeros, not past them
+        // The files as a crash leaves them (the WAL not checkpointed, zeros after its last frame).
+        let image = try temporaryDatabasePath()
+        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: image + suffix) }
+        let reopened = try NodeDatabase(path: image).openGroup(7)
+        #expect(try reopened.entries(from: 2, to: 41, maxBytes: .max) == entries(2...40, term: 2))
+        #expect(reopened.hardState == HardState(term: 2, vote: 3, commit: 30))
+    }
+
+    @Test func reservingWALSpaceKeepsWhatTheFileHoldsAndNeverShortensIt() throws {
+        let wal = try temporaryDatabasePath() + "-wal"
+        try NodeDatabase.reserveWALSpace(path: wal, bytes: 100)  // no file yet: SQLite makes it
+        #expect(!FileManager.default.fileExists(atPath: wal))
+        try Data("frames".utf8).write(to: URL(fileURLWithPath: wal))
+        try NodeDatabase.reserveWALSpace(path: wal, bytes: (1 << 20) + 10)
+        let data = try Data(contentsOf: URL(fileURLWithPath: wal))
+        #expect(data.count == (1 << 20) + 10)
+        #expect(data.prefix(6) == Data("frames".utf8) && data.dropFirst(6).allSatisfy { $0 == 0 })
+        try NodeDatabase.reserveWALSpace(path: wal, bytes: 50)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: wal)).count == (1 << 20) + 10)
+    }
+
     @Test func onlyEntriesSnapshotsCompactionsAndNewTermsOrVotesNeedASync() throws {
         let path = try temporaryDatabasePath()
         let db = try NodeDatabase(path: path)
