@@ -4,8 +4,8 @@ import NIOCore
 /// RPC answers waiting to leave, per event loop. An RPC stream gathers the answers completed during one
 /// loop task into one DATA frame and writes it in a task of its own; that task used to run only after the
 /// whole ready cycle, behind the cycle's fsync, although the answers were computed before it (entries that
-/// were on disk before the cycle). The ready loop now writes them out just before it syncs
-/// (`RaftHost.beforeSync`), and the task remains for answers completed at any other time.
+/// were on disk before the cycle). The ready loop now writes them out as soon as it has them, before its sync
+/// and its acknowledgements (`RaftHost.answered`); the task remains for answers completed at any other time.
 final class PendingAnswers: Sendable {
     /// The streams with answers waiting on one loop, and whether a task to write them is queued.
     private final class OnLoop {

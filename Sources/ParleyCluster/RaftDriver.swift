@@ -32,7 +32,7 @@ public final class RaftDriver: @unchecked Sendable {
         self.transport = transport
         self.tickInterval = tickInterval
         host = try makeHost({ peer, batch in transport.send(to: peer, batch) }, publish)
-        host.beforeSync = { transport.flushAnswers(on: loop) }
+        host.answered = { transport.flushAnswers(on: loop) }
     }
 
     public var nodeID: NodeID { host.config.nodeID }

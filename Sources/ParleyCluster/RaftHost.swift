@@ -116,9 +116,10 @@ public final class RaftHost {
     private var due: DueGroups
     private var nextSequence: UInt64 = 0
     private let send: (NodeID, [RaftEnvelope]) -> Void
-    /// Runs when a cycle's answers are computed and its write is about to be synced: what waits to be sent
-    /// to proposers leaves now, not after the sync (the driver writes out the RPC answers).
-    public var beforeSync: () -> Void = {}
+    /// Runs when a cycle has answered the entries that were durable before it, ahead of its write and its
+    /// acknowledgements: what waits to be sent to proposers leaves now, not after the sync (the driver writes
+    /// out the RPC answers).
+    public var answered: () -> Void = {}
     private let metrics: RaftMetrics
     /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
     /// counted against it).
@@ -397,15 +398,13 @@ public final class RaftHost {
         // Committed entries this node already held on disk apply and answer now, not after this cycle's
         // sync: that write is for newer entries, and waiting for it added an fsync to every answer.
         for (g, rd) in readies { g.applyDurableCommitted(rd) }
+        answered()
         // Entries, a snapshot, a new term or vote: durable before anything below is sent or answered. A batch
         // with none of them (commit indexes, a quiet group's `log_from`) holds nothing Raft needs on disk
         // first — the commit index is volatile state, relearned from the leader — so it is written after
         // the cycle's answers, out of their way — or, when it only moves commit indexes, with the next write.
         let writeFirst = batch.needsSync
-        if writeFirst {
-            beforeSync()
-            try commit(batch)
-        }
+        if writeFirst { try commit(batch) }
         for node in late.keys.sorted() { send(node, late[node]!) }
 
         // A snapshot waits for the history rows written before it (see above): one by bytes waits until
