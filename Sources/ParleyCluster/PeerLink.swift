@@ -7,7 +7,10 @@ import NIOSSL
 import ParleyRaft
 
 /// The connection from this node to one peer: one HTTP/2 connection (cleartext, prior knowledge) carrying
-/// a long-lived Raft stream and any number of RPC streams. Reconnects with backoff; while the peer is
+/// a long-lived Raft stream and any number of RPC streams. Connects as soon as it is made and stays connected,
+/// so a peer's health shows whether or not this node has had anything to send it (a link used to connect
+/// only when it first had something to send, and between two followers of the same leaders it never did).
+/// Reconnects with backoff; while the peer is
 /// unreachable, Raft batches wait in a bounded queue and the oldest are dropped first (Raft retransmits;
 /// client data never travels on this queue).
 ///
@@ -61,6 +64,11 @@ final class PeerLink: @unchecked Sendable {
         self.settings = settings
         address = (host, port)
         backoff = settings.backoff.initial
+    }
+
+    /// Connects now rather than at the first batch or call.
+    func start() {
+        loop.execute { self.connectIfNeeded() }
     }
 
     /// Queues one batch for the peer; sent at once when the Raft stream is up.
@@ -282,7 +290,7 @@ final class PeerLink: @unchecked Sendable {
         guard !closed else { return }
         let delay = backoff
         backoff = min(backoff * 2, settings.backoff.max)
-        loop.scheduleTask(in: delay) { if !self.queue.isEmpty { self.connectIfNeeded() } }
+        loop.scheduleTask(in: delay) { self.connectIfNeeded() }
     }
 
     /// Points the link at a new address (the peer moved); the next connection uses it.

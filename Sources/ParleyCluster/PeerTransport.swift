@@ -103,13 +103,15 @@ public final class PeerTransport: Sendable {
                 if let link = links[id] {
                     link.update(host: address.host, port: address.port)
                 } else {
-                    links[id] = PeerLink(peer: id, host: address.host, port: address.port, loop: group.next(),
+                    let link = PeerLink(peer: id, host: address.host, port: address.port, loop: group.next(),
                                          settings: .init(nodeID: config.nodeID, auth: auth, tls: clientTLS,
                                                          queueLimitBytes: config.queueLimitBytes,
                                                          maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown,
                                                          droppedMetric: Counter(label: Self.droppedMetric,
                                                                                 dimensions: [("peer", "\(id)")],
                                                                                 factory: metrics)))
+                    links[id] = link
+                    link.start()
                 }
             }
             let gone = links.keys.filter { peers[$0] == nil }

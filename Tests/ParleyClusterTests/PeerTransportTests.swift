@@ -128,6 +128,29 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         }
     }
 
+    /// A peer's health shows on /status whether or not this node has had anything to send it; a link
+    /// to a peer that is down keeps trying, and connects once the peer is up.
+    @Test func linksConnectBeforeAnythingIsSentAndKeepTrying() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let a = try await makeTransport(1, inbox: Inbox(), group: group)
+        let b = try await makeTransport(2, inbox: Inbox(), group: group)
+        let probe = try await makeTransport(9, inbox: Inbox(), group: group)  // a free port, left closed
+        let port = probe.port
+        await probe.shutdown()
+        await a.setPeers([2: ("127.0.0.1", b.port), 3: ("127.0.0.1", port)])
+        func connected() async -> [NodeID: Bool] {
+            Dictionary(uniqueKeysWithValues: await a.linkStatus().map { ($0.peer, $0.connected) })
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while await connected()[2] != true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(await connected() == [2: true, 3: false])  // nothing was sent to either
+        let c = try await makeTransport(3, port: port, inbox: Inbox(), group: group)  // node 3 comes up
+        while await connected()[3] != true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(await connected() == [2: true, 3: true])
+        await a.shutdown(); await b.shutdown(); await c.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     @Test func aPeerWithTheWrongSecretIsRefused() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let inB = Inbox(), inC = Inbox()

@@ -31,7 +31,7 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
         try await cluster.eventually("every replica to hold the room") {
             await cluster.statuses().values.allSatisfy { $0.shards.reduce(0) { $0 + $1.rooms } == 1 }
         }
-        // A link connects when it first has something to send: on a loaded machine one may still be
+        // Links connect as soon as the nodes know each other; on a loaded machine one may still be
         // connecting when the room is everywhere.
         try await cluster.eventually("every node to be connected to every peer") {
             for id in cluster.ids {
