@@ -123,7 +123,7 @@ public final class PeerTransport: Sendable {
     public static let droppedMetric = "parley_transport_dropped_batches_total"
 
     /// Writes the RPC answers completed so far on `loop` now, rather than after the task running there
-    /// (the ready loop calls it before it syncs). Call on `loop`.
+    /// (the ready loop calls it once a cycle has its answers, before the cycle's sync). Call on `loop`.
     public func flushAnswers(on loop: EventLoop) {
         answers.flush(on: loop)
     }
