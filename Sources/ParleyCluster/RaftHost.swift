@@ -419,13 +419,18 @@ public final class RaftHost {
         return readies.count
     }
 
-    /// Of the quiet groups (few live bytes) that hold back old log rows, the one holding back the most
-    /// writes its live entries again (staged with its next write), so the rows below it can go. One group at
-    /// a time: a rewrite is a pause of this loop. A busy group frees its rows itself when it snapshots (every
-    /// `snapshotEveryBytes`); it used to be made to snapshot here, and those snapshots, one after another
-    /// once the table was full, more than halved the throughput of a long run at 1000 clients.
+    /// Of the quiet groups (none of the newest rows, few live bytes) that hold back old log rows, the one
+    /// holding back the most writes its live entries again (staged with its next write), so the rows below it
+    /// can go. One group at a time: a rewrite is a pause of this loop. A busy group frees its rows itself when
+    /// it snapshots (every `snapshotEveryBytes`); it used to be made to snapshot here, and those snapshots,
+    /// one after another once the table was full, more than halved the throughput of a long run at 1000
+    /// clients. Busy groups with under `logRewriteMaxBytes` of log were rewritten until session 9: all of
+    /// them, one after another, ever larger copies that freed nothing, once the table held `rewriteAfterRows`
+    /// rows — a third more CPU per command from the second minute of a run at 64 clients.
     private func relieveOldestLogPin() throws {
-        let quiet = groups.filter { $0.log.bytesSinceSnapshot <= config.logRewriteMaxBytes && $0.log.pinsOldRows }
+        let quiet = groups.filter {
+            $0.log.isQuiet && $0.log.bytesSinceSnapshot <= config.logRewriteMaxBytes && $0.log.pinsOldRows
+        }
         guard let g = quiet.min(by: { $0.log.oldestNeededRow < $1.log.oldestNeededRow }) else { return }
         if try g.log.rewriteLiveEntries(maxBytes: config.logRewriteMaxBytes) { due.mark(groupIndex[g.group]!) }
     }

@@ -146,6 +146,11 @@ public final class DurableGroupLog: RaftStorage {
     /// Whether this group keeps rows `rewriteAfterRows` or more rows old from being deleted.
     public var pinsOldRows: Bool { sequence.upcoming - oldestNeededRow >= rewriteAfterRows }
 
+    /// Whether this group wrote none of the newest `rewriteAfterRows` rows. A group that writes all the time
+    /// needs its rows until it snapshots, and copying them frees nothing: all the others, started with it,
+    /// pin rows as old.
+    public var isQuiet: Bool { sequence.upcoming - (rows.last?.seq ?? logFrom) >= rewriteAfterRows }
+
     /// Stages this group's live entries (those after its snapshot) as one new row, so none of its older rows
     /// is needed — unless they come to more than `maxBytes`, when copying them would stall the cycle and a
     /// snapshot is the cheaper way. Returns whether it staged the rewrite.

@@ -125,6 +125,22 @@ private func quietAndBusy(_ db: NodeDatabase, busy range: ClosedRange<LogIndex>,
         #expect(try reopened.logRowCount() == 1)
     }
 
+    @Test("DESIGN: a group that keeps writing is never quiet, however old its rows; copying them would free nothing")
+    func aGroupThatKeepsWritingIsNotQuiet() throws {
+        let db = try NodeDatabase(path: try temporaryDatabasePath(), rewriteAfterRows: 8)
+        let busy = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        let quiet = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
+        try quiet.append(entries(2...4, term: 2))
+        try commit(db, busy, quiet)
+        for i: LogIndex in 2...30 {
+            try busy.append(entries(i...i, term: 2))
+            try commit(db, busy, quiet)
+        }
+        // Both need rows more than 8 rows old; only the one that wrote none of the newest is worth a rewrite.
+        #expect(busy.pinsOldRows && quiet.pinsOldRows)
+        #expect(!busy.isQuiet && quiet.isQuiet)
+    }
+
     @Test func manyLiveEntriesAreNotRewritten() throws {
         let db = try NodeDatabase(path: try temporaryDatabasePath())
         let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
