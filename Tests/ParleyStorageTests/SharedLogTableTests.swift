@@ -32,6 +32,16 @@ private func quietAndBusy(_ db: NodeDatabase, busy range: ClosedRange<LogIndex>,
 }
 
 /// Every group's log lives in one append-only table (`LogRow`): one row per group per commit.
+/// Group 1 (to be kept busy by the test) and group 2, which holds entries 2...4 and writes nothing more;
+/// both committed once.
+private func busyAndQuietGroups(_ db: NodeDatabase) throws -> (busy: DurableGroupLog, quiet: DurableGroupLog) {
+    let busy = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+    let quiet = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
+    try quiet.append(entries(2...4, term: 2))
+    try commit(db, busy, quiet)
+    return (busy, quiet)
+}
+
 @Suite struct SharedLogTableTests {
     @Test func aCommitWritesOneRowPerGroupHoweverManyEntries() throws {
         let db = try NodeDatabase(path: try temporaryDatabasePath())
@@ -64,10 +74,7 @@ private func quietAndBusy(_ db: NodeDatabase, busy range: ClosedRange<LogIndex>,
     @Test func rowsNoGroupNeedsAreDeletedAndAQuietGroupIsRewrittenRatherThanPinningThem() throws {
         let path = try temporaryDatabasePath()
         let db = try NodeDatabase(path: path, rewriteAfterRows: 8)
-        let busy = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
-        let quiet = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
-        try quiet.append(entries(2...4, term: 2))
-        try commit(db, busy, quiet)
+        let (busy, quiet) = try busyAndQuietGroups(db)
         for i: LogIndex in 2...65 {
             try busy.append(entries(i...i, term: 2))
             if i % 10 == 0 {
@@ -128,10 +135,7 @@ private func quietAndBusy(_ db: NodeDatabase, busy range: ClosedRange<LogIndex>,
     @Test("DESIGN: a group that keeps writing is never quiet, however old its rows; copying them would free nothing")
     func aGroupThatKeepsWritingIsNotQuiet() throws {
         let db = try NodeDatabase(path: try temporaryDatabasePath(), rewriteAfterRows: 8)
-        let busy = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
-        let quiet = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
-        try quiet.append(entries(2...4, term: 2))
-        try commit(db, busy, quiet)
+        let (busy, quiet) = try busyAndQuietGroups(db)
         for i: LogIndex in 2...30 {
             try busy.append(entries(i...i, term: 2))
             try commit(db, busy, quiet)
