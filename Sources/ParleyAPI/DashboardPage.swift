@@ -1,6 +1,7 @@
 /// The `/dashboard` page: one self-contained HTML document (inline CSS and JS, no external assets, so it
 /// works on a cluster with no internet access) that polls `/status/cluster` every 1.5 s and renders a
-/// table of nodes and a table of shards. Rows carry `data-node` / `data-shard` / `data-leader` attributes
+/// table of nodes, one of peer links and one of shards. Rows carry `data-node` / `data-link` /
+/// `data-connected` / `data-shard` / `data-leader` attributes
 /// so tests (and scripts) can read the rendered DOM.
 enum DashboardPage {
     static let html = #"""
@@ -30,6 +31,12 @@ enum DashboardPage {
 <table id="nodes">
   <thead><tr><th>node</th><th>http</th><th>state</th><th>healthy</th><th>version</th><th>uptime s</th>
   <th>shards</th><th>leading</th><th>peers up</th><th>dropped</th><th>error</th></tr></thead>
+  <tbody></tbody>
+</table>
+<h2>Peer links</h2>
+<table id="links">
+  <thead><tr><th>from</th><th>to</th><th>up</th><th>last connected</th><th>failures</th><th>last error</th>
+  <th>error age</th></tr></thead>
   <tbody></tbody>
 </table>
 <h2>Shards</h2>
@@ -66,6 +73,33 @@ function renderNodes(report) {
     cell(tr, s ? s.peers.filter(p => p.connected).length + "/" + s.peers.length : "");
     cell(tr, s ? s.peers.reduce((a, p) => a + p.droppedBatches, 0) : "");
     cell(tr, n.error || "", "text");
+    body.appendChild(tr);
+  }
+}
+// One row per link (node → peer) as the sending node reports it, broken links first, so a node that
+// cannot reach a peer shows with the reason.
+function renderLinks(report) {
+  const rows = [];
+  for (const n of report.nodes) {
+    if (!n.status) continue;
+    for (const p of n.status.peers) rows.push({ from: n.id, p: p });
+  }
+  rows.sort((a, b) => (a.p.connected - b.p.connected) || (a.from - b.from) || (a.p.id - b.p.id));
+  const body = document.querySelector("#links tbody");
+  body.textContent = "";
+  const ago = s => (s === undefined || s === null) ? "never" : (s === 0 ? "now" : s.toFixed(1) + " s ago");
+  for (const { from, p } of rows) {
+    const tr = document.createElement("tr");
+    tr.dataset.link = from + "-" + p.id;
+    tr.dataset.connected = p.connected;
+    if (!p.connected) tr.className = "down";
+    cell(tr, from);
+    cell(tr, p.id + " " + p.address, "text");
+    cell(tr, p.connected ? "yes" : "no", "text");
+    cell(tr, ago(p.lastConnectedSecondsAgo), "text");
+    cell(tr, p.connectFailures);
+    cell(tr, p.lastError || "", "text");
+    cell(tr, p.lastError ? ago(p.lastErrorSecondsAgo) : "", "text");
     body.appendChild(tr);
   }
 }
@@ -111,6 +145,7 @@ async function refresh() {
     if (!answer.ok) throw new Error("HTTP " + answer.status);
     const report = await answer.json();
     renderNodes(report);
+    renderLinks(report);
     renderShards(report);
     stamp.textContent = "updated " + new Date().toLocaleTimeString() + " by node " + report.gatheredBy;
   } catch (e) {

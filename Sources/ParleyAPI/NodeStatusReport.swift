@@ -3,16 +3,30 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     public struct Peer: Codable, Sendable, Equatable {
         public var id: UInt64
         public var address: String
+        /// Connected, with the peer's acceptance of this node's Raft stream.
         public var connected: Bool
         public var queuedBatches: Int
         public var droppedBatches: Int
+        /// Failed connection attempts and refused streams since this node started.
+        public var connectFailures: Int
+        /// Why the link last failed or dropped (absent if it never did), and how long ago.
+        public var lastError: String?
+        public var lastErrorSecondsAgo: Double?
+        /// 0 while connected; seconds since the link was last connected; absent if it never was.
+        public var lastConnectedSecondsAgo: Double?
 
-        public init(id: UInt64, address: String, connected: Bool, queuedBatches: Int, droppedBatches: Int) {
+        public init(id: UInt64, address: String, connected: Bool, queuedBatches: Int, droppedBatches: Int,
+                    connectFailures: Int = 0, lastError: String? = nil, lastErrorSecondsAgo: Double? = nil,
+                    lastConnectedSecondsAgo: Double? = nil) {
             self.id = id
             self.address = address
             self.connected = connected
             self.queuedBatches = queuedBatches
             self.droppedBatches = droppedBatches
+            self.connectFailures = connectFailures
+            self.lastError = lastError
+            self.lastErrorSecondsAgo = lastErrorSecondsAgo
+            self.lastConnectedSecondsAgo = lastConnectedSecondsAgo
         }
     }
 
@@ -124,6 +138,17 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         self.edge = edge
     }
 
-    /// Every hosted shard knows a leader.
-    public var ready: Bool { !shards.isEmpty && shards.allSatisfy { $0.leader != 0 } }
+    /// Ready for traffic: the node is registered in the meta group it can reach, and every hosted shard
+    /// knows a leader.
+    public var ready: Bool { notReadyBecause == nil }
+
+    /// Why the node is not ready (nil when it is), for `/readyz`.
+    public var notReadyBecause: String? {
+        guard let meta else { return "no meta replica can be reached" }
+        guard meta.nodes.contains(where: { $0.id == node }) else { return "not registered in the meta group yet" }
+        guard !shards.isEmpty else { return "no shard replicas yet" }
+        let leaderless = shards.filter { $0.leader == 0 }.count
+        guard leaderless == 0 else { return "\(leaderless) of \(shards.count) shards have no leader" }
+        return nil
+    }
 }

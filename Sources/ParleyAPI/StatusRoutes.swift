@@ -26,8 +26,8 @@ public struct ShardPlacementReport: Codable, Sendable, Equatable {
     }
 }
 
-/// `GET /status` (JSON), `GET /healthz` (the process answers) and `GET /readyz` (every hosted shard
-/// knows its leader; 503 until then).
+/// `GET /status` (JSON), `GET /healthz` (the process answers) and `GET /readyz` (the node is registered in
+/// the meta group and every hosted shard knows its leader; 503 with the reason until then).
 public enum StatusRoutes {
     public static func add<Context: RequestContext>(to router: Router<Context>, source: some StatusSource) {
         router.get("/status") { request, _ -> Response in
@@ -54,9 +54,10 @@ public enum StatusRoutes {
             Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
         router.get("/readyz") { _, _ -> Response in
-            let ready = await source.statusReport(withDigests: false).ready
-            return Response(status: ready ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain"],
-                            body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready: a shard has no leader\n")))
+            if let why = await source.statusReport(withDigests: false).notReadyBecause {
+                return plain(.serviceUnavailable, "not ready: \(why)\n")
+            }
+            return plain(.ok, "ready\n")
         }
     }
 

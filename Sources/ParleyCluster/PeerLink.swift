@@ -1,3 +1,4 @@
+import Logging
 import Metrics
 import NIOCore
 import NIOHPACK
@@ -28,6 +29,10 @@ final class PeerLink: @unchecked Sendable {
         var onDown: @Sendable (NodeID) -> Void = { _ in }
         /// `parley_transport_dropped_batches_total{peer}`: counts what `dropped` counts, for /metrics.
         var droppedMetric: Counter
+        /// `parley_transport_connect_failures_total{peer}`: failed connection attempts and refused streams.
+        var failureMetric: Counter
+        /// Where a link says that it cannot reach its peer (rate-limited, see `PeerLinkHealth`).
+        var logger: Logger
     }
 
     let peer: NodeID
@@ -50,6 +55,9 @@ final class PeerLink: @unchecked Sendable {
     private var callsOut: (stream: Channel, bytes: ByteBuffer)?
     private var raftStream: Channel?
     private var connecting = false
+    /// A retry is scheduled: until it runs, sends and calls wait for it rather than dial themselves (a
+    /// node sends a dead peer Raft messages many times a second; each used to be a new connection attempt).
+    private var retryScheduled = false
     private var backoff: TimeAmount
     private var queue: [ByteBuffer] = []
     private var queuedBytes = 0
@@ -57,6 +65,9 @@ final class PeerLink: @unchecked Sendable {
     /// Raft batches dropped because the queue was full (shown on /status).
     private(set) var dropped = 0
     private(set) var connects = 0
+    private var health: PeerLinkHealth
+    /// Whether the current connection's trouble (a refused stream) is already in `health`.
+    private var troubleRecorded = false
 
     init(peer: NodeID, host: String, port: Int, loop: EventLoop, settings: Settings) {
         self.peer = peer
@@ -64,6 +75,7 @@ final class PeerLink: @unchecked Sendable {
         self.settings = settings
         address = (host, port)
         backoff = settings.backoff.initial
+        health = PeerLinkHealth(firstLogPeriod: settings.backoff.max)
     }
 
     /// Connects now rather than at the first batch or call.
@@ -186,15 +198,18 @@ final class PeerLink: @unchecked Sendable {
     }
 
     private func connectIfNeeded() {
-        guard !closed, multiplexer == nil, !connecting else { return }
+        guard !closed, multiplexer == nil, !connecting, !retryScheduled else { return }
         connecting = true
         connects += 1
         let promise = loop.makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
         let tls = settings.tls
         // The HTTP/2 pipeline must be configured inside the initializer, or the server's first SETTINGS
         // frame can be lost and the first stream hang (SWIFT-NOTES).
+        // TCP_NODELAY is a TCP-level option: `.socketOption(.tcp_nodelay)` would set SOL_SOCKET option 1,
+        // which is SO_DEBUG, refused to every user but root (issue 15). NIO sets it by default; said here
+        // so that no one "adds" it at the wrong level again.
         ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(2))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -219,8 +234,9 @@ final class PeerLink: @unchecked Sendable {
                         if self.connection === channel { self.lost() }  // a late close of an old connection is ignored
                     }
                     promise.futureResult.whenSuccess { mux in self.connected(mux) }
-                case .failure:
+                case .failure(let error):
                     promise.fail(PeerLinkError.unavailable(self.peer))
+                    self.troubled(connecting: true, PeerLinkError.describe(error))
                     self.failWaiters()
                     self.retryLater()
                 }
@@ -239,6 +255,7 @@ final class PeerLink: @unchecked Sendable {
 
     private func connected(_ mux: NIOHTTP2Handler.StreamMultiplexer) {
         multiplexer = mux
+        troubleRecorded = false
         backoff = settings.backoff.initial
         let maxBytes = settings.maxFrameBytes
         openStream(mux, path: "/rpc/v1/stream", reader: { PeerCallStreamReader(link: self, maxBytes: maxBytes) },
@@ -248,11 +265,61 @@ final class PeerLink: @unchecked Sendable {
             self.connectWaiters = []
             for w in waiters { w.succeed(stream) }
         }
-        openStream(mux, path: "/raft/v1/stream", reader: { PeerRaftStreamWatcher() },
+        openStream(mux, path: "/raft/v1/stream", reader: { PeerRaftStreamWatcher(link: self) },
                    isCurrent: { self.raftStream === $0 }) { stream in
             self.raftStream = stream
             self.flushQueue()
         }
+    }
+
+    /// The peer accepted this node's Raft stream (its credentials): the link is up.
+    fileprivate func accepted() {
+        report(health.up(at: .now()))
+    }
+
+    /// The peer answered a stream with a status other than 200 (401: it does not share our secret).
+    fileprivate func refused(status: String) {
+        troubleRecorded = true
+        let why = status == "401"
+            ? "the peer refused this node's credentials (401): do both nodes have the same cluster secret?"
+            : "the peer refused the stream (HTTP \(status))"
+        troubled(connecting: true, why)
+    }
+
+    /// Records a failure to connect (or a refused stream) or a drop of a working connection, and logs it
+    /// when the rate limit allows.
+    private func troubled(connecting: Bool, _ error: String) {
+        let now = NIODeadline.now()
+        if connecting {
+            settings.failureMetric.increment()
+            report(health.failed(error, at: now))
+        } else {
+            report(health.dropped(error, at: now))
+        }
+    }
+
+    private func report(_ report: PeerLinkHealth.Report?) {
+        guard let report else { return }
+        var metadata: Logger.Metadata = ["peer": "\(peer)", "address": "\(address.host):\(address.port)"]
+        switch report {
+        case .unreachable(let error, let attempts, let downFor):
+            metadata["error"] = "\(error)"
+            metadata["attempts"] = "\(attempts)"
+            metadata["lastUp"] = downFor.map { "\(Self.seconds($0)) s ago" } ?? "never"
+            settings.logger.warning("cannot reach peer \(peer)", metadata: metadata)
+        case .dropped(let error):
+            metadata["error"] = "\(error)"
+            settings.logger.warning("lost the connection to peer \(peer)", metadata: metadata)
+        case .reconnected(let downFor, let attempts):
+            metadata["downFor"] = "\(Self.seconds(downFor)) s"
+            metadata["attempts"] = "\(attempts)"
+            settings.logger.notice("connected to peer \(peer) again", metadata: metadata)
+        }
+    }
+
+    private static func seconds(_ t: TimeAmount) -> String {
+        let tenths = t.nanoseconds / 100_000_000
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     /// Opens one of the link's long-lived streams. If it cannot be opened, or is refused or reset later
@@ -277,6 +344,14 @@ final class PeerLink: @unchecked Sendable {
     }
 
     private func lost() {
+        // A refused stream was recorded already; a working link that closes is a drop, and a connection
+        // that closes before its streams opened is a failed attempt (a peer that speaks another protocol).
+        if health.isUp {
+            troubled(connecting: false, "the connection closed")
+        } else if !troubleRecorded {
+            troubled(connecting: true, "the connection closed before its streams opened")
+        }
+        troubleRecorded = true
         settings.onDown(peer)
         failWaiters()
         connection = nil
@@ -290,7 +365,11 @@ final class PeerLink: @unchecked Sendable {
         guard !closed else { return }
         let delay = backoff
         backoff = min(backoff * 2, settings.backoff.max)
-        loop.scheduleTask(in: delay) { self.connectIfNeeded() }
+        retryScheduled = true
+        loop.scheduleTask(in: delay) {
+            self.retryScheduled = false
+            self.connectIfNeeded()
+        }
     }
 
     /// Points the link at a new address (the peer moved); the next connection uses it.
@@ -317,9 +396,16 @@ final class PeerLink: @unchecked Sendable {
         }
     }
 
-    /// Counters for /status, read on the link's loop.
-    func counters() -> EventLoopFuture<(connected: Bool, queued: Int, dropped: Int)> {
-        loop.submit { (self.raftStream != nil, self.queue.count, self.dropped) }
+    /// Counters and health for /status, read on the link's loop.
+    func status() -> EventLoopFuture<PeerTransport.LinkStatus> {
+        loop.submit {
+            let now = NIODeadline.now()
+            return PeerTransport.LinkStatus(
+                peer: self.peer, connected: self.raftStream != nil && self.health.isUp, queuedBatches: self.queue.count,
+                droppedBatches: self.dropped, connectFailures: self.health.failures, lastError: self.health.lastError,
+                secondsSinceLastError: self.health.secondsSinceError(at: now),
+                secondsSinceConnected: self.health.secondsSinceUp(at: now))
+        }
     }
 }
 
@@ -327,6 +413,23 @@ enum PeerLinkError: Error, Equatable {
     case unavailable(NodeID)
     case timedOut(NodeID)
     case responseTooLarge
+
+    /// A connect error in a line an operator can act on: the errno text of the first address tried
+    /// (NIO's own description lists every address and DNS query), or the error itself.
+    static func describe(_ error: Error) -> String {
+        if let e = error as? NIOConnectionError {
+            if let first = e.connectionErrors.first {
+                return "\(first.target): \(describe(first.error))"
+            }
+            if let dns = e.dnsAError ?? e.dnsAAAAError { return "cannot resolve \(e.host): \(dns)" }
+            return "cannot connect to \(e.host):\(e.port)"
+        }
+        if let e = error as? IOError { return e.description }
+        if case ChannelError.connectTimeout(let t)? = error as? ChannelError {
+            return "connect timed out after \(t.nanoseconds / 1_000_000) ms"
+        }
+        return "\(error)"
+    }
 }
 
 /// Reads the answers on a link's RPC stream: frames `[u32 length][u64 id][u16 status][body]`. A refusal of
@@ -369,13 +472,22 @@ final class PeerCallStreamReader: ChannelInboundHandler {
     }
 }
 
-/// The client end of the Raft stream reads nothing but the server's acceptance; a refusal (non-200)
-/// closes the stream so the link reconnects and tries again.
+/// The client end of the Raft stream reads nothing but the server's answer: acceptance (200) is what makes
+/// the link count as up; a refusal is recorded on the link and closes the stream so the link tries again.
 final class PeerRaftStreamWatcher: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
+    private let link: PeerLink
+
+    init(link: PeerLink) {
+        self.link = link
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .headers(let h) = unwrapInboundIn(data), h.headers.first(name: ":status") != "200" {
+        guard case .headers(let h) = unwrapInboundIn(data), let status = h.headers.first(name: ":status") else { return }
+        if status == "200" {
+            link.accepted()
+        } else {
+            link.refused(status: status)
             context.close(promise: nil)
         }
     }

@@ -1,3 +1,4 @@
+import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
@@ -55,6 +56,7 @@ public final class PeerTransport: Sendable {
     private let onPeerDown: @Sendable (NodeID) -> Void
     private let answers = PendingAnswers()
     private let metrics: any MetricsFactory
+    private let logger: Logger
     /// The links' TLS context (nil: cleartext).
     private let clientTLS: NIOSSLContext?
 
@@ -67,9 +69,11 @@ public final class PeerTransport: Sendable {
                 onRaft: @escaping @Sendable (NodeID, [RaftEnvelope]) -> Void,
                 onRequest: @escaping @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>,
                 onPeerDown: @escaping @Sendable (NodeID) -> Void = { _ in },
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance) async throws {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+                logger: Logger = Logger(label: "parley.transport")) async throws {
         self.config = config
         self.metrics = metrics
+        self.logger = logger
         self.onPeerDown = onPeerDown
         self.group = group
         auth = PeerAuth(secret: config.secret)
@@ -80,7 +84,7 @@ public final class PeerTransport: Sendable {
         server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)  // TCP level: see PeerLink.connectIfNeeded
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
@@ -109,7 +113,11 @@ public final class PeerTransport: Sendable {
                                                          maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown,
                                                          droppedMetric: Counter(label: Self.droppedMetric,
                                                                                 dimensions: [("peer", "\(id)")],
-                                                                                factory: metrics)))
+                                                                                factory: metrics),
+                                                         failureMetric: Counter(label: Self.connectFailuresMetric,
+                                                                                dimensions: [("peer", "\(id)")],
+                                                                                factory: metrics),
+                                                         logger: logger))
                     links[id] = link
                     link.start()
                 }
@@ -121,6 +129,7 @@ public final class PeerTransport: Sendable {
     }
 
     public static let droppedMetric = "parley_transport_dropped_batches_total"
+    public static let connectFailuresMetric = "parley_transport_connect_failures_total"
 
     /// Writes the RPC answers completed so far on `loop` now, rather than after the task running there
     /// (the ready loop calls it once a cycle has its answers, before the cycle's sync). Call on `loop`.
@@ -144,18 +153,24 @@ public final class PeerTransport: Sendable {
     /// Per-peer link health for /status.
     public struct LinkStatus: Sendable, Hashable {
         public var peer: NodeID
+        /// Connected with the Raft stream accepted by the peer.
         public var connected: Bool
         public var queuedBatches: Int
         public var droppedBatches: Int
+        /// Failed connection attempts and refused streams since the node started.
+        public var connectFailures: Int
+        /// The last reason the link failed or dropped (nil if it never did).
+        public var lastError: String?
+        public var secondsSinceLastError: Double?
+        /// 0 while connected; nil if this link never connected.
+        public var secondsSinceConnected: Double?
     }
 
     public func linkStatus() async -> [LinkStatus] {
         let all = links.withLockedValue { $0.values.sorted { $0.peer < $1.peer } }
         var out: [LinkStatus] = []
         for link in all {
-            if let c = try? await link.counters().get() {
-                out.append(LinkStatus(peer: link.peer, connected: c.connected, queuedBatches: c.queued, droppedBatches: c.dropped))
-            }
+            if let status = try? await link.status().get() { out.append(status) }
         }
         return out
     }

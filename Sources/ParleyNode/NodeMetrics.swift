@@ -21,7 +21,13 @@ public final class NodeMetrics: Sendable {
     private let rooms: Metrics.Gauge
     private let shardsHosted: Metrics.Gauge
     private let shardsLed: Metrics.Gauge
-    private let peerGauges = Mutex<[UInt64: (queued: Metrics.Gauge, connected: Metrics.Gauge)]>([:])
+    private let peerGauges = Mutex<[UInt64: PeerGauges]>([:])
+
+    private struct PeerGauges {
+        var queued: Metrics.Gauge
+        var connected: Metrics.Gauge
+        var unreachable: Metrics.Gauge
+    }
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -45,7 +51,9 @@ public final class NodeMetrics: Sendable {
     /// - `parley_raft_apply_lag_entries`: Σ (commit − applied) over the shard replicas on this node;
     /// - `parley_rooms`: rooms in the shards this node leads (summed over nodes: the cluster's rooms);
     /// - `parley_shards_hosted` / `parley_shards_led`;
-    /// - `parley_transport_queued_batches{peer}` / `parley_transport_peer_connected{peer}`.
+    /// - `parley_transport_queued_batches{peer}` / `parley_transport_peer_connected{peer}`;
+    /// - `parley_transport_peer_unreachable_seconds{peer}`: 0 while the link is up, else the seconds since it
+    ///   was last up (since this node started, if it never was) — alert on it staying above a few seconds.
     public func update(from report: NodeStatusReport) {
         applyLag.record(report.shards.reduce(UInt64(0)) { $0 + ($1.commit >= $1.applied ? $1.commit - $1.applied : 0) })
         let led = report.shards.filter { $0.role == "leader" }
@@ -56,13 +64,17 @@ public final class NodeMetrics: Sendable {
             let gauges = peerGauges.withLock { all in
                 if let g = all[peer.id] { return g }
                 let labels = [("peer", "\(peer.id)")]
-                let g = (queued: Metrics.Gauge(label: "parley_transport_queued_batches", dimensions: labels, factory: factory),
-                         connected: Metrics.Gauge(label: "parley_transport_peer_connected", dimensions: labels, factory: factory))
+                let g = PeerGauges(
+                    queued: Metrics.Gauge(label: "parley_transport_queued_batches", dimensions: labels, factory: factory),
+                    connected: Metrics.Gauge(label: "parley_transport_peer_connected", dimensions: labels, factory: factory),
+                    unreachable: Metrics.Gauge(label: "parley_transport_peer_unreachable_seconds", dimensions: labels,
+                                               factory: factory))
                 all[peer.id] = g
                 return g
             }
             gauges.queued.record(peer.queuedBatches)
             gauges.connected.record(peer.connected ? 1 : 0)
+            gauges.unreachable.record(peer.lastConnectedSecondsAgo ?? report.uptimeSeconds)
         }
     }
 

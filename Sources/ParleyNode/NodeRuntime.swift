@@ -55,7 +55,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             onRequest: { request, loop in
                 ref.driver?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))
             },
-            onPeerDown: { peer in ref.driver?.peerUnreachable(peer) }, metrics: metrics.factory)
+            onPeerDown: { peer in ref.driver?.peerUnreachable(peer) }, metrics: metrics.factory, logger: logger)
         var peers: [NodeID: (host: String, port: Int)] = [:]
         for (id, address) in config.peers where id != config.id { peers[id] = (address.host, address.port) }
         await transport.setPeers(peers)
@@ -85,6 +85,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             await self.joinMeta()
             await self.bootstrapApps()
         }
+        let watching = Task { await self.watchElections() }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
         ])
@@ -106,6 +107,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                                          logger: logger))
         try await services.run()
         joining.cancel()
+        watching.cancel()
         // Client sockets outlive the HTTP server's tasks: tell them we are going (1001) before the loops stop.
         await edge.closeAll()
         let deadline = ContinuousClock.now + .seconds(1)
@@ -155,6 +157,34 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         }
     }
 
+    /// Warns when shard replicas here stay leaderless for five of the longest election timeouts, naming the
+    /// peers this node cannot reach and why (a node that cannot elect is almost always one that cannot
+    /// reach its peers).
+    private func watchElections() async {
+        let electionTimeout = Duration.milliseconds(2 * config.electionTicks * config.tickMillis)
+        var watch = ElectionWatch(patience: electionTimeout * 5)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            guard let shards = try? await driver.status().get() else { continue }
+            let leaderless = Set(shards.filter { $0.leader == 0 }.map(\.shard))
+            switch watch.observe(leaderless: leaderless, hosted: shards.count, at: .now) {
+            case .stuck(let count, let hosted, let duration)?:
+                let links = await transport.linkStatus()
+                let unreachable = links.filter { !$0.connected }.map { link in
+                    "\(link.peer) (\(config.peers[link.peer].map { "\($0)" } ?? "?"): \(link.lastError ?? "not connected yet"))"
+                }
+                logger.warning("shard replicas cannot elect a leader", metadata: [
+                    "leaderless": "\(count) of \(hosted)", "for": "\(Self.tenths(duration)) s",
+                    "unreachablePeers": "\(unreachable.isEmpty ? "none: every peer link is up" : unreachable.joined(separator: "; "))",
+                ])
+            case .recovered(let after)?:
+                logger.notice("every shard replica here has a leader again", metadata: ["after": "\(Self.tenths(after)) s"])
+            case nil:
+                break
+            }
+        }
+    }
+
     public var shardCount: Int { config.shardCount }
 
     public func shard(ofRoom roomID: String) -> Int? {
@@ -193,7 +223,10 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             healthy: driver.failure == nil,
             peers: links.map { link in
                 .init(id: link.peer, address: config.peers[link.peer].map { "\($0)" } ?? "",
-                      connected: link.connected, queuedBatches: link.queuedBatches, droppedBatches: link.droppedBatches)
+                      connected: link.connected, queuedBatches: link.queuedBatches, droppedBatches: link.droppedBatches,
+                      connectFailures: link.connectFailures, lastError: link.lastError,
+                      lastErrorSecondsAgo: link.secondsSinceLastError.map(Self.rounded),
+                      lastConnectedSecondsAgo: link.secondsSinceConnected.map(Self.rounded))
             },
             shards: shards.map { s in
                 .init(shard: s.shard, role: "\(s.role)", term: s.term, leader: s.leader, commit: s.commit,
@@ -202,6 +235,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       digest: digests[s.shard].map { String($0, radix: 16) })
             },
             meta: meta, edge: edgeFigures)
+    }
+}
+
+extension NodeRuntime {
+    /// Seconds to the millisecond, so /status does not print 17 digits.
+    static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+
+    /// A duration as seconds with one decimal, for log lines.
+    static func tenths(_ d: Duration) -> String {
+        let tenths = d.components.seconds * 10 + d.components.attoseconds / 100_000_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10)"
     }
 }
 

@@ -72,6 +72,11 @@ struct NodeCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "parley.node")
         logger[metadataKey: "node"] = "\(nodeID)"
+        if !ProcessPrivileges.current.maySetNegativeNice {
+            // libdispatch asks for nice -4 for the worker thread that serves the async main task; without
+            // CAP_SYS_NICE that is refused (EACCES in strace) and the thread runs at the default priority.
+            logger.info("running without the privilege to raise thread priority (CAP_SYS_NICE): the Swift runtime's request for nice -4 on one worker thread is refused and it runs at the default priority; the node needs no privilege (docs/operations.md, Privileges)")
+        }
         let runtime = try await NodeRuntime(config: nodeConfig, logger: logger)
         // One node per process here, so its registry can also take what libraries record globally.
         MetricsSystem.bootstrap(runtime.metrics.factory)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
@@ -28,7 +29,8 @@ enum TransportTestError: Error { case timeout(String) }
 
 func makeTransport(_ id: NodeID, port: Int = 0, secret: String = "s3cret", maxFrame: Int = 64 << 20,
                    queueLimit: Int = 32 << 20, inbox: Inbox, group: EventLoopGroup,
-                   metrics: any MetricsFactory = NOOPMetricsHandler.instance) async throws -> PeerTransport {
+                   metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+                   logger: Logger = Logger(label: "test.transport")) async throws -> PeerTransport {
     var config = PeerTransport.Config(nodeID: id, port: port, secret: secret)
     config.maxFrameBytes = maxFrame
     config.queueLimitBytes = queueLimit
@@ -38,7 +40,7 @@ func makeTransport(_ id: NodeID, port: Int = 0, secret: String = "s3cret", maxFr
         case "/rpc/v1/whoami": loop.makeSucceededFuture(PeerResponse(status: 200, body: Array("\(request.from)".utf8)))
         default: loop.makeSucceededFuture(PeerResponse(status: 404, body: []))
         }
-    }, metrics: metrics)
+    }, metrics: metrics, logger: logger)
 }
 
 func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
@@ -144,9 +146,17 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         let deadline = ContinuousClock.now + .seconds(10)
         while await connected()[2] != true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(await connected() == [2: true, 3: false])  // nothing was sent to either
+        // Issue 15: the down peer's link says why and since when; the up one has no error.
+        let down = try #require(await a.linkStatus().first { $0.peer == 3 })
+        #expect(down.connectFailures >= 1 && down.secondsSinceConnected == nil)
+        #expect(down.lastError?.contains("refused") == true, "\(down.lastError ?? "no error")")
+        let up = try #require(await a.linkStatus().first { $0.peer == 2 })
+        #expect(up.lastError == nil && up.connectFailures == 0 && up.secondsSinceConnected == 0)
         let c = try await makeTransport(3, port: port, inbox: Inbox(), group: group)  // node 3 comes up
         while await connected()[3] != true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(await connected() == [2: true, 3: true])
+        let recovered = try #require(await a.linkStatus().first { $0.peer == 3 })
+        #expect(recovered.secondsSinceConnected == 0 && recovered.lastError != nil, "the last error stays for the record")
         await a.shutdown(); await b.shutdown(); await c.shutdown()
         try await group.shutdownGracefully()
     }
@@ -162,6 +172,9 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         intruder.send(to: 2, batch(1))
         try await Task.sleep(for: .milliseconds(300))
         #expect(inB.batches.isEmpty)
+        // Issue 15: the refused side says why in its status.
+        let link = try #require(await intruder.linkStatus().first)
+        #expect(!link.connected && link.lastError?.contains("401") == true, "\(link.lastError ?? "no error")")
         await b.shutdown(); await intruder.shutdown()
         try await group.shutdownGracefully()
     }
@@ -226,6 +239,32 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
     }
 
     /// The transport speaks standard HTTP/2: nghttp2's own client (Debian package nghttp2-client) reaches it.
+    /// Issue 15: a peer that is down is named in the log with its error once per log period, not once per
+    /// retry, and the retries are counted in `parley_transport_connect_failures_total`.
+    @Test func aDownPeerIsLoggedOncePerPeriodNotPerRetry() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let log = CapturedLog()
+        let registry = PrometheusCollectorRegistry()
+        let probe = try await makeTransport(9, inbox: Inbox(), group: group)  // a free port, left closed
+        let port = probe.port
+        await probe.shutdown()
+        let a = try await makeTransport(1, inbox: Inbox(), group: group,
+                                        metrics: PrometheusMetricsFactory(registry: registry), logger: log.logger)
+        await a.setPeers([3: ("127.0.0.1", port)])
+        try await Task.sleep(for: .milliseconds(3500))  // retries at ~0, 50, 150, 350, 750, 1550, 3150 ms
+        let status = try #require(await a.linkStatus().first)
+        let lines = log.messages.filter { $0.contains("cannot reach peer 3") }
+        #expect(status.connectFailures >= 6, "\(status.connectFailures) attempts")
+        #expect((1...2).contains(lines.count), "one line, then one after the first period (2 s): \(lines)")
+        #expect(lines.first?.contains("refused") == true && lines.first?.contains("127.0.0.1:\(port)") == true)
+        var text: [UInt8] = []
+        registry.emit(into: &text)
+        #expect(String(decoding: text, as: UTF8.self)
+            .contains("parley_transport_connect_failures_total{peer=\"3\"} \(status.connectFailures)"))
+        await a.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     @Test func nghttpTalksToThePeerPort() async throws {
         let nghttp = ["/usr/bin/nghttp", "/usr/local/bin/nghttp"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let path = try #require(nghttp, "install nghttp2-client (.ci/run does) to run this test")

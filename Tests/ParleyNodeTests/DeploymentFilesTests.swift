@@ -34,4 +34,24 @@ import Testing
         let (status, output) = try validate(root: copy)
         #expect(status == 1 && output.contains("FAIL: k8s: pod parley-2"), "\(output)")
     }
+
+    /// Issue 15: NIO's `.socketOption(X)` sets X at SOL_SOCKET, where TCP_NODELAY's number (1) is SO_DEBUG,
+    /// which only root may set: a peer link that did so never connected under the image's user. Every TCP
+    /// option in the sources must be set with `.tcpOption`. (cluster/deployed/run.py proves the running
+    /// cluster; this catches the mistake before anything runs.)
+    @Test func noSourceSetsATCPOptionAtTheSocketLevel() throws {
+        let sources = Self.root.appendingPathComponent("Sources")
+        let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)!
+            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
+        #expect(files.count > 50)
+        var offenders: [String] = []
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains(".socketOption(.tcp_") && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                offenders.append("\(file.lastPathComponent):\(n + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(offenders.isEmpty, "TCP options set at the socket level: \(offenders)")
+    }
 }

@@ -31,9 +31,13 @@ import ParleyNode
     @Test func scrapeGaugesSumLagOverReplicasAndRoomsOverLedShards() {
         let m = NodeMetrics()
         let report = NodeStatusReport(
-            node: 1, version: "t", uptimeSeconds: 1, httpAddress: "h:1", peerAddress: "h:2", shardCount: 3, healthy: true,
-            peers: [.init(id: 2, address: "h:3", connected: true, queuedBatches: 0, droppedBatches: 0),
-                    .init(id: 3, address: "h:4", connected: false, queuedBatches: 7, droppedBatches: 2)],
+            node: 1, version: "t", uptimeSeconds: 40, httpAddress: "h:1", peerAddress: "h:2", shardCount: 3, healthy: true,
+            peers: [.init(id: 2, address: "h:3", connected: true, queuedBatches: 0, droppedBatches: 0,
+                          lastConnectedSecondsAgo: 0),
+                    .init(id: 3, address: "h:4", connected: false, queuedBatches: 7, droppedBatches: 2,
+                          connectFailures: 9, lastError: "refused", lastErrorSecondsAgo: 1, lastConnectedSecondsAgo: 12.5),
+                    .init(id: 4, address: "h:5", connected: false, queuedBatches: 0, droppedBatches: 0,
+                          connectFailures: 30, lastError: "refused", lastErrorSecondsAgo: 1)],
             shards: [shard(0, role: "leader", commit: 10, applied: 8, rooms: 4),
                      shard(1, role: "follower", commit: 5, applied: 5, rooms: 9),
                      shard(2, role: "leader", commit: 7, applied: 4, rooms: 1)],
@@ -47,5 +51,9 @@ import ParleyNode
         #expect(text.value("parley_transport_queued_batches", ["peer": "3"]) == 7)
         #expect(text.value("parley_transport_peer_connected", ["peer": "2"]) == 1)
         #expect(text.value("parley_transport_peer_connected", ["peer": "3"]) == 0)
+        // Issue 15: how long each link has been down (since start for one never up), 0 for one that is up.
+        #expect(text.value("parley_transport_peer_unreachable_seconds", ["peer": "2"]) == 0)
+        #expect(text.value("parley_transport_peer_unreachable_seconds", ["peer": "3"]) == 12.5)
+        #expect(text.value("parley_transport_peer_unreachable_seconds", ["peer": "4"]) == 40)
     }
 }

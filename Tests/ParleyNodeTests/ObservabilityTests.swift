@@ -134,4 +134,59 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
         Issue.record("the dashboard's shard leaders never matched /status: \(mismatch)")
         }
     }
+
+    /// Issue 15: a node that cannot reach its peers says so. Node 1 starts alone: `/readyz` says why it is
+    /// not ready, its log warns that its shards cannot elect and names both peers with their errors, and
+    /// `/status` shows each link's last error; node 2 comes up and node 1 becomes ready; node 3 stays down
+    /// and is logged once per period (not per retry), counted in `/metrics` and shown on `/dashboard`.
+    @Test func aNodeThatCannotReachItsPeersSaysSoInItsLogStatusMetricsAndDashboard() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.start(1)
+        let logURL = cluster.directory.appendingPathComponent("node-1.log")
+        func log() -> String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+        try await cluster.eventually("node 1 to warn that its shards cannot elect", seconds: 30) {
+            log().contains("cannot elect a leader")
+        }
+        let warning = try #require(log().split(separator: "\n").first { $0.contains("cannot elect a leader") })
+        #expect(warning.contains("2 (127.0.0.1:") && warning.contains("3 (127.0.0.1:") && warning.contains("refused"),
+                "the warning names the peers it cannot reach and why: \(warning)")
+        let (notReady, answer) = try await get(cluster.http(1) + "/readyz")
+        #expect(answer.statusCode == 503 && notReady.hasPrefix("not ready: "), "\(notReady)")
+        let alone = try await cluster.status(1)
+        #expect(!alone.ready)
+        for peer in alone.peers {
+            #expect(!peer.connected && peer.connectFailures >= 1 && peer.lastConnectedSecondsAgo == nil)
+            #expect(peer.lastError?.contains("refused") == true && peer.lastErrorSecondsAgo != nil, "\(peer)")
+        }
+
+        try cluster.start(2)
+        try await cluster.eventually("node 1 to be ready with a quorum", seconds: 45) {
+            (try? await get(cluster.http(1) + "/readyz"))?.1.statusCode == 200
+        }
+        try await cluster.eventually("node 1 to say its shards have leaders again") {
+            log().contains("has a leader again")
+        }
+        let status = try await cluster.status(1)
+        #expect(status.ready && status.meta?.nodes.contains { $0.id == 1 } == true)
+        let up = try #require(status.peers.first { $0.id == 2 })
+        let down = try #require(status.peers.first { $0.id == 3 })
+        #expect(up.connected && up.lastConnectedSecondsAgo == 0)
+        #expect(!down.connected && down.connectFailures >= 6 && down.lastError?.contains("refused") == true, "\(down)")
+        let lines = log().split(separator: "\n").filter { $0.contains("cannot reach peer 3") }
+        #expect(!lines.isEmpty && lines.count * 2 < down.connectFailures,
+                "\(lines.count) log lines for \(down.connectFailures) attempts: once per period, not per retry")
+
+        let (text, _) = try await get(cluster.http(1) + "/metrics")
+        let metrics = PrometheusText(text: text)
+        #expect((metrics.value("parley_transport_connect_failures_total", ["peer": "3"]) ?? 0) >= Double(down.connectFailures))
+        #expect((metrics.value("parley_transport_peer_unreachable_seconds", ["peer": "3"]) ?? 0) > 1)
+        #expect(metrics.value("parley_transport_peer_unreachable_seconds", ["peer": "2"]) == 0)
+
+        if HeadlessChromium.executable != nil {
+            let dom = try HeadlessChromium.dumpDOM(url: cluster.http(1) + "/dashboard", virtualMilliseconds: 3000)
+            let row = HeadlessChromium.matches(#"<tr data-link="1-3" data-connected="false"[^>]*>(.*?)</tr>"#, in: dom)
+            #expect(row.first?.first?.contains("refused") == true, "the dashboard shows the link 1 → 3 down with its error")
+        }
+        }
+    }
 }

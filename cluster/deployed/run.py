@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""Runs Parley the way it is deployed, and checks that it works (issue 15).
+
+    sudo cluster/deployed/run.py [--parley .build/debug/parley] [--layout compose|k8s|dev|all]
+
+Needs root (it makes network namespaces and switches user); everything it makes it removes again, also
+when a check fails. Bounded: every wait has a deadline, and the whole run stops by itself.
+
+- compose: three `parley node` processes, each in a network namespace of its own with its own address on a
+  bridge (as compose services have), reached by the compose service names (an /etc/hosts per namespace),
+  run as the image's non-root user (name and uid read from docker/Dockerfile; created when missing) with
+  the data folder the image uses (`PARLEY_DATA`, bind-mounted from a folder that user owns), configured
+  only by the environment docker/Dockerfile and docker/compose.yaml give it (read from those files, so a
+  disagreement between the files and the code fails here). Checks: the cluster forms; the room smoke test
+  (a room made through the signed server API; two clients on two nodes exchange messages); kill -9 of a
+  node: the clients keep talking, the API keeps answering; the killed node restarts and catches up.
+- k8s: the same with cluster/k8s/ (ConfigMap + Secret environment, the StatefulSet's start command that
+  computes the id from the pod's hostname, the pods' DNS names).
+- dev: the README's quick start (`parley dev`, then its signed calls and a client) as that non-root user.
+
+The test's own client runs in a namespace of its own too, so every byte crosses the bridge.
+"""
+import argparse
+import asyncio
+import ctypes
+import hashlib
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PREFIX = "pdep"  # every namespace, interface and file this test makes starts with it
+SUBNET = "10.213.61"  # addresses of the test's own hosts, inside its own namespaces only
+CLIENT_NS = f"{PREFIX}-c"
+SWITCH_NS = f"{PREFIX}-sw"
+CLONE_NEWNET = 0x40000000
+MADE_MOUNT_POINTS = []  # folders made on the host only to mount the nodes' data folders on; removed at the end
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise Failure(what)
+
+
+def log(*words):
+    print("[deployed]", *words, flush=True)
+
+
+def sh(*argv, check_exit=True, quiet=False):
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if check_exit and done.returncode != 0:
+        raise Failure(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()[:500]}")
+    return done.stdout
+
+
+# ---------------------------------------------------------------------------------------------- the files
+
+def image_user():
+    """The runtime user of docker/Dockerfile: `useradd ... --uid N ... NAME`."""
+    text = open(os.path.join(ROOT, "docker/Dockerfile")).read()
+    m = re.search(r"useradd\b[^\n]*?--uid\s+(\d+)[^\n]*?\s(\w+)\s*$", text, re.M)
+    check(m, "docker/Dockerfile: no `useradd --uid N NAME` line")
+    user_line = re.search(r"^USER\s+(\S+)", text, re.M)
+    check(user_line and user_line.group(1) == m.group(2), "docker/Dockerfile must run as the user it creates")
+    return m.group(2), int(m.group(1))
+
+
+def image_env():
+    """The ENV lines of the runtime stage of docker/Dockerfile and its ENTRYPOINT."""
+    text = open(os.path.join(ROOT, "docker/Dockerfile")).read()
+    runtime = text[text.rfind("\nFROM "):]
+    env = {}
+    for line in re.findall(r"^ENV\s+(.+)$", runtime, re.M):
+        for key, value in re.findall(r"(\w+)=(\S+)", line):
+            env[key] = value
+    entry = json.loads(re.search(r"^ENTRYPOINT\s+(\[.*\])\s*$", runtime, re.M).group(1))
+    workdir = re.findall(r"^WORKDIR\s+(\S+)", runtime, re.M)
+    return env, entry, (workdir[-1] if workdir else "/")
+
+
+def interpolate(value, outside):
+    """Compose's ${NAME}, ${NAME:-default} and ${NAME:?message} against `outside`."""
+    def one(m):
+        name, op, arg = m.group(1), m.group(2), m.group(3)
+        if op == ":?" and not outside.get(name):
+            raise Failure(f"compose needs {name}: {arg}")
+        if op == ":-" and not outside.get(name):
+            return arg or ""
+        return outside.get(name, "")
+    return re.sub(r"\$\{(\w+)(?:(:[-?])([^}]*))?\}", one, str(value))
+
+
+def compose_nodes(outside):
+    """[(service, hostname, env)] from docker/compose.yaml, with the image's ENV under it."""
+    doc = yaml.safe_load(open(os.path.join(ROOT, "docker/compose.yaml")))
+    base, entry, workdir = image_env()
+    nodes = []
+    for name, service in sorted(doc["services"].items()):
+        env = dict(base)
+        for key, value in (service.get("environment") or {}).items():
+            env[key] = interpolate(value, outside)
+        nodes.append({"name": name, "hostname": service.get("hostname", name), "env": env,
+                      "argv": entry[1:], "workdir": workdir,
+                      "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]),
+                      "mount": next(v.split(":", 1)[1] for v in service.get("volumes", []))})
+    return nodes
+
+
+def k8s_nodes(outside):
+    """The StatefulSet's pods: ConfigMap + Secret environment, its start command, DNS names."""
+    docs = {}
+    for file in ("configmap.yaml", "secret.example.yaml", "statefulset.yaml", "services.yaml"):
+        for doc in yaml.safe_load_all(open(os.path.join(ROOT, "cluster/k8s", file))):
+            if doc:
+                docs[(doc["kind"], doc["metadata"]["name"])] = doc
+    sts = docs[("StatefulSet", "parley")]
+    pod = sts["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    base, _, workdir = image_env()
+    env = dict(base)
+    for source in container.get("envFrom", []):
+        if "configMapRef" in source:
+            env.update({k: str(v) for k, v in docs[("ConfigMap", source["configMapRef"]["name"])]["data"].items()})
+        if "secretRef" in source:
+            # The example Secret's keys, with the values an operator would create (never the example's).
+            for key in docs[("Secret", source["secretRef"]["name"])]["stringData"]:
+                check(key in outside, f"the test has no value for the Secret's {key}")
+                env[key] = outside[key]
+    service = sts["spec"]["serviceName"]
+    mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "data")
+    check(pod["securityContext"]["runAsUser"] == image_user()[1], "the StatefulSet's runAsUser is the image's user")
+    nodes = []
+    for ordinal in range(sts["spec"]["replicas"]):
+        host = f"{sts['metadata']['name']}-{ordinal}"
+        nodes.append({"name": host, "hostname": f"{host}.{service}", "env": dict(env, HOSTNAME=host),
+                      "argv": None, "command": container["command"] + container["args"], "workdir": workdir,
+                      "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]), "mount": mount})
+    return nodes
+
+
+# ------------------------------------------------------------------------------------------ the network
+
+def netns(name):
+    return ["ip", "netns", "exec", name]
+
+
+def clean_network():
+    for name in sh("ip", "netns", "list").split("\n"):
+        name = name.split(" ")[0]
+        if name.startswith(PREFIX + "-"):
+            for pid in sh("ip", "netns", "pids", name, check_exit=False).split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            sh("ip", "netns", "del", name, check_exit=False)
+    for d in (os.listdir("/etc/netns") if os.path.isdir("/etc/netns") else []):
+        if d.startswith(PREFIX):
+            shutil.rmtree(os.path.join("/etc/netns", d), ignore_errors=True)
+
+
+def make_network(hosts):
+    """A bridge in a namespace of its own; one namespace per host, each with a veth on the bridge.
+    `hosts`: [(namespace, address, names)]; every namespace gets an /etc/hosts naming every host."""
+    sh("ip", "netns", "add", SWITCH_NS)
+    sh(*netns(SWITCH_NS), "ip", "link", "add", "br0", "type", "bridge")
+    sh(*netns(SWITCH_NS), "ip", "link", "set", "br0", "up")
+    hosts_file = "127.0.0.1 localhost\n" + "".join(f"{a} {' '.join(n)}\n" for _, a, n in hosts)
+    for i, (ns, address, _) in enumerate(hosts):
+        sh("ip", "netns", "add", ns)
+        port = f"v{i}"
+        sh(*netns(SWITCH_NS), "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        sh(*netns(SWITCH_NS), "ip", "link", "set", port, "master", "br0", "up")
+        sh(*netns(ns), "ip", "addr", "add", f"{address}/24", "dev", "eth0")
+        sh(*netns(ns), "ip", "link", "set", "eth0", "up")
+        sh(*netns(ns), "ip", "link", "set", "lo", "up")
+        os.makedirs(f"/etc/netns/{ns}", exist_ok=True)
+        with open(f"/etc/netns/{ns}/hosts", "w") as f:
+            f.write(hosts_file)
+
+
+def enter_namespace(ns):
+    """Moves this process (its main thread, where everything here runs) into `ns`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            raise Failure(f"setns {ns}: errno {ctypes.get_errno()}")
+    finally:
+        os.close(fd)
+
+
+def leave_namespace(home_fd):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(home_fd, CLONE_NEWNET) != 0:
+        raise Failure(f"setns back: errno {ctypes.get_errno()}")
+
+
+# ---------------------------------------------------------------------------------------------- clients
+
+def http(url, body=None, headers=None, timeout=5):
+    request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST" if body is not None else "GET")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def signed(base, app_key, app_secret, path, fields):
+    """A NIM-style signed server-API call (docs/api.md): CheckSum = sha1(secret + nonce + curTime)."""
+    nonce, now = secrets.token_hex(8), str(int(time.time()))
+    headers = {"AppKey": app_key, "Nonce": nonce, "CurTime": now,
+               "CheckSum": hashlib.sha1((app_secret + nonce + now).encode()).hexdigest(),
+               "Content-Type": "application/json"}
+    status, text = http(base + path, json.dumps(fields).encode(), headers)
+    return status, (json.loads(text) if text.startswith("{") else {"raw": text})
+
+
+def wait_for(what, deadline_s, probe, interval=0.25):
+    deadline = time.time() + deadline_s
+    last = None
+    while time.time() < deadline:
+        last = probe()
+        if last is True:
+            return
+        time.sleep(interval)
+    raise Failure(f"timed out waiting for {what} (last: {str(last)[:800]})")
+
+
+class Client:
+    """A WebSocket client of docs/protocol.md (hello, enter, sendMessage, events)."""
+
+    def __init__(self, ws):
+        self.ws, self.next_id, self.pending = ws, 0, []
+
+    @classmethod
+    async def open(cls, url):
+        import websockets
+        return cls(await websockets.connect(url, max_size=4 << 20, open_timeout=5))
+
+    async def call(self, op, timeout=5.0, **fields):
+        self.next_id += 1
+        await self.ws.send(json.dumps({"id": self.next_id, "op": op, **fields}))
+        return await self.wait(lambda f: f.get("id") == self.next_id and "event" not in f, timeout)
+
+    async def wait(self, match, timeout=5.0):
+        for i, frame in enumerate(self.pending):
+            if match(frame):
+                return self.pending.pop(i)
+        end = time.time() + timeout
+        while True:
+            frame = json.loads(await asyncio.wait_for(self.ws.recv(), max(0.01, end - time.time())))
+            if match(frame):
+                return frame
+            self.pending.append(frame)
+
+    async def message(self, body, timeout=10.0):
+        return await self.wait(lambda f: f.get("event") == "message" and f.get("data", {}).get("body") == body, timeout)
+
+
+async def enter(url, app_key, room, account, token):
+    client = await Client.open(url)
+    hello = await client.call("hello", versions=[1])
+    check(hello.get("ok"), f"hello on {url}: {hello}")
+    entered = await client.call("enter", roomId=room, nickname=account,
+                                auth={"mode": "independent", "appKey": app_key, "account": account, "token": token})
+    check(entered.get("ok"), f"enter {room} as {account} on {url}: {entered}")
+    return client
+
+
+async def send_until_ok(client, room, body, seconds=20):
+    """Sends until the room takes it (a shard without a leader answers an error for a moment)."""
+    deadline, last = time.time() + seconds, None
+    while time.time() < deadline:
+        last = await client.call("sendMessage", roomId=room, type="text", body=body, clientMessageId=body)
+        if last.get("ok"):
+            return last
+        await asyncio.sleep(0.25)
+    raise Failure(f"sendMessage {body!r} never succeeded: {last}")
+
+
+async def exchange(a, b, room, tag):
+    """a → b and b → a, each seen by the other across nodes."""
+    await send_until_ok(b, room, f"{tag}: from b")
+    await a.message(f"{tag}: from b")
+    await send_until_ok(a, room, f"{tag}: from a")
+    await b.message(f"{tag}: from a")
+
+
+# ---------------------------------------------------------------------------------------------- the node
+
+class Deployment:
+    def __init__(self, parley, user, layout, nodes, work):
+        self.parley, self.user, self.layout, self.nodes, self.work = parley, user, layout, nodes, work
+        self.procs = {}
+        for i, node in enumerate(nodes):
+            node["ns"] = f"{PREFIX}-n{i + 1}"
+            node["address"] = f"{SUBNET}.{11 + i}"
+            node["data"] = os.path.join(work, f"data-{i + 1}")
+            node["log"] = os.path.join(work, f"node-{i + 1}.log")
+            os.makedirs(node["data"], mode=0o700)
+            os.chown(node["data"], user.pw_uid, user.pw_gid)
+
+    def start(self, i):
+        node = self.nodes[i]
+        # Only what the deployment files set reaches the node, as in a container (plus PATH for the shell
+        # of the StatefulSet's command).
+        env = dict(node["env"], PATH="/usr/local/bin:/usr/bin:/bin")
+        if node.get("command"):
+            # The pod's own command, with the image's entrypoint binary at the path the image puts it.
+            command = [c.replace("/usr/local/bin/parley", self.parley) for c in node["command"]]
+        else:
+            command = [self.parley] + node["argv"]
+        mount = node["mount"]
+        if not os.path.exists(mount):
+            os.makedirs(mount)
+            MADE_MOUNT_POINTS.append(mount)
+        # In the namespace's own mount namespace (ip netns exec makes one): the user's folder at the path
+        # the image uses, then drop to the image's user and exec the node (the pid is the node's).
+        script = ('mount --bind "$2" "$1" && cd "$1" && shift 3 && '
+                  'exec setpriv --reuid="$UID_" --regid="$GID_" --init-groups --reset-env env -i "$@"')
+        argv = [*netns(node["ns"]), "env", f"UID_={self.user.pw_uid}", f"GID_={self.user.pw_gid}", "sh", "-c", script,
+                "sh", mount, node["data"], "--", *[f"{k}={v}" for k, v in sorted(env.items())], *command]
+        out = open(node["log"], "ab")
+        self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        log(f"{self.layout}: started {node['name']} ({node['hostname']}, {node['address']}) pid {self.procs[i].pid}")
+
+    def kill9(self, i):
+        proc = self.procs.pop(i)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def stop_all(self):
+        for i, proc in list(self.procs.items()):
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for i, proc in list(self.procs.items()):
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        self.procs.clear()
+
+    def url(self, i, path=""):
+        return f"http://{self.nodes[i]['address']}:{self.nodes[i]['http']}{path}"
+
+    def tail(self, lines=15):
+        out = []
+        for node in self.nodes:
+            text = open(node["log"], errors="replace").read().splitlines()[-lines:] if os.path.exists(node["log"]) else []
+            out.append(f"--- {node['name']} ({node['log']}):\n  " + "\n  ".join(text))
+        return "\n".join(out)
+
+
+def node_processes_run_as(user, deployment):
+    """Each node's process (ip netns exec → sh → setpriv → env → parley, all by exec) is parley, run by the user."""
+    def who(pid):
+        status = open(f"/proc/{pid}/status").read()
+        return int(re.search(r"^Uid:\s+(\d+)", status, re.M).group(1)), os.readlink(f"/proc/{pid}/exe")
+    for i, proc in deployment.procs.items():
+        wait_for(f"{deployment.nodes[i]['name']} to exec parley", 10,
+                 lambda: True if who(proc.pid)[1].endswith("/parley") else who(proc.pid))
+        uid, exe = who(proc.pid)
+        check(uid == user.pw_uid, f"{deployment.nodes[i]['name']} runs as uid {uid} ({exe}), not as {user.pw_name}")
+
+
+def run_cluster(layout, parley, user, work):
+    app_key, app_secret = "deploytest", secrets.token_hex(16)
+    outside = {"PARLEY_SECRET": secrets.token_hex(32), "PARLEY_APPS": f"{app_key}:{app_secret}"}
+    nodes = compose_nodes(outside) if layout == "compose" else k8s_nodes(outside)
+    check(len(nodes) == 3, f"{layout}: expected 3 nodes, found {len(nodes)}")
+    deployment = Deployment(parley, user, layout, nodes, work)
+    hosts = [(n["ns"], n["address"], [n["hostname"]] + ([n["name"]] if n["name"] != n["hostname"] else []))
+             for n in nodes]
+    make_network(hosts + [(CLIENT_NS, f"{SUBNET}.100", ["pdep-client"])])
+    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    try:
+        for i in range(3):
+            deployment.start(i)
+        enter_namespace(CLIENT_NS)
+        try:
+            node_processes_run_as(user, deployment)
+            asyncio.run(smoke_and_kill(deployment, app_key, app_secret))
+        except BaseException:
+            log("node logs:\n" + deployment.tail())
+            raise
+        finally:
+            leave_namespace(home)
+            deployment.stop_all()
+    finally:
+        os.close(home)
+        clean_network()
+    for node in nodes:
+        modes = {p: oct(os.stat(os.path.join(node["data"], p)).st_uid) for p in os.listdir(node["data"])}
+        check(modes and all(os.stat(os.path.join(node["data"], p)).st_uid == user.pw_uid for p in modes),
+              f"{node['name']}: files in the data folder not owned by {user.pw_name}: {modes}")
+    log(f"{layout}: passed")
+
+
+async def smoke_and_kill(d, app_key, app_secret):
+    def all_ready():
+        answers = [http(d.url(i, "/readyz")) for i in range(3)]
+        return True if all(s == 200 for s, _ in answers) else answers
+    wait_for("every node to be ready (/readyz)", 90, all_ready)
+    status = json.loads(http(d.url(0, "/status"))[1])
+    check(all(p["connected"] for p in status["peers"]) and len(status["peers"]) == 2, f"peers: {status['peers']}")
+    check(status["meta"] and len(status["meta"]["nodes"]) == 3, f"meta registry: {status['meta']}")
+    log(f"{d.layout}: formed; shards led by node 1: {sum(s['role'] == 'leader' for s in status['shards'])}")
+
+    # The room smoke test: a room through the signed API, two clients on two nodes.
+    api = d.url(0)
+    for account in ("alice", "bob"):
+        code, answer = signed(api, app_key, app_secret, "/v1/user/create",
+                              {"accid": account, "name": account.title(), "token": f"{account}-token"})
+        check(code == 200 and answer.get("code") == 200, f"user/create {account}: {code} {answer}")
+    room = "deployed-room"
+    code, answer = signed(api, app_key, app_secret, "/v1/room/create", {"roomId": room, "creator": "alice", "name": "D"})
+    check(code == 200 and answer.get("code") == 200, f"room/create: {code} {answer}")
+    ws = [f"ws://{d.nodes[i]['address']}:{d.nodes[i]['http']}/ws" for i in range(3)]
+    a = await enter(ws[0], app_key, room, "alice", "alice-token")
+    b = await enter(ws[1], app_key, room, "bob", "bob-token")
+    await exchange(a, b, room, "before")
+    log(f"{d.layout}: room smoke test passed (alice on {d.nodes[0]['name']}, bob on {d.nodes[1]['name']})")
+
+    # kill -9 the third node: the clients on the other two keep talking; the API keeps answering.
+    placement = json.loads(http(d.url(0, f"/placement/rooms/{room}"))[1])
+    d.kill9(2)
+    log(f"{d.layout}: killed {d.nodes[2]['name']} (the room's shard was led by node {placement['leader']})")
+    await exchange(a, b, room, "after kill")
+    code, answer = signed(d.url(1), app_key, app_secret, "/v1/room/get", {"roomId": room})
+    check(code == 200 and answer.get("code") == 200, f"room/get after the kill: {code} {answer}")
+    wait_for("node 1 to report the killed node's link down with an error", 20,
+             lambda: True if any(p.get("lastError") for p in json.loads(http(d.url(0, "/status"))[1])["peers"]
+                                 if not p["connected"]) else json.loads(http(d.url(0, "/status"))[1])["peers"])
+
+    # It comes back with its data and catches up: ready, linked, and holding the messages sent without it.
+    d.start(2)
+    wait_for("the restarted node to be ready", 90, lambda: True if http(d.url(2, "/readyz"))[0] == 200 else http(d.url(2, "/readyz")))
+    wait_for("the restarted node to reach both peers", 30,
+             lambda: True if all(p["connected"] for p in json.loads(http(d.url(2, "/status"))[1])["peers"]) else False)
+    c = await enter(ws[2], app_key, room, "bob", "bob-token")
+    await send_until_ok(c, room, "after restart")
+    await a.message("after restart")
+
+    def caught_up():
+        shard = placement["shard"]
+        views = [json.loads(http(d.url(i, "/status"))[1]) for i in range(3)]
+        rows = [next(s for s in v["shards"] if s["shard"] == shard) for v in views]
+        commit = max(r["commit"] for r in rows)
+        return True if all(r["applied"] == commit for r in rows) else rows
+    wait_for("every replica of the room's shard, the restarted one too, to apply the same entries", 30, caught_up)
+    for client in (a, b, c):
+        await client.ws.close()
+    log(f"{d.layout}: survived kill -9 of {d.nodes[2]['name']} and its restart")
+
+
+# -------------------------------------------------------------------------------------------- parley dev
+
+def run_dev(parley, user, work):
+    """The README's quick start as the non-root user: `parley dev`, then the signed calls and a client."""
+    folder = os.path.join(work, "dev")
+    os.makedirs(folder, mode=0o755)
+    os.chown(folder, user.pw_uid, user.pw_gid)
+    base = 18101  # off the README's 8101 so a developer's own `parley dev` does not collide
+    log_path = os.path.join(work, "dev.log")
+    proc = subprocess.Popen(
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "--reset-env",
+         parley, "dev", "--data", os.path.join(folder, ".parley-dev"), "--http-port", str(base),
+         "--peer-port", str(base - 1000)],
+        cwd=folder, stdout=open(log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for("parley dev's three nodes to be ready", 120,
+                 lambda: True if all(http(f"http://127.0.0.1:{base + i}/readyz")[0] == 200 for i in range(3)) else
+                 [http(f"http://127.0.0.1:{base + i}/readyz") for i in range(3)])
+        secret_file = os.path.join(folder, ".parley-dev", "dev-app-secret")
+        check(os.stat(secret_file).st_uid == user.pw_uid, "the dev app secret belongs to the user")
+        app_secret = open(secret_file).read().strip()
+        api = f"http://127.0.0.1:{base}"
+        for path, fields in (("/v1/user/create", {"accid": "alice", "name": "Alice", "token": "alice-token"}),
+                             ("/v1/room/create", {"roomId": "lobby", "creator": "alice", "name": "Lobby"}),
+                             ("/v1/room/requestAddr", {"roomId": "lobby", "accid": "alice"})):
+            code, answer = signed(api, "dev", app_secret, path, fields)
+            check(code == 200 and answer.get("code") == 200, f"quick start {path}: {code} {answer}")
+
+        async def client():
+            c = await enter(f"ws://127.0.0.1:{base}/ws", "dev", "lobby", "alice", "alice-token")
+            await send_until_ok(c, "lobby", "hello")
+            await c.message("hello")
+            await c.ws.close()
+        asyncio.run(client())
+        log("dev: the README quick start passed as", user.pw_name)
+    except BaseException:
+        log("parley dev log:\n  " + "\n  ".join(open(log_path, errors="replace").read().splitlines()[-30:]))
+        raise
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------------------------------------- main
+
+def ensure_user():
+    name, uid = image_user()
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pass
+    try:
+        existing = pwd.getpwuid(uid)
+        raise Failure(f"uid {uid} belongs to {existing.pw_name}, not {name}: cannot make the image's user")
+    except KeyError:
+        pass
+    sh("useradd", "--system", "--uid", str(uid), "--no-create-home", "--shell", "/usr/sbin/nologin", name)
+    log(f"created the image's user {name} (uid {uid})")
+    return pwd.getpwnam(name)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parley", default=os.path.join(ROOT, ".build/debug/parley"))
+    parser.add_argument("--layout", default="all", choices=["compose", "k8s", "dev", "all"])
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("cluster/deployed/run.py needs root (network namespaces, a user switch)", file=sys.stderr)
+        return 2
+    check(os.access(args.parley, os.X_OK), f"{args.parley} is not built (swift build)")
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(Failure("the whole run took over 15 minutes")))
+    signal.alarm(15 * 60)
+    user = ensure_user()
+    work = tempfile.mkdtemp(prefix="parley-deployed-")
+    os.chmod(work, 0o755)
+    # The binary where the image puts it, readable by the user (the build folder may not be).
+    binary = os.path.join(work, "bin", "parley")
+    os.makedirs(os.path.dirname(binary))
+    shutil.copy2(args.parley, binary)
+    os.chmod(binary, 0o755)
+    clean_network()
+    layouts = ["compose", "k8s", "dev"] if args.layout == "all" else [args.layout]
+    passed, failed = 0, 0
+    try:
+        for layout in layouts:
+            started = time.time()
+            try:
+                if layout == "dev":
+                    run_dev(binary, user, work)
+                else:
+                    folder = os.path.join(work, layout)
+                    os.makedirs(folder, mode=0o755)
+                    run_cluster(layout, binary, user, folder)
+                passed += 1
+                log(f"{layout}: ok in {time.time() - started:.1f} s")
+            except Failure as e:
+                failed += 1
+                log(f"{layout}: FAILED: {e}")
+    finally:
+        clean_network()
+        for path in MADE_MOUNT_POINTS:  # made as mount points by the nodes' shells; empty on the host
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+        if failed == 0:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            log(f"kept {work} for a look")
+    print(f"deployed: {passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
