@@ -63,8 +63,10 @@ public enum APIErrorCode: Int, Sendable, CaseIterable {
     case missingSignature = 10401
     /// No app with that AppKey.
     case unknownAppKey = 10402
-    /// CheckSum is not SHA1(AppSecret + Nonce + CurTime).
+    /// CheckSum is not SHA1(AppSecret + Nonce + CurTime), or CheckSum2 does not sign this request.
     case badChecksum = 10403
+    /// The app requires CheckSum2 (method, path and body signed) and the request has only CheckSum.
+    case signedBodyRequired = 10407
     /// CurTime is more than `RequestSignature.window` away from the node's clock.
     case staleCurTime = 10405
     /// The Nonce was already used by this app within the window.
@@ -82,7 +84,7 @@ public enum APIErrorCode: Int, Sendable, CaseIterable {
         switch self {
         case .badJSON, .badField: .badRequest
         case .bodyTooLarge: .contentTooLarge
-        case .missingSignature, .unknownAppKey, .badChecksum: .unauthorized
+        case .missingSignature, .unknownAppKey, .badChecksum, .signedBodyRequired: .unauthorized
         case .staleCurTime, .reusedNonce: .forbidden
         case .tooManyRequests: .tooManyRequests
         case .accountExists: .conflict

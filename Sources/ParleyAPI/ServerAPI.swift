@@ -13,6 +13,7 @@ public struct ServerAPI: Sendable {
     public let backend: any ServerAPIBackend
     public let nonces: NonceLedger
     private let keyring = AppKeyring()
+    private let unverifiedBodies = ConcurrencyGate()
     /// Unix seconds; injectable so a test can check the window without waiting.
     let clock: @Sendable () -> Int64
 
@@ -63,6 +64,7 @@ public struct ServerAPI: Sendable {
     /// Every endpoint, in documentation order.
     public static var endpoints: [Endpoint] {
         UserEndpoints.all + RoomEndpoints.all + MemberEndpoints.all + QueueEndpoints.all + MessageEndpoints.all
+            + AppEndpoints.all
     }
 
     public static var paths: [String] { endpoints.map(\.path) }
@@ -81,32 +83,52 @@ public struct ServerAPI: Sendable {
                 let wanted = name.lowercased()
                 return request.headers.first { $0.name.canonicalName == wanted }?.value
             }
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: Self.maxBodyBytes)
-            } catch {
-                throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
+            // The app, the time window and NIM's CheckSum are checked before a byte of the body is read.
+            let now = clock()
+            guard let app = try await keyring.app(signature.appKey, now: now, read: backend.metaState) else {
+                throw APIError(.unknownAppKey, "no app with this AppKey")
             }
-            try await verify(signature)
+            try signature.verifyHeaders(secret: app.secret, now: now, requireSignedBody: app.requiresSignedBody)
+            let body = try await readBody(request, headersProveTheSender: signature.checkSum != nil)
+            try signature.verifyBody(secret: app.secret, method: request.method.rawValue, path: request.uri.path,
+                                     body: Array(body.readableBytesView))
+            // Recorded only for a request that verified, so a forger cannot fill the ledger.
+            try nonces.record(appKey: signature.appKey, nonce: signature.nonce, curTime: signature.curTime, now: now)
             let data = try await endpoint.run(self, Call(appKey: signature.appKey, body: body))
             return Self.success(data)
         } catch let error as APIError {
-            return Self.failure(error)
+            var response = Self.failure(error)
+            // A caller that failed authentication gets no second request on this connection, and what it
+            // has not sent of its body is not waited for.
+            if error.status == .unauthorized || error.code == APIErrorCode.staleCurTime.rawValue {
+                response.headers[.connection] = "close"
+            }
+            return response
         } catch {
             // Only routing fails this way (no leader in time): bad input is refused above as an APIError.
             return Self.failure(APIError(.unavailable, "no leader answered in time; retry (\(error))"))
         }
     }
 
-    /// Checks app, time window, checksum, then the nonce (recorded only for a request that verified).
-    private func verify(_ signature: RequestSignature) async throws {
-        let now = clock()
-        guard let app = try await keyring.app(signature.appKey, now: now, read: backend.metaState) else {
-            throw APIError(.unknownAppKey, "no app with this AppKey")
+    /// Reads the body (at most `maxBodyBytes`). When only CheckSum2 signs the request, who sent it is known
+    /// only once the body is read: such reads are bounded (`maxUnverifiedBodies` at once), so a crowd of
+    /// forged requests cannot hold a node's memory.
+    private func readBody(_ request: Request, headersProveTheSender: Bool) async throws -> ByteBuffer {
+        if !headersProveTheSender {
+            guard unverifiedBodies.enter(limit: Self.maxUnverifiedBodies) else {
+                throw APIError(.tooManyRequests, "too many request bodies being read before their signature is known; retry")
+            }
         }
-        try signature.verify(secret: app.secret, now: now)
-        try nonces.record(appKey: signature.appKey, nonce: signature.nonce, now: now)
+        defer { if !headersProveTheSender { unverifiedBodies.leave() } }
+        do {
+            return try await request.body.collect(upTo: Self.maxBodyBytes)
+        } catch {
+            throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
+        }
     }
+
+    /// Bodies read at once before their CheckSum2 could be checked (64 × 256 KiB = 16 MiB at most).
+    public static let maxUnverifiedBodies = 64
 
     static func success(_ data: any Encodable & Sendable) -> Response {
         struct Envelope: Encodable {

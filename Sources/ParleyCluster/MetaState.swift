@@ -29,11 +29,16 @@ public struct AppCredential: Sendable, Hashable {
     public var appKey: String
     public var secret: String
     public var createdAt: Int64
+    /// Signed requests must carry `CheckSum2` (method, path and body signed, docs/api.md); NIM's CheckSum
+    /// alone is refused. Set by `setAppSigning`, kept when `putApp` replaces the secret; not part of the
+    /// `putApp` encoding, so log entries written before it existed still read.
+    public var requiresSignedBody: Bool
 
-    public init(appKey: String, secret: String, createdAt: Int64 = 0) {
+    public init(appKey: String, secret: String, createdAt: Int64 = 0, requiresSignedBody: Bool = false) {
         self.appKey = appKey
         self.secret = secret
         self.createdAt = createdAt
+        self.requiresSignedBody = requiresSignedBody
     }
 }
 
@@ -92,6 +97,8 @@ public enum MetaCommand: Sendable, Hashable {
     case putUser(UserRecord)
     /// Refuses the user's current token from now on.
     case revokeToken(appKey: String, account: String)
+    /// Whether the app's signed requests must sign their method, path and body (`CheckSum2`).
+    case setAppSigning(appKey: String, requireSignedBody: Bool)
 }
 
 /// What applying a meta command did.
@@ -191,6 +198,7 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
                 return .refusal(.badParameter, "appKey must be 1-64 printable bytes and the secret 16-128 bytes")
             }
             app.createdAt = apps[app.appKey]?.createdAt ?? context.timestamp
+            app.requiresSignedBody = apps[app.appKey]?.requiresSignedBody ?? false
             apps[app.appKey] = app
             return .done
         case .removeApp(let key):
@@ -216,6 +224,10 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             guard users[key] != nil else { return .refusal(.notFound, "no user \(account)") }
             users[key]!.revoked = true
             return .done
+        case .setAppSigning(let key, let required):
+            guard apps[key] != nil else { return .refusal(.notFound, "no app \(key)") }
+            apps[key]!.requiresSignedBody = required
+            return .done
         }
     }
 
@@ -226,7 +238,8 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
 
     // MARK: Snapshot
 
-    public static let snapshotVersion: UInt8 = 2
+    /// 3 adds the apps that require signed bodies (2 is still read: none do).
+    public static let snapshotVersion: UInt8 = 3
 
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
@@ -240,13 +253,16 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         for key in apps.keys.sorted() { w.write(apps[key]!) }
         w.write(UInt64(users.count))
         for key in users.keys.sorted() { w.write(users[key]!) }
+        let signed = apps.keys.sorted().filter { apps[$0]!.requiresSignedBody }
+        w.write(UInt64(signed.count))
+        for key in signed { w.write(key) }
         return w.bytes
     }
 
     public init(restoring bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         let v = try r.readByte()
-        guard v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
+        guard v == 2 || v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
         for _ in 0..<(try r.readCount()) {
             let n = try r.read(NodeRecord.self)
             nodes[n.id] = n
@@ -264,6 +280,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         for _ in 0..<(try r.readCount()) {
             let u = try r.read(UserRecord.self)
             users[u.key] = u
+        }
+        if v >= 3 {
+            for _ in 0..<(try r.readCount()) {
+                let key = try r.readString()
+                guard apps[key] != nil else { throw CodecError.badTag("signed-body app", 0) }
+                apps[key]!.requiresSignedBody = true
+            }
         }
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
     }
@@ -298,6 +321,7 @@ extension AppCredential: BinaryCodable {
         appKey = try r.readString()
         secret = try r.readString()
         createdAt = try r.readInt64()
+        requiresSignedBody = false  // carried by setAppSigning and the snapshot, not here
     }
 }
 
@@ -337,6 +361,7 @@ extension MetaCommand: BinaryCodable {
         case .removeApp(let key): w.write(UInt8(4)); w.write(key)
         case .putUser(let u): w.write(UInt8(5)); w.write(u)
         case .revokeToken(let app, let account): w.write(UInt8(6)); w.write(app); w.write(account)
+        case .setAppSigning(let app, let required): w.write(UInt8(7)); w.write(app); w.write(required)
         }
     }
 
@@ -357,6 +382,7 @@ extension MetaCommand: BinaryCodable {
         case 4: self = .removeApp(appKey: try r.readString())
         case 5: self = .putUser(try r.read())
         case 6: self = .revokeToken(appKey: try r.readString(), account: try r.readString())
+        case 7: self = .setAppSigning(appKey: try r.readString(), requireSignedBody: try r.readBool())
         case let t: throw .badTag("MetaCommand", UInt64(t))
         }
     }

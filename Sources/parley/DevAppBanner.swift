@@ -1,7 +1,8 @@
 import Foundation
 
 /// What `parley dev` prints about the development app: its key and secret and a curl command that works
-/// as pasted (it signs with the shell: a fresh Nonce and CurTime each run, CheckSum = sha1(secret nonce time)).
+/// as pasted (it signs with the shell: a fresh Nonce and CurTime each run, CheckSum2 = HMAC-SHA256 of the
+/// method, path, nonce, time and the body's SHA-256, docs/api.md).
 struct DevAppBanner {
     var appKey: String
     var secret: String
@@ -11,10 +12,11 @@ struct DevAppBanner {
         """
         Server API app: AppKey \(appKey)  AppSecret \(secret)   (docs/api.md)
           Try it (creates a room):
-            N=$(date +%s%N) T=$(date +%s); S=$(printf '%s' "\(secret)$N$T" | sha1sum | cut -d' ' -f1); \\
+            B='{"roomId":"lobby","creator":"alice","name":"Lobby"}'; N=$(date +%s%N) T=$(date +%s); \\
+            D=$(printf '%s' "$B" | sha256sum | cut -d' ' -f1); \\
+            S=$(printf 'parley-v2\\nPOST\\n/v1/room/create\\n%s\\n%s\\n%s' "$N" "$T" "$D" | openssl dgst -sha256 -hmac '\(secret)' | sed 's/^.*= //'); \\
             curl -s -X POST \(url)/v1/room/create -H 'Content-Type: application/json' \\
-              -H 'AppKey: \(appKey)' -H "Nonce: $N" -H "CurTime: $T" -H "CheckSum: $S" \\
-              -d '{"roomId":"lobby","creator":"alice","name":"Lobby"}'
+              -H 'AppKey: \(appKey)' -H "Nonce: $N" -H "CurTime: $T" -H "CheckSum2: $S" -d "$B"
 
         """
     }

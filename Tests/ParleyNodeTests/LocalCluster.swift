@@ -185,6 +185,13 @@ final class LocalCluster: @unchecked Sendable {
     }
 
     /// The `host:port` a client uses for node `id`.
+    /// The meta state as node `id` serves it to peers (what a test reads back to see that nothing changed).
+    func metaState(via id: UInt64) async throws -> MetaState {
+        let response = try await clientTransport().call(id, path: "/rpc/v1/meta/state", body: []).get()
+        guard response.status == 200 else { throw LocalClusterError.failed("meta/state: \(response.status)") }
+        return try MetaState(restoring: response.body)
+    }
+
     func clientAddress(_ id: UInt64) -> String { http(id).replacingOccurrences(of: "http://", with: "") }
 
     /// Polls a shard's event feed on node `id` as edge `edgeId`.

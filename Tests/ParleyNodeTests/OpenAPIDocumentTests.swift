@@ -56,7 +56,7 @@ import ParleyRooms
     @Test func everyOperationDocumentsTheSignatureHeadersAndTheErrorShape() {
         let operations = Self.lines.filter { $0 == "    post:" }.count
         #expect(operations == ServerAPI.paths.count)
-        for header in ["AppKey", "Nonce", "CurTime", "CheckSum"] {
+        for header in ["AppKey", "Nonce", "CurTime", "CheckSum", "CheckSum2"] {
             #expect(Self.lines.filter { $0.hasSuffix("$ref: '#/components/parameters/\(header)'") }.count == operations)
         }
         #expect(Self.lines.filter { $0.hasSuffix("$ref: '#/components/schemas/Error'") }.count == operations)

@@ -33,6 +33,52 @@ import ParleyAPI
 
     private func room(_ a: SignedAPIClient.Answer) -> [String: Any] { a.data["room"] as? [String: Any] ?? [:] }
 
+    /// Issue 24: the headers of a request signed with CheckSum2, captured from node 1, cannot carry another
+    /// call (another path or body) on any node; an app that requires CheckSum2 refuses NIM's CheckSum alone
+    /// on every node; nothing of the refused calls changes the user.
+    @Test func checkSum2HeadersCannotCarryAnotherCallOnAnyNodeAndAnAppCanRequireThem() async throws {
+        try await withAPICluster { cluster in
+            let signer = SignedAPIClient(appKey: Self.appKey, secret: Self.secret, signsBody: true)
+            let made = try await signer.post(cluster.http(1), "/v1/user/create", ["accid": "carol", "token": "carol-token-1"])
+            #expect(made.status == 200, "\(made.json)")
+            // The captured request: a signed read of carol on node 1.
+            let read = try JSONSerialization.data(withJSONObject: ["accid": "carol"])
+            var captured = RequestSignature.signedHeaders(appKey: Self.appKey, secret: Self.secret, nonce: UUID().uuidString,
+                                                          curTime: Int64(Date().timeIntervalSince1970),
+                                                          path: "/v1/user/get", body: read).mapValues { Optional($0) }
+            captured["CheckSum"] = .some(nil)  // exactly the captured headers: none of the test client's own
+            #expect(try await api.post(cluster.http(1), "/v1/user/get", [:], headers: captured, rawBody: read).status == 200)
+            // Replayed elsewhere with another path and body: the token refresh the attacker wants.
+            for id in cluster.ids {
+                expectRefusal(try await api.post(cluster.http(id), "/v1/user/refreshToken",
+                                                 ["accid": "carol", "token": "stolen-token"], headers: captured), 401, 10403)
+            }
+            // Same path, another body (another account), on another node.
+            expectRefusal(try await api.post(cluster.http(2), "/v1/user/get", ["accid": "dave"], headers: captured), 401, 10403)
+            for id in cluster.ids {
+                let user = try await cluster.metaState(via: id).user(appKey: Self.appKey, account: "carol")
+                #expect(user?.token == "carol-token-1", "node \(id): carol's token must be unchanged")
+            }
+
+            // The app requires CheckSum2 from now on: NIM-signed requests are refused on every node (within the
+            // second each node's keyring may take to see it), CheckSum2-signed ones still work.
+            let set = try await signer.post(cluster.http(2), "/v1/app/setSigning", ["requireSignedBody": true])
+            #expect(set.status == 200 && set.data["requireSignedBody"] as? Bool == true, "\(set.json)")
+            for id in cluster.ids {
+                try await cluster.eventually("node \(id) to refuse CheckSum alone", seconds: 10) {
+                    let a = try? await api.post(cluster.http(id), "/v1/user/get", ["accid": "carol"])
+                    return a?.status == 401 && a?.code == 10407
+                }
+                #expect(try await signer.post(cluster.http(id), "/v1/user/get", ["accid": "carol"]).status == 200)
+            }
+            // Back to NIM-compatible signing (itself a CheckSum2 request, since the app requires it).
+            #expect(try await signer.post(cluster.http(3), "/v1/app/setSigning", ["requireSignedBody": false]).status == 200)
+            try await cluster.eventually("node 1 to take CheckSum alone again", seconds: 10) {
+                (try? await api.post(cluster.http(1), "/v1/user/get", ["accid": "carol"]))?.status == 200
+            }
+        }
+    }
+
     @Test func signatureRefusalsHaveTheirCodesAndChangeNothing() async throws {
         try await withAPICluster { cluster in
             let base = cluster.http(1)

@@ -8,6 +8,8 @@ import ParleyAPI
 struct SignedAPIClient {
     var appKey: String
     var secret: String
+    /// Sign with CheckSum2 (method, path and body; what the docs and the SDK use) instead of NIM's CheckSum.
+    var signsBody = false
 
     struct Answer {
         var status: Int
@@ -24,8 +26,11 @@ struct SignedAPIClient {
         request.timeoutInterval = 15
         request.httpBody = try rawBody ?? JSONSerialization.data(withJSONObject: body)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        var headers = RequestSignature.headers(appKey: appKey, secret: secret, nonce: UUID().uuidString,
-                                               curTime: Int64(Date().timeIntervalSince1970))
+        let nonce = UUID().uuidString, now = Int64(Date().timeIntervalSince1970)
+        var headers = signsBody
+            ? RequestSignature.signedHeaders(appKey: appKey, secret: secret, nonce: nonce, curTime: now, path: path,
+                                             body: request.httpBody ?? Data())
+            : RequestSignature.headers(appKey: appKey, secret: secret, nonce: nonce, curTime: now)
         for (name, value) in override { headers[name] = value }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await URLSession.shared.data(for: request)

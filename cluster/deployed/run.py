@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import ctypes
 import hashlib
+import hmac
 import json
 import os
 import pwd
@@ -226,12 +227,15 @@ def http(url, body=None, headers=None, timeout=5):
 
 
 def signed(base, app_key, app_secret, path, fields):
-    """A NIM-style signed server-API call (docs/api.md): CheckSum = sha1(secret + nonce + curTime)."""
+    """A signed server-API call as docs/api.md ("Signing") says: CheckSum2 = HMAC-SHA256(secret,
+    "parley-v2\nPOST\n" + path + "\n" + nonce + "\n" + curTime + "\n" + hex sha256(body))."""
     nonce, now = secrets.token_hex(8), str(int(time.time()))
+    body = json.dumps(fields).encode()
+    text = f"parley-v2\nPOST\n{path}\n{nonce}\n{now}\n{hashlib.sha256(body).hexdigest()}"
     headers = {"AppKey": app_key, "Nonce": nonce, "CurTime": now,
-               "CheckSum": hashlib.sha1((app_secret + nonce + now).encode()).hexdigest(),
+               "CheckSum2": hmac.new(app_secret.encode(), text.encode(), hashlib.sha256).hexdigest(),
                "Content-Type": "application/json"}
-    status, text = http(base + path, json.dumps(fields).encode(), headers)
+    status, text = http(base + path, body, headers)
     return status, (json.loads(text) if text.startswith("{") else {"raw": text})
 
 
