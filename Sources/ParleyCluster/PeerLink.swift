@@ -185,16 +185,11 @@ final class PeerLink: @unchecked Sendable {
         pendingCalls.removeValue(forKey: id)?.promise.succeed(PeerResponse(status: status, body: body))
     }
 
-    /// Request headers per path: the token is a function of (node, path), so it is made once per path.
-    private var headersByPath: [String: HPACKHeaders] = [:]
-
+    /// Request headers for one stream: a fresh credential each time (for this peer, now, with a new nonce:
+    /// `PeerAuth`), made only when a connection opens its two long-lived streams.
     private func headers(path: String) -> HPACKHeaders {
-        if let cached = headersByPath[path] { return cached }
-        let made = HPACKHeaders([(":method", "POST"), (":scheme", "http"), (":authority", "\(address.host):\(address.port)"),
-                      (":path", path), ("x-parley-node", "\(settings.nodeID)"),
-                      ("x-parley-auth", settings.auth.token(node: settings.nodeID, path: path))])
-        headersByPath[path] = made
-        return made
+        HPACKHeaders([(":method", "POST"), (":scheme", "http"), (":authority", "\(address.host):\(address.port)"),
+                      (":path", path)] + settings.auth.headers(from: settings.nodeID, to: peer, path: path))
     }
 
     private func connectIfNeeded() {
@@ -376,7 +371,6 @@ final class PeerLink: @unchecked Sendable {
     func update(host: String, port: Int) {
         loop.execute {
             self.address = (host, port)
-            self.headersByPath = [:]  // :authority changed
         }
     }
 

@@ -33,7 +33,9 @@ final class PeerStreamHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame.FramePayload
 
     struct Settings: Sendable {
-        var auth: VerifiedPeerTokens
+        var auth: PeerTokenCheck
+        /// Told of every refused credential (for a rate-limited log line and a metric).
+        var onRefused: @Sendable (PeerTokenCheck.Refusal, SocketAddress?) -> Void = { _, _ in }
         var maxFrameBytes: Int
         var onRaft: @Sendable (NodeID, [RaftEnvelope]) -> Void
         var onRequest: @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>
@@ -83,10 +85,13 @@ final class PeerStreamHandler: ChannelInboundHandler {
         if path == "/health" {
             return finish(context, status: 200, "ok")
         }
-        guard let node = headers.first(name: "x-parley-node").flatMap(NodeID.init), node != 0,
-              let token = headers.first(name: "x-parley-auth"),
-              settings.auth.verify(node: node, path: path, token: token) else {
-            return finish(context, status: 401, "missing or bad cluster credentials")
+        let node: NodeID
+        switch settings.auth.check(path: path, header: { headers.first(name: $0) }) {
+        case .success(let from):
+            node = from
+        case .failure(let why):
+            settings.onRefused(why, context.channel.parent?.remoteAddress)
+            return finish(context, status: 401, "cluster credentials refused: \(why.rawValue)")
         }
         if path == "/raft/v1/stream" || path == "/rpc/v1/stream" {
             mode = path == "/raft/v1/stream" ? .raft(node) : .rpcStream(node)

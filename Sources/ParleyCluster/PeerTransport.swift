@@ -77,8 +77,11 @@ public final class PeerTransport: Sendable {
         self.onPeerDown = onPeerDown
         self.group = group
         auth = PeerAuth(secret: config.secret)
-        let settings = PeerStreamHandler.Settings(auth: VerifiedPeerTokens(auth: auth), maxFrameBytes: config.maxFrameBytes,
+        let refusals = PeerRefusalLog(logger: logger, metrics: metrics)
+        var settings = PeerStreamHandler.Settings(auth: PeerTokenCheck(auth: auth, nodeID: config.nodeID),
+                                                  maxFrameBytes: config.maxFrameBytes,
                                                   onRaft: onRaft, onRequest: onRequest, answers: answers)
+        settings.onRefused = { why, remote in refusals.refused(why, from: remote) }
         let tls = try config.tls?.contexts()
         clientTLS = tls?.client
         server = try await ServerBootstrap(group: group)

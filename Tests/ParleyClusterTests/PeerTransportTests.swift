@@ -275,14 +275,17 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         #expect(health.status == 0)
         let body = try runProcess(path, ["http://127.0.0.1:\(b.port)/health"])
         #expect(body.output == "ok")
-        let token = PeerAuth(secret: "s3cret").token(node: 5, path: "/rpc/v1/whoami")
+        let credential = PeerAuth(secret: "s3cret").headers(from: 5, to: 2, path: "/rpc/v1/whoami")
+            .flatMap { ["-H", "\($0.0): \($0.1)"] }
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("nghttp-\(UUID().uuidString)")
         try Data("x".utf8).write(to: data)
-        let who = try runProcess(path, ["-d", data.path, "-H", "x-parley-node: 5", "-H", "x-parley-auth: \(token)",
-                                        "http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
+        let who = try runProcess(path, ["-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
         #expect(who.output == "5")
-        let refused = try runProcess(path, ["-v", "-d", data.path, "-H", "x-parley-node: 5", "-H", "x-parley-auth: \(String(repeating: "0", count: 64))",
-                                            "http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
+        // The same credential again (A3): refused, it was used once.
+        let again = try runProcess(path, ["-v", "-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
+        #expect(again.output.contains(":status: 401") && again.output.contains("replayed"), "\(again.output.suffix(400))")
+        let forged = credential.map { $0.hasPrefix("x-parley-auth") ? "x-parley-auth: \(String(repeating: "0", count: 64))" : $0 }
+        let refused = try runProcess(path, ["-v", "-d", data.path] + forged + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
         #expect(refused.output.contains(":status: 401"))
         await b.shutdown()
         try await group.shutdownGracefully()

@@ -174,4 +174,38 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         }
         }
     }
+
+    /// SPEC A3 (issue 24): a credential captured from node 2's stream to node 3 opens nothing else. It is
+    /// accepted by node 3 once (as the real stream was); sent again to node 3, to node 1 for the meta state
+    /// (which holds app secrets), or made 31 s ago, it is refused with 401, logged and counted.
+    @Test func aCapturedPeerCredentialOpensNothingElse() async throws {
+        let nghttp = ["/usr/bin/nghttp", "/usr/local/bin/nghttp"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let tool = try #require(nghttp, "install nghttp2-client (.ci/run does) to run this test")
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.waitForLeaders()
+        let auth = PeerAuth(secret: cluster.nodes.layout.secret)
+        func call(_ node: UInt64, _ credential: [(String, String)], path: String = "/rpc/v1/meta/state") throws -> String {
+            let headers = credential.flatMap { ["-H", "\($0.0): \($0.1)"] }
+            return try runTool(tool, ["-v"] + headers + ["http://127.0.0.1:\(cluster.nodes.layout.peerPort(node))\(path)"]).output
+        }
+        let captured = auth.headers(from: 2, to: 3, path: "/rpc/v1/meta/state")
+        #expect(try call(3, captured).contains(":status: 200"), "the credential as first used")
+        let again = try call(3, captured)
+        #expect(again.contains(":status: 401") && again.contains("replayed"), "\(again.suffix(300))")
+        let elsewhere = try call(1, captured)
+        #expect(elsewhere.contains(":status: 401") && elsewhere.contains("badToken"), "\(elsewhere.suffix(300))")
+        let old = auth.headers(from: 2, to: 1, path: "/rpc/v1/meta/state", now: Int64(Date().timeIntervalSince1970) - 31)
+        let late = try call(1, old)
+        #expect(late.contains(":status: 401") && late.contains("stale"), "\(late.suffix(300))")
+        let log = try String(contentsOf: cluster.directory.appendingPathComponent("node-1.log"), encoding: .utf8)
+        #expect(log.contains("refused peer credentials"))
+        let (metrics, _) = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
+        let text = PrometheusText(text: String(decoding: metrics, as: UTF8.self))
+        #expect(text.value("parley_peer_auth_failures_total", ["reason": "stale"]) == 1)
+        #expect(text.value("parley_peer_auth_failures_total", ["reason": "badToken"]) == 1)
+        // The cluster itself was not disturbed: its links authenticate afresh on every connection.
+        #expect(await cluster.statuses().values.allSatisfy { $0.peers.allSatisfy(\.connected) })
+        }
+    }
 }
