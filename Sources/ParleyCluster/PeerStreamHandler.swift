@@ -45,11 +45,14 @@ final class PeerStreamHandler: ChannelInboundHandler {
     private enum Mode { case awaitingHeaders, raft(NodeID), rpcStream(NodeID), rpc(NodeID, String), finished }
 
     private let settings: Settings
+    /// The connection this stream belongs to, told when the stream authenticates.
+    private let connection: PeerConnectionGuard?
     private var mode = Mode.awaitingHeaders
     private var buffer = ByteBuffer()
 
-    init(settings: Settings) {
+    init(settings: Settings, connection: PeerConnectionGuard? = nil) {
         self.settings = settings
+        self.connection = connection
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -89,6 +92,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
         switch settings.auth.check(path: path, header: { headers.first(name: $0) }) {
         case .success(let from):
             node = from
+            connection?.authenticatedStream()
         case .failure(let why):
             settings.onRefused(why, context.channel.parent?.remoteAddress)
             return finish(context, status: 401, "cluster credentials refused: \(why.rawValue)")

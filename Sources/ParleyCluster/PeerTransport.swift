@@ -23,6 +23,8 @@ public final class PeerTransport: Sendable {
         public var queueLimitBytes: Int = 32 << 20
         /// TLS for the peer port (server and links alike); nil = cleartext h2.
         public var tls: PeerTLS?
+        /// A connection that opens no authenticated stream within this is closed (SPEC A9).
+        public var authDeadline: TimeAmount = .seconds(5)
 
         public init(nodeID: NodeID, host: String = "127.0.0.1", port: Int, secret: String) {
             self.nodeID = nodeID
@@ -91,13 +93,16 @@ public final class PeerTransport: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
+                    let guardian = PeerConnectionGuard(authDeadline: config.authDeadline)
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: Self.connectionConfiguration,
                         streamConfiguration: Self.streamConfiguration) { stream in
                             stream.eventLoop.makeCompletedFuture {
-                                try stream.pipeline.syncOperations.addHandler(PeerStreamHandler(settings: settings))
+                                try stream.pipeline.syncOperations.addHandler(PeerStreamHandler(settings: settings,
+                                                                                                connection: guardian))
                             }
                         }
+                    try channel.pipeline.syncOperations.addHandler(guardian)
                 }
             }
             .bind(host: config.host, port: config.port).get()

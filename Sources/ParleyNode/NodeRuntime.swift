@@ -36,7 +36,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         self.logger = logger
         let metrics = NodeMetrics()
         self.metrics = metrics
-        try FileManager.default.createDirectory(atPath: config.dataDirectory, withIntermediateDirectories: true)
+        try DataFolder.prepare(config.dataDirectory)
         let database = try NodeDatabase(path: config.dataDirectory + "/node.sqlite", durable: config.durable,
                                         metrics: metrics.factory)
         network = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))

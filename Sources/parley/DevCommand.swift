@@ -19,7 +19,8 @@ struct DevCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        DataFolder.restrictUmask()  // the secrets kept in the data folder, and the nodes it starts
+        try DataFolder.prepare(data)
         var layout = LocalNodeProcesses.Layout(
             count: nodes, httpPorts: (0..<nodes).map { httpPort + $0 }, peerPorts: (0..<nodes).map { peerPort + $0 },
             dataDirectory: data, secret: try secret ?? Self.devSecret(in: data), shards: shards)

@@ -34,6 +34,7 @@ struct NodeCommand: AsyncParsableCommand {
     var noFsync = false
 
     func run() async throws {
+        DataFolder.restrictUmask()  // the database, its WAL and secrets: the node's user's alone
         let settings = try SettingSources(file: config)
         func value(_ name: String, _ flag: String?) -> String? { flag ?? settings.value(name) }
         guard let idText = value("id", id.map(String.init)), let nodeID = UInt64(idText) else {

@@ -28,12 +28,13 @@ final class Inbox: Sendable {
 enum TransportTestError: Error { case timeout(String) }
 
 func makeTransport(_ id: NodeID, port: Int = 0, secret: String = "s3cret", maxFrame: Int = 64 << 20,
-                   queueLimit: Int = 32 << 20, inbox: Inbox, group: EventLoopGroup,
+                   queueLimit: Int = 32 << 20, authDeadline: TimeAmount = .seconds(5), inbox: Inbox, group: EventLoopGroup,
                    metrics: any MetricsFactory = NOOPMetricsHandler.instance,
                    logger: Logger = Logger(label: "test.transport")) async throws -> PeerTransport {
     var config = PeerTransport.Config(nodeID: id, port: port, secret: secret)
     config.maxFrameBytes = maxFrame
     config.queueLimitBytes = queueLimit
+    config.authDeadline = authDeadline
     return try await PeerTransport(config: config, group: group, onRaft: { inbox.add($0, $1) }, onRequest: { request, loop in
         switch request.path {
         case "/rpc/v1/echo": loop.makeSucceededFuture(PeerResponse(status: 200, body: request.body))

@@ -208,4 +208,30 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         #expect(await cluster.statuses().values.allSatisfy { $0.peers.allSatisfy(\.connected) })
         }
     }
+
+    /// Issue 24: the data folder holds app secrets and user tokens: the node's user's alone (0700 / 0600),
+    /// the SQLite WAL and shared-memory files included, and a folder left world-readable by an older version
+    /// is repaired when the node starts.
+    @Test func theDataFolderIsReadableByTheNodesUserAlone() async throws {
+        try await withLocalCluster { cluster in
+        // Node 3's folder as an older version left it: world-readable, with a world-readable file in it.
+        let old = cluster.nodes.layout.dataDirectory + "/node-3"
+        try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        FileManager.default.createFile(atPath: old + "/left-behind", contents: Data("x".utf8),
+                                       attributes: [.posixPermissions: 0o644])
+        try cluster.startAll()
+        try await cluster.waitForLeaders()
+        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: "private", creator: "ann", name: "P")), room: "private", via: 1)
+        for id in cluster.ids {
+            let folder = cluster.nodes.layout.dataDirectory + "/node-\(id)"
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+            #expect(names.contains("node.sqlite") && names.contains("node.sqlite-wal"), "\(names)")
+            for path in [folder] + names.map({ folder + "/" + $0 }) {
+                let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+                #expect(mode & 0o077 == 0, "\(path) is mode \(String(mode, radix: 8))")
+            }
+        }
+        }
+    }
 }

@@ -417,9 +417,11 @@ def run_cluster(layout, parley, user, work):
         os.close(home)
         clean_network()
     for node in nodes:
-        modes = {p: oct(os.stat(os.path.join(node["data"], p)).st_uid) for p in os.listdir(node["data"])}
-        check(modes and all(os.stat(os.path.join(node["data"], p)).st_uid == user.pw_uid for p in modes),
-              f"{node['name']}: files in the data folder not owned by {user.pw_name}: {modes}")
+        files = {p: os.stat(os.path.join(node["data"], p)) for p in os.listdir(node["data"])}
+        check(files and all(st.st_uid == user.pw_uid for st in files.values()),
+              f"{node['name']}: files in the data folder not owned by {user.pw_name}: {sorted(files)}")
+        loose = {p: oct(st.st_mode & 0o777) for p, st in files.items() if st.st_mode & 0o077}
+        check(not loose, f"{node['name']}: data files readable by others: {loose}")
     log(f"{layout}: passed")
 
 
