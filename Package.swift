@@ -121,7 +121,7 @@ let package = Package(
         .target(
             name: "ParleyAPI",
             dependencies: [
-                "ParleyRooms", "ParleyCluster",
+                "ParleyRooms", "ParleyCluster", "ParleyJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

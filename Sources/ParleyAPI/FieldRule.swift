@@ -6,8 +6,10 @@ import ParleyRooms
 enum FieldRule {
     static let maxIdBytes = RoomLimits().maxIdBytes
 
+    /// A room id as the endpoints see it: in the caller's namespace (`ServerAPI.Call.decode`); its app-local
+    /// part is what is limited.
     static func roomId(_ id: String) throws {
-        try self.id(id, "roomId")
+        try self.id(AppScope.local(id), "roomId")
     }
 
     static func id(_ value: String, _ name: String) throws {

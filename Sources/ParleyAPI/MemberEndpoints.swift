@@ -81,9 +81,11 @@ enum MemberEndpoints {
         },
         // M9: the state machine keeps global mutes per shard, so the change goes to every shard; lifting a
         // mute counts the shards where it was in force.
-        .post("/v1/member/globalMute", GlobalMuteBody.self) { api, b, _ in
+        // The calling app's user only (A8): the account in the app's namespace.
+        .post("/v1/member/globalMute", GlobalMuteBody.self) { api, b, app in
             try FieldRule.id(b.accid, "accid")
-            let command = RoomCommand.setGlobalMute(GlobalMute(userId: b.accid, enable: b.mute, minutes: b.minutes ?? 0,
+            let user = AppScope.scoped(b.accid, in: api.namespace(app))
+            let command = RoomCommand.setGlobalMute(GlobalMute(userId: user, enable: b.mute, minutes: b.minutes ?? 0,
                                                                extra: b.extra ?? ""))
             return ShardsAnswer(shardsChanged: try await api.everyShard(command, tolerating: b.mute ? [] : [.alreadyInState]))
         },

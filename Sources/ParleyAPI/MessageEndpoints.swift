@@ -59,8 +59,10 @@ enum MessageEndpoints {
         },
         // Walks the rooms of every shard (in id order, a page at a time) and sends to each open room; closed
         // rooms are listed as failed. Rooms created during the walk may or may not get the message.
-        .post("/v1/message/broadcast", Message.self) { api, b, _ in
+        // The calling app's rooms only (A8).
+        .post("/v1/message/broadcast", Message.self) { api, b, app in
             let template = try sendMessage(roomId: "", b)
+            let namespace = api.namespace(app)
             var sent = 0
             var failed: [Failure] = []
             for shard in 0..<api.backend.shardCount {
@@ -68,12 +70,12 @@ enum MessageEndpoints {
                 while true {
                     let page = try ServerAPI.reply(try await api.backend.submit(.listRooms(after: after, limit: 500), shard: shard))
                     guard case .roomIds(let ids) = page, let last = ids.last else { break }
-                    for id in ids {
+                    for id in ids where AppScope.namespace(of: id) == namespace {
                         var m = template
                         m.roomId = id
                         let outcome = try await api.backend.submit(.sendMessage(m), shard: shard)
                         if case .failure(let e) = outcome.result {
-                            failed.append(Failure(roomId: id, code: e.code.rawValue, desc: e.message))
+                            failed.append(Failure(roomId: AppScope.local(id), code: e.code.rawValue, desc: e.message))
                         } else {
                             sent += 1
                         }

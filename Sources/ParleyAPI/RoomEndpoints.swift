@@ -87,8 +87,9 @@ enum RoomEndpoints {
     static let maxBatch = 20
 
     static let all: [ServerAPI.Endpoint] = [
-        .post("/v1/room/create", Create.self) { api, b, _ in
-            let roomId = b.roomId ?? String(UInt64.random(in: 1_000_000_000 ... UInt64(Int64.max)))
+        .post("/v1/room/create", Create.self) { api, b, app in
+            let roomId = b.roomId ?? AppScope.scoped(String(UInt64.random(in: 1_000_000_000 ... UInt64(Int64.max))),
+                                                     in: api.namespace(app))
             let level = try FieldRule.pick(optional: b.queueLevel, FieldRule.queueLevels, "queueLevel")
             _ = try await api.room(.createRoom(CreateRoom(
                 roomId: roomId, creator: b.creator, name: b.name, announcement: b.announcement ?? "", ext: b.ext ?? "",
@@ -108,7 +109,7 @@ enum RoomEndpoints {
                 do {
                     rooms.append(try await info(api, id))
                 } catch let e as APIError where e.code == RoomErrorCode.roomNotFound.rawValue {
-                    missing.append(id)
+                    missing.append(AppScope.local(id))
                 }
             }
             return RoomsAnswer(rooms: rooms, missing: missing)
@@ -132,15 +133,16 @@ enum RoomEndpoints {
                 roomId: b.roomId, enterExitNotifications: b.enterExitNotifications, devicePolicy: device)), roomId: b.roomId)
             return RoomAnswer(room: try await info(api, b.roomId))
         },
-        // The app policy lives in every shard's state: it is applied to each shard in turn.
-        .post("/v1/app/setPolicy", AppPolicyBody.self) { api, b, _ in
+        // The app policy lives in every shard's state: it is applied to each shard in turn, for the calling
+        // app's rooms only (A8).
+        .post("/v1/app/setPolicy", AppPolicyBody.self) { api, b, app in
             var p = AppPolicy()
             if let d = b.devicePolicy { p.devicePolicy = try FieldRule.pick(d, FieldRule.devicePolicies, "devicePolicy") }
             if let v = b.oneRoomPerUser { p.oneRoomPerUser = v }
             if let v = b.enterExitNotifications { p.enterExitNotifications = v }
             if let v = b.storeEnterExitInHistory { p.storeEnterExitInHistory = v }
             if let v = b.memberChangeEvents { p.memberChangeEvents = v }
-            return ShardsAnswer(shards: try await api.everyShard(.setAppPolicy(p)))
+            return ShardsAnswer(shards: try await api.everyShard(.setScopedAppPolicy(namespace: api.namespace(app), p)))
         },
         .post("/v1/room/mute", RoomMute.self) { api, b, _ in
             _ = try await api.room(.setRoomMute(RoomSwitch(roomId: b.roomId, enable: b.mute, needNotify: b.needNotify ?? true,

@@ -22,7 +22,7 @@ struct RoomJSON: Encodable, Sendable {
 
     init(_ v: RoomInfoView) {
         let i = v.info
-        roomId = i.roomId
+        roomId = AppScope.local(i.roomId)  // the id the app knows (A8)
         name = i.name
         announcement = i.announcement
         creator = i.creator

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ParleyCluster
+import ParleyJSON
 import ParleyRooms
 
 /// The server API for app servers: `POST /v1/<area>/<action>` with a JSON body, signed NIM-style
@@ -12,6 +13,8 @@ import ParleyRooms
 public struct ServerAPI: Sendable {
     public let backend: any ServerAPIBackend
     public let nonces: NonceLedger
+    /// The app whose rooms live in the empty namespace (`AppScope`; `--legacy-rooms-app`).
+    public let legacyRoomsApp: String?
     private let keyring = AppKeyring()
     private let unverifiedBodies = ConcurrencyGate()
     /// Unix seconds; injectable so a test can check the window without waiting.
@@ -19,10 +22,11 @@ public struct ServerAPI: Sendable {
 
     public static let maxBodyBytes = 256 * 1024
 
-    public init(backend: any ServerAPIBackend, nonces: NonceLedger = NonceLedger(),
+    public init(backend: any ServerAPIBackend, nonces: NonceLedger = NonceLedger(), legacyRoomsApp: String? = nil,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
         self.backend = backend
         self.nonces = nonces
+        self.legacyRoomsApp = legacyRoomsApp
         self.clock = clock
     }
 
@@ -32,14 +36,53 @@ public struct ServerAPI: Sendable {
         let run: @Sendable (ServerAPI, Call) async throws -> any Encodable & Sendable
     }
 
-    /// A verified request: the caller's app and the body.
+    /// The namespace of an app's rooms (A8, `AppScope`).
+    func namespace(_ appKey: String) -> String {
+        AppScope.namespace(ofApp: appKey, legacyApp: legacyRoomsApp)
+    }
+
+    /// A verified request: the caller's app, its rooms' namespace and the body.
     struct Call: Sendable {
         var appKey: String
+        var namespace: String
         var body: ByteBuffer
 
+        /// Decodes the body with its `roomId` and `roomIds` in the caller's namespace (A8): the one place
+        /// where an app server's room ids become the cluster's, so no endpoint can reach another app's room.
         func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            let data = Data(buffer: body)
+            let plain = try decoding(T.self, data)  // first as sent: its errors name the fields as sent
+            guard let scoped = try scopedRoomIds(data) else { return plain }
+            return try decoding(T.self, scoped)
+        }
+
+        private func scopedRoomIds(_ data: Data) throws -> Data? {
+            // Never skipped for a body that decoded above: a room id left unscoped would name a legacy room.
+            let value: JSONValue
+            do { value = try JSONDecoder().decode(JSONValue.self, from: data) } catch {
+                throw APIError(.badJSON, "the body is not JSON")
+            }
+            guard case .object(var fields) = value else { return nil }
+            func scoped(_ value: JSONValue) throws -> JSONValue {
+                guard case .string(let id) = value else { return value }  // a wrong type fails the decode
+                guard AppScope.isLocal(id) else { throw APIError(.badField, "room ids must not contain U+001F") }
+                return .string(AppScope.scoped(id, in: namespace))
+            }
+            var changed = false
+            if let id = fields["roomId"] {
+                fields["roomId"] = try scoped(id)
+                changed = true
+            }
+            if case .array(let ids)? = fields["roomIds"] {
+                fields["roomIds"] = .array(try ids.map(scoped))
+                changed = true
+            }
+            return changed && !namespace.isEmpty ? try JSONEncoder().encode(JSONValue.object(fields)) : nil
+        }
+
+        private func decoding<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T {
             do {
-                return try JSONDecoder().decode(T.self, from: Data(buffer: body))
+                return try JSONDecoder().decode(T.self, from: data)
             } catch let error as DecodingError {
                 throw APIError(.badJSON, Self.describe(error))
             } catch {
@@ -94,7 +137,8 @@ public struct ServerAPI: Sendable {
                                      body: Array(body.readableBytesView))
             // Recorded only for a request that verified, so a forger cannot fill the ledger.
             try nonces.record(appKey: signature.appKey, nonce: signature.nonce, curTime: signature.curTime, now: now)
-            let data = try await endpoint.run(self, Call(appKey: signature.appKey, body: body))
+            let data = try await endpoint.run(self, Call(appKey: signature.appKey, namespace: namespace(signature.appKey),
+                                                         body: body))
             return Self.success(data)
         } catch let error as APIError {
             var response = Self.failure(error)

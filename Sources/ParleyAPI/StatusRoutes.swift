@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import ParleyRooms
 
 /// Where the status routes get their figures (the node runtime).
 public protocol StatusSource: Sendable {
@@ -36,10 +37,14 @@ public enum StatusRoutes {
             return try json(report)
         }
         // "Which node leads shard S / holds room R", answered by any node.
-        router.get("/placement/rooms/:roomId") { _, context -> Response in
-            guard let roomID = context.parameters.get("roomId"), let shard = source.shard(ofRoom: roomID) else {
+        // `?app=KEY` for a room of that app (A8: each app's rooms live in its namespace); without it, a room
+        // of the legacy namespace.
+        router.get("/placement/rooms/:roomId") { request, context -> Response in
+            guard let roomID = context.parameters.get("roomId"), AppScope.isLocal(roomID) else {
                 return plain(.badRequest, "bad room id\n")
             }
+            let scoped = request.uri.queryParameters.get("app").map { AppScope.scoped(roomID, in: $0) } ?? roomID
+            guard let shard = source.shard(ofRoom: scoped) else { return plain(.badRequest, "bad room id\n") }
             var placement = try await source.placement(ofShard: shard)
             placement.roomId = roomID
             return try json(placement)

@@ -51,7 +51,7 @@ extension RoomCommand {
         "fetchMembersByIds", "updateMyMemberInfo", "markManager", "markCommon", "setBlocked", "setMuted",
         "setTempMute", "kick", "setRoomMute", "updateAllowlist", "setGlobalMute", "queueInit", "queueOffer",
         "queueBatchUpdate", "queuePoll", "queueList", "queueDrop", "claimRoomSlot", "releaseRoomSlot", "listRooms",
-        "yieldRoom",
+        "yieldRoom", "setScopedAppPolicy",
     ]
 
     /// Index of this command's case in `metricNames` (a switch, so a new case fails to compile here).
@@ -92,6 +92,7 @@ extension RoomCommand {
         case .releaseRoomSlot: 32
         case .listRooms: 33
         case .yieldRoom: 34
+        case .setScopedAppPolicy: 35
         }
     }
 }

@@ -135,7 +135,7 @@ public actor Edge {
     /// connection's requests are answered in order.
     func receive(_ connection: UInt64, _ text: String) async {
         guard let c = connections[connection], !c.closing else { return }
-        let request: ClientRequest
+        var request: ClientRequest
         do {
             request = try ClientRequest.parse(text)
         } catch {
@@ -145,6 +145,16 @@ public actor Edge {
         if !c.helloDone && request.op != "hello" {
             c.send(EventFrame.error(id: request.id, .helloRequired))
             return
+        }
+        // A8: the room id names a room of the connection's app (of the app an enter authenticates for).
+        if let app = request.op == "enter" ? Self.appKey(ofEnter: request.fields) : c.account?.appKey {
+            do {
+                request.fields = try request.fields.scopingRoomId(to: AppScope.namespace(ofApp: app,
+                                                                                       legacyApp: settings.legacyRoomsApp))
+            } catch {
+                c.send(EventFrame.error(id: request.id, error))
+                return
+            }
         }
         let op: ClientOp
         do {
@@ -174,6 +184,12 @@ public actor Edge {
         case .room(let roomId, let command):
             await roomCommand(connection, id: request.id, roomId: roomId, command)
         }
+    }
+
+    /// The app key an enter request authenticates for (nil when it has none: the enter is refused anyway).
+    static func appKey(ofEnter fields: RequestFields) -> String? {
+        guard case .object(let auth)? = fields.values["auth"], case .string(let app)? = auth["appKey"] else { return nil }
+        return app
     }
 
     private func hello(_ c: ClientConnection, id: Int64, versions: [Int64]) {

@@ -2,6 +2,8 @@ import NIOCore
 
 /// The numbers the edge announces in `hello` and enforces (docs/protocol.md).
 public struct EdgeSettings: Sendable, Hashable {
+    /// The app whose rooms live in the empty namespace (`AppScope`): rooms made before apps were tenants.
+    public var legacyRoomsApp: String?
     public var heartbeatMillis: Int = 25_000
     /// A connection that sends nothing for this long is closed (1001) and its sessions end.
     public var idleTimeoutMillis: Int = 75_000

@@ -8,7 +8,7 @@ public enum EventFrame {
         var j = JSONText()
         j.beginObject()
         j.field("event", event.kind.protocolName)
-        j.field("roomId", event.roomId)
+        j.field("roomId", AppScope.local(event.roomId))  // the id the client's app knows (A8)
         j.field("seq", event.seq)
         j.key("data")
         switch event.kind {
@@ -90,7 +90,7 @@ public enum EventFrame {
         var j = JSONText()
         j.beginObject()
         j.field("event", "gap")
-        j.field("roomId", roomId)
+        j.field("roomId", AppScope.local(roomId))
         j.field("seq", UInt64(0))
         j.key("data")
         j.beginObject()

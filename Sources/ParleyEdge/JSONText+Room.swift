@@ -5,7 +5,7 @@ extension JSONText {
     public mutating func room(_ view: RoomInfoView) {
         let info = view.info
         beginObject()
-        field("roomId", info.roomId)
+        field("roomId", AppScope.local(info.roomId))  // the id the client's app knows (A8)
         field("name", info.name)
         field("announcement", info.announcement)
         field("creator", info.creator)

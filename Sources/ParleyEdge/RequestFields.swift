@@ -1,4 +1,5 @@
 @_exported import ParleyJSON
+import ParleyRooms
 
 /// The fields of one request, with typed accessors that fail with the offending field's name.
 public struct RequestFields: Sendable {
@@ -6,6 +7,16 @@ public struct RequestFields: Sendable {
 
     public init(_ values: [String: JSONValue]) {
         self.values = values
+    }
+
+    /// The same fields with `roomId` (when it is a string) in the app's namespace (A8): the one place where
+    /// a client's room id becomes the cluster's. An id that could name a namespace itself is refused.
+    public func scopingRoomId(to namespace: String) throws(ProtocolError) -> RequestFields {
+        guard case .string(let id)? = values["roomId"] else { return self }
+        guard AppScope.isLocal(id) else { throw .badValue("roomId", "must not contain U+001F") }
+        var scoped = values
+        scoped["roomId"] = .string(AppScope.scoped(id, in: namespace))
+        return RequestFields(scoped)
     }
 
     public func string(_ name: String) throws(ProtocolError) -> String {

@@ -44,6 +44,9 @@ public struct NodeConfig: Sendable, Equatable {
     public var durable = true
     /// Server-API apps (AppKey → AppSecret) this node puts into the meta group when missing (`--app`).
     public var apps: [String: String] = [:]
+    /// The app that keeps the rooms made before apps were tenants (A8, `AppScope`): its rooms live in the
+    /// empty namespace. Every node of a cluster must name the same app (or none).
+    public var legacyRoomsApp: String?
     /// Mutual TLS on the peer port (`--peer-tls-cert`, `--peer-tls-key`, `--peer-tls-ca`); nil = cleartext h2.
     /// Every node of a cluster must agree: a TLS node and a cleartext one cannot talk.
     public var peerTLS: PeerTLS?

@@ -92,9 +92,11 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let router = Router()
         StatusRoutes.add(to: router, source: self)
         ObservabilityRoutes.add(to: router, source: self)
-        ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster)).add(to: router)
+        ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster),
+                  legacyRoomsApp: config.legacyRoomsApp).add(to: router)
         // Client WebSockets (`/ws`) are upgraded on the same port and then served by NIO handlers (EdgeHTTPChannel).
-        let edgeSettings = EdgeSettings()
+        var edgeSettings = EdgeSettings()
+        edgeSettings.legacyRoomsApp = config.legacyRoomsApp
         let edge = Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger, metrics: metrics.edge)
         self.edge.withLockedValue { $0 = edge }
         let app = Application(router: router,
@@ -188,7 +190,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public var shardCount: Int { config.shardCount }
 
     public func shard(ofRoom roomID: String) -> Int? {
-        roomID.isEmpty || roomID.utf8.count > 128 ? nil : driver.shardMap.shard(ofRoom: roomID)
+        let local = AppScope.local(roomID)
+        return local.isEmpty || local.utf8.count > 128 || roomID.utf8.count > 256 ? nil : driver.shardMap.shard(ofRoom: roomID)
     }
 
     public func placement(ofShard shard: Int) async throws -> ShardPlacementReport {

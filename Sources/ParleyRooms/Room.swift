@@ -192,6 +192,12 @@ enum FieldCheck {
         }
     }
 
+    /// A room id: its app-local part is an id of at most `maxIdBytes`, its namespace (`AppScope`) a short one.
+    static func roomId(_ value: String, _ limits: RoomLimits) throws(RoomError) {
+        try id(AppScope.local(value), limits.maxIdBytes, "roomId")
+        try size(AppScope.namespace(of: value), limits.maxIdBytes, "roomId")
+    }
+
     static func id(_ value: String, _ max: Int, _ field: StaticString) throws(RoomError) {
         guard !value.isEmpty else { throw RoomError(.badParameter, "\(field) is empty") }
         try size(value, max, field)

@@ -226,6 +226,7 @@ extension RoomCommand: BinaryCodable {
         case .claimRoomSlot(let id): w.write(UInt8(33)); w.write(id)
         case .releaseRoomSlot(let id): w.write(UInt8(34)); w.write(id)
         case .yieldRoom(let id): w.write(UInt8(35)); w.write(id)
+        case .setScopedAppPolicy(let ns, let p): w.write(UInt8(36)); w.write(ns); w.write(p)
         }
     }
 
@@ -266,6 +267,7 @@ extension RoomCommand: BinaryCodable {
         case 33: self = .claimRoomSlot(roomId: try r.readString())
         case 34: self = .releaseRoomSlot(roomId: try r.readString())
         case 35: self = .yieldRoom(roomId: try r.readString())
+        case 36: self = .setScopedAppPolicy(namespace: try r.readString(), try r.read())
         case let t: throw .badTag("RoomCommand", UInt64(t))
         }
     }

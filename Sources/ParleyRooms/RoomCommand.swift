@@ -7,7 +7,10 @@ public enum RoomCommand: Sendable, Hashable {
     case closeRoom(roomId: String, ext: String)
     case reopenRoom(roomId: String)
     case setRoomPolicy(RoomPolicyUpdate)
+    /// Sets the policy every namespace without its own follows (written before apps were tenants).
     case setAppPolicy(AppPolicy)
+    /// A8: sets the policy of one app's rooms (`AppScope` namespace; "" for the legacy rooms).
+    case setScopedAppPolicy(namespace: String, AppPolicy)
     case fetchRoomInfo(roomId: String)
     /// The shard's room ids after `after` (exclusive, "" = from the start), sorted, at most `limit`:
     /// how the server API walks every room for a broadcast.
@@ -53,6 +56,33 @@ public enum RoomCommand: Sendable, Hashable {
     case queuePoll(roomId: String, key: String)
     case queueList(roomId: String)
     case queueDrop(roomId: String)
+
+    /// The room a command is about (nil for those about the shard: policies, listings, lost edges, global
+    /// mutes); its namespace chooses the app policy the command runs under.
+    public var roomId: String? {
+        switch self {
+        case .createRoom(let c): c.roomId
+        case .updateRoom(let u): u.roomId
+        case .closeRoom(let id, _), .reopenRoom(let id), .fetchRoomInfo(let id), .exit(let id), .claimRoomSlot(let id),
+             .releaseRoomSlot(let id), .yieldRoom(let id), .historySince(let id, _, _), .queueInit(let id, _),
+             .queuePoll(let id, _), .queueList(let id), .queueDrop(let id):
+            id
+        case .setRoomPolicy(let p): p.roomId
+        case .enter(let e): e.roomId
+        case .sendMessage(let m): m.roomId
+        case .fetchHistory(let q): q.roomId
+        case .fetchMembers(let f): f.roomId
+        case .fetchMembersByIds(let u): u.roomId
+        case .updateMyMemberInfo(let u): u.roomId
+        case .markManager(let u), .markCommon(let u), .setBlocked(let u), .setMuted(let u), .setTempMute(let u),
+             .kick(let u):
+            u.roomId
+        case .setRoomMute(let s), .updateAllowlist(let s): s.roomId
+        case .queueOffer(let o): o.roomId
+        case .queueBatchUpdate(let b): b.roomId
+        case .setAppPolicy, .setScopedAppPolicy, .listRooms, .sessionLost, .setGlobalMute: nil
+        }
+    }
 
     /// Read-only commands go through apply for linearizability but never change state.
     public var isReadOnly: Bool {

@@ -42,17 +42,18 @@ extension RoomsState {
         guard case .session(let s) = env.context.actor else {
             throw RoomError(.noPermission, "only a client session claims a room slot")
         }
-        try FieldCheck.id(roomId, limits.maxIdBytes, "roomId")
-        var held = slots[s.userId] ?? []
+        try FieldCheck.roomId(roomId, limits)
+        let user = AppScope.user(s.userId, ofRoom: roomId)
+        var held = slots[user] ?? []
         let rooms = Set(held.map(\.roomId))
-        let others: [String]? = policy.oneRoomPerUser ? rooms.subtracting([roomId]).sorted() : nil
+        let others: [String]? = policy(forRoom: roomId).oneRoomPerUser ? rooms.subtracting([roomId]).sorted() : nil
         guard !held.contains(where: { $0.roomId == roomId && $0.sessionId == s.sessionId }) else { return others }
         if others == nil, !rooms.contains(roomId), rooms.count >= limits.maxRoomsPerUser {
             throw RoomError(.tooManyRooms, "the user is already in \(limits.maxRoomsPerUser) rooms")
         }
         held.append(RoomSlot(roomId: roomId, sessionId: s.sessionId, edgeId: s.edgeId))
         held.sort { ($0.roomId, $0.sessionId) < ($1.roomId, $1.sessionId) }
-        slots[s.userId] = held
+        slots[user] = held
         return others
     }
 
@@ -62,9 +63,10 @@ extension RoomsState {
         guard case .session(let s) = env.context.actor else {
             throw RoomError(.noPermission, "only a client session releases a room slot")
         }
-        guard var held = slots[s.userId] else { return }
+        let user = AppScope.user(s.userId, ofRoom: roomId)
+        guard var held = slots[user] else { return }
         held.removeAll { $0.roomId == roomId && $0.sessionId == s.sessionId }
-        slots[s.userId] = held.isEmpty ? nil : held
+        slots[user] = held.isEmpty ? nil : held
     }
 
     /// A lost edge's slots go with its sessions.
@@ -75,6 +77,6 @@ extension RoomsState {
         }
     }
 
-    /// The rooms a user holds slots for (sorted, distinct).
+    /// The rooms a user (`AppScope.user`: the account in its app's namespace) holds slots for (sorted, distinct).
     public func slotRooms(of userId: String) -> [String] { Array(Set((slots[userId] ?? []).map(\.roomId))).sorted() }
 }

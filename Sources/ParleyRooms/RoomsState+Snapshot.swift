@@ -6,7 +6,8 @@ import ParleyWire
 extension RoomsState {
     static let snapshotMagic: [UInt8] = [0x50, 0x52, 0x4D, 0x53]  // "PRMS"
     /// Bump when the layout changes; restore refuses versions it does not know.
-    public static let snapshotVersion: UInt8 = 3
+    /// 4 adds the apps' own policies (A8); 3 is still read (none had one).
+    public static let snapshotVersion: UInt8 = 4
 
     /// The whole state as bytes.
     public func snapshot() -> [UInt8] {
@@ -15,6 +16,12 @@ extension RoomsState {
         w.write(Self.snapshotVersion)
         w.write(limits)
         w.write(policy)
+        let namespaces = appPolicies.keys.sorted()
+        w.write(UInt64(namespaces.count))
+        for ns in namespaces {
+            w.write(ns)
+            w.write(appPolicies[ns]!)
+        }
         let mutes = globalMutes.keys.sorted()
         w.write(UInt64(mutes.count))
         for u in mutes {
@@ -38,8 +45,15 @@ extension RoomsState {
         var r = ByteReader(bytes)
         for b in Self.snapshotMagic where try r.readByte() != b { throw .badMagic }
         let version = try r.readByte()
-        guard version == Self.snapshotVersion else { throw .badVersion(version) }
+        guard version == 3 || version == Self.snapshotVersion else { throw .badVersion(version) }
         self.init(limits: try r.read(), policy: try r.read())
+        if version >= 4 {
+            for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {
+                let ns = try r.readString()
+                guard appPolicies[ns] == nil else { throw .invalidValue("app policy of \(ns)") }
+                appPolicies[ns] = try r.read()
+            }
+        }
         for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {
             let u = try r.readString()
             globalMutes[u] = try r.readInt64()
@@ -58,7 +72,9 @@ extension RoomsState {
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
         // E3's index is derived; rebuilding it in sorted room order keeps each list sorted.
         for id in rooms.ids {
-            for u in rooms[slot: rooms.slot(of: id)!].userSessions.keys { userRooms[u, default: []].append(id) }
+            for u in rooms[slot: rooms.slot(of: id)!].userSessions.keys {
+                userRooms[AppScope.user(u, ofRoom: id), default: []].append(id)
+            }
         }
     }
 

@@ -3,7 +3,10 @@
 /// nothing when it fails.
 public struct RoomsState: Sendable {
     public internal(set) var limits: RoomLimits
+    /// The policy of every namespace without its own (`AppScope`).
     public internal(set) var policy: AppPolicy
+    /// A8: each app's own policy, by namespace.
+    public internal(set) var appPolicies: [String: AppPolicy] = [:]
     var rooms = RoomTable()
     /// E3: for each online user, the rooms (sorted ids) where they have a session.
     var userRooms: [String: [String]] = [:]
@@ -56,7 +59,7 @@ public struct RoomsState: Sendable {
         guard (0 ... Self.latestTimestamp).contains(context.timestamp) else {
             return ApplyOutcome(result: .failure(RoomError(.badParameter, "entry timestamp out of range")), events: [])
         }
-        let env = ApplyEnv(context: context, limits: limits, policy: policy)
+        let env = ApplyEnv(context: context, limits: limits, policy: command.roomId.map(policy(forRoom:)) ?? policy)
         var fx = ApplyEffects()
         do {
             let reply = try dispatch(command, env, &fx)
@@ -72,7 +75,7 @@ public struct RoomsState: Sendable {
         switch command {
         case .sendMessage(let m):
             let i = try openSlot(m.roomId)
-            let muteEnd = globalMutes.isEmpty ? nil : globalMutes[env.context.actorUserId]
+            let muteEnd = globalMutes.isEmpty ? nil : globalMutes[AppScope.user(env.context.actorUserId, ofRoom: m.roomId)]
             return try rooms[slot: i].send(m, globalMuteEnd: muteEnd, env, &fx)
         case .createRoom(let c):
             try createRoom(c, env)
@@ -98,6 +101,12 @@ public struct RoomsState: Sendable {
         case .setAppPolicy(let p):
             try requireAppServer(env)
             policy = p
+        case .setScopedAppPolicy(let namespace, let p):
+            try requireAppServer(env)
+            guard namespace.utf8.count <= limits.maxIdBytes, AppScope.isLocal(namespace) else {
+                throw RoomError(.badParameter, "bad namespace")
+            }
+            appPolicies[namespace] = p
         case .fetchRoomInfo(let roomId):
             let i = try slot(roomId)
             if case .session = env.context.actor {
@@ -171,9 +180,9 @@ public struct RoomsState: Sendable {
             guard case .session(let identity) = env.context.actor else {
                 throw RoomError(.noPermission, "only a client session yields a room")
             }
-            guard policy.oneRoomPerUser else { throw RoomError(.noPermission, "the one-room policy is off") }
-            try FieldCheck.id(roomId, limits.maxIdBytes, "roomId")
-            if rooms.slot(of: roomId) != nil, userRooms[identity.userId]?.contains(roomId) == true {
+            guard policy(forRoom: roomId).oneRoomPerUser else { throw RoomError(.noPermission, "the one-room policy is off") }
+            try FieldCheck.roomId(roomId, limits)
+            if rooms.slot(of: roomId) != nil, userRooms[AppScope.user(identity.userId, ofRoom: roomId)]?.contains(roomId) == true {
                 leaveForAnotherRoom(roomId, userId: identity.userId, env, &fx)
             }
         case .releaseRoomSlot(let roomId):
@@ -219,6 +228,11 @@ public struct RoomsState: Sendable {
         return i
     }
 
+    /// The policy a room runs under: its app's own, or the shared one.
+    public func policy(forRoom roomId: String) -> AppPolicy {
+        appPolicies.isEmpty ? policy : appPolicies[AppScope.namespace(of: roomId)] ?? policy
+    }
+
     private func requireAppServer(_ env: ApplyEnv) throws(RoomError) {
         guard case .appServer = env.context.actor else {
             throw RoomError(.noPermission, "only the app server may do this")
@@ -228,7 +242,7 @@ public struct RoomsState: Sendable {
     /// R1 / R2: rooms are created only through the server API.
     private mutating func createRoom(_ c: CreateRoom, _ env: ApplyEnv) throws(RoomError) {
         try requireAppServer(env)
-        try FieldCheck.id(c.roomId, limits.maxIdBytes, "roomId")
+        try FieldCheck.roomId(c.roomId, limits)
         try FieldCheck.id(c.creator, limits.maxIdBytes, "creator")
         try FieldCheck.id(c.name, limits.maxRoomNameBytes, "name")
         try FieldCheck.size(c.announcement, limits.maxAnnouncementBytes, "announcement")
@@ -252,11 +266,11 @@ public struct RoomsState: Sendable {
         }
         let i = try openSlot(e.roomId)
         try rooms[slot: i].validateEnter(e, identity, env)
-        let current = userRooms[identity.userId] ?? []
+        let current = userRooms[AppScope.user(identity.userId, ofRoom: e.roomId)] ?? []
         let alreadyHere = current.contains(e.roomId)
         var leave: [String] = []
         if !alreadyHere {
-            if policy.oneRoomPerUser {
+            if env.policy.oneRoomPerUser {
                 leave = current
             } else if current.count >= limits.maxRoomsPerUser {
                 throw RoomError(.tooManyRooms, "the user is already in \(limits.maxRoomsPerUser) rooms")
@@ -304,7 +318,9 @@ public struct RoomsState: Sendable {
     private mutating func setGlobalMute(_ g: GlobalMute, _ env: ApplyEnv, _ fx: inout ApplyEffects)
         throws(RoomError) {
         try requireAppServer(env)
-        try FieldCheck.id(g.userId, limits.maxIdBytes, "userId")
+        // `userId` is the account in its app's namespace (`AppScope.user`), as the server API sends it.
+        let account = AppScope.local(g.userId)
+        try FieldCheck.id(account, limits.maxIdBytes, "userId")
         try FieldCheck.size(g.extra, limits.maxNotifyExtBytes, "extra")
         guard g.minutes <= UInt64(limits.maxBanMinutes) else {
             throw RoomError(.badParameter, "global mute exceeds \(limits.maxBanMinutes) minutes")
@@ -321,18 +337,20 @@ public struct RoomsState: Sendable {
         }
         for roomId in userRooms[g.userId] ?? [] {
             rooms[slot: rooms.slot(of: roomId)!].emit(.ban(g.enable ? .globalMute : .globalUnmute, durationMillis: g.enable ? millis : 0,
-                                     operateTime: env.now, userIds: [g.userId], extra: g.extra),
-                                to: .users([g.userId]), &fx)
+                                     operateTime: env.now, userIds: [account], extra: g.extra),
+                                to: .users([account]), &fx)
         }
     }
 
     /// E3: keeps the user-to-rooms index in step with who came online or went offline.
     private mutating func syncPresence(_ roomId: String, _ fx: ApplyEffects) {
-        for u in fx.offline {
+        for account in fx.offline {
+            let u = AppScope.user(account, ofRoom: roomId)
             userRooms[u]?.removeAll { $0 == roomId }
             if userRooms[u]?.isEmpty == true { userRooms[u] = nil }
         }
-        for u in fx.online {
+        for account in fx.online {
+            let u = AppScope.user(account, ofRoom: roomId)
             var list = userRooms.removeValue(forKey: u) ?? []
             let at = list.firstIndex { $0 > roomId } ?? list.count
             list.insert(roomId, at: at)

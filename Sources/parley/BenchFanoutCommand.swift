@@ -88,9 +88,11 @@ struct BenchFanoutCommand: AsyncParsableCommand {
 
     private func runLevel(_ level: Int, cluster: BenchCluster, admin: ClusterAdmin, group: EventLoopGroup) async throws {
         let room = "fanout-\(level)-\(UUID().uuidString.prefix(8))"
-        try await admin.room(.createRoom(CreateRoom(roomId: room, creator: "sender", name: "Fan-out")), roomId: room)
+        // Over the peer port the room is named as the cluster knows it: in the bench app's namespace (A8).
+        let scoped = AppScope.scoped(room, in: Self.appKey)
+        try await admin.room(.createRoom(CreateRoom(roomId: scoped, creator: "sender", name: "Fan-out")), roomId: scoped)
         // Ten thousand 301s would each go to everyone: enter/exit notifications off for this room (N4).
-        try await admin.room(.setRoomPolicy(RoomPolicyUpdate(roomId: room, enterExitNotifications: false)), roomId: room)
+        try await admin.room(.setRoomPolicy(RoomPolicyUpdate(roomId: scoped, enterExitNotifications: false)), roomId: scoped)
         let before = cluster.layout.ids.map { cluster.residentBytes($0) ?? 0 }
         let tally = FanoutTally()
         var channels: [Channel] = []

@@ -30,6 +30,8 @@ struct NodeCommand: AsyncParsableCommand {
     var peerTLSKey: String?
     @Option(name: .customLong("peer-tls-ca"), help: "PEM CA certificate peers' certificates must be signed by.")
     var peerTLSCA: String?
+    @Option(name: .customLong("legacy-rooms-app"), help: "The app that keeps the rooms made before apps were tenants (every node the same; docs/operations.md).")
+    var legacyRoomsApp: String?
     @Flag(name: .customLong("no-fsync"), help: "Skip fsync (benchmarks only: a crash can lose acknowledged writes).")
     var noFsync = false
 
@@ -56,6 +58,7 @@ struct NodeCommand: AsyncParsableCommand {
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
+        if let app = value("legacy-rooms-app", legacyRoomsApp), !app.isEmpty { nodeConfig.legacyRoomsApp = app }
         do {
             nodeConfig.peerTLS = try NodeConfig.parsePeerTLS(cert: value("peer-tls-cert", peerTLSCert),
                                                              key: value("peer-tls-key", peerTLSKey),

@@ -73,6 +73,9 @@ extension EdgeSettings {
         s.pollWaitMillis = 300
         s.pollRetryMillis = 50
         s.servesEcho = true
+        // The protocol tests make their rooms with bare ids as app "demo": the migration setting that keeps
+        // one app's rooms in the empty namespace (A8). `EdgeSessionTests` checks a scoped app's rooms too.
+        s.legacyRoomsApp = Fixture.app
         return s
     }
 }

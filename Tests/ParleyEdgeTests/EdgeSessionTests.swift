@@ -62,6 +62,62 @@ struct EdgeSessionTests {
         await c.close()
     }
 
+    /// A8: a room of an app outside the legacy namespace is the cluster's `app␟room`: its clients name it
+    /// `room` and see `room` in every answer and event; another app's clients cannot reach it by that name,
+    /// and it cannot reach theirs; an id that names a namespace itself is refused.
+    @Test("A8: the edge scopes room ids by the connection's app and strips the namespace from what it sends")
+    func roomIdsAreScopedByTheConnectionsApp() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        server.cluster.addApp("other")
+        server.cluster.addUser(appKey: "other", account: "olga", token: "t-olga")
+        try await server.cluster.createRoom("r2")  // demo's r2 (the legacy namespace)
+        let scoped = AppScope.scoped("r1", in: "other")  // app other's own r1, not demo's
+        let made = try await server.cluster.asAppServer(.createRoom(CreateRoom(roomId: scoped, creator: "olga", name: "O")),
+                                                        room: scoped)
+        #expect(made.errorCode == nil)
+        let olga = try await server.client()
+        let auth: [String: Any] = ["mode": "independent", "appKey": "other", "account": "olga", "token": "t-olga"]
+        let entered = try await olga.call("enter", ["roomId": "r1", "auth": auth, "nickname": "Olga"])
+        #expect(entered["data"]?["room"]?["roomId"] == .string("r1") && entered["data"]?["room"]?["name"] == .string("O"))
+        #expect(entered["data"]?["member"]?["type"] == .string("creator"), "olga created other's r1, not demo's")
+        _ = try await olga.call("sendMessage", ["roomId": "r1", "body": "hi"])
+        let message = try await olga.event("message")
+        #expect(message["roomId"] == .string("r1"))
+        // demo's alice, in demo's r1 (the legacy namespace), sees nothing of it; olga's op on "r2" (demo's)
+        // is an op on other's r2, where she is not.
+        let alice = try await server.client()
+        try await alice.enter("alice")
+        #expect(try await alice.drainEvents().allSatisfy { $0["event"] != .string("message") })
+        // Every room op of olga's connection names a room of app other: on "r2" (demo's room, not entered by
+        // olga in other's namespace) each is refused as not entered, and demo's r2 is untouched.
+        let ops: [(String, [String: Any])] = [
+            ("exit", [:]), ("authMode", [:]), ("sendMessage", ["body": "x"]), ("fetchHistory", ["limit": 10]),
+            ("fetchRoomInfo", [:]), ("updateRoomInfo", ["announcement": "other was here"]),
+            ("fetchMembers", ["type": "regular", "limit": 10]), ("fetchMembersByIds", ["userIds": ["alice"]]),
+            ("updateMyMemberInfo", ["nickname": "x"]), ("markManager", ["userId": "bob", "enable": true]),
+            ("markNormal", ["userId": "bob", "enable": true]), ("setBlacklist", ["userId": "bob", "enable": true]),
+            ("setMute", ["userId": "bob", "enable": true]), ("setTempMute", ["userId": "bob", "duration": 60]),
+            ("kick", ["userId": "bob"]), ("setRoomMute", ["enable": true]), ("updateAllowlist", ["enable": true, "userIds": ["bob"]]),
+            ("queueList", [:]), ("queueOffer", ["key": "k", "value": "v"]),
+            ("queueBatchUpdate", ["elements": [["key": "k", "value": "v"]]]), ("queuePoll", [:]), ("queueDrop", [:]),
+        ]
+        for (op, fields) in ops {
+            let answer = try await olga.call(op, fields.merging(["roomId": "r2"]) { a, _ in a })
+            #expect(answer.errorCode == 13100, "\(op) on another app's room: \(answer)")
+        }
+        let demoR2 = try await server.cluster.asAppServer(.fetchRoomInfo(roomId: "r2"), room: "r2")
+        guard case .success(.roomInfo(let view)) = demoR2.result else {
+            Issue.record("demo's r2: \(demoR2)")
+            return
+        }
+        #expect(view.info.announcement == "" && view.onlineUserCount == 0)
+        let smuggled = try await olga.call("fetchRoomInfo", ["roomId": "demo\u{1F}r1"])
+        #expect(smuggled.errorCode == 414, "\(smuggled)")
+        await olga.close()
+        await alice.close()
+    }
+
     @Test("E1 N1: two sessions see each other's messages in the same order, with seq strictly increasing")
     func messagesSameOrder() async throws {
         let server = try await Fixture.server()

@@ -36,7 +36,8 @@ import Testing
         for account in accounts {
             #expect(try await cluster.proposeMeta(.putUser(UserRecord(appKey: app, account: account, token: "tok-\(account)"))) == .done)
         }
-        let created = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: accounts[0], name: "SDK")), room: room, via: 1)
+        let scoped = AppScope.scoped(room, in: app)  // the cluster's id of the app's room (A8)
+        let created = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: accounts[0], name: "SDK")), room: scoped, via: 1)
         #expect(created.errorCode == nil)
     }
 

@@ -38,7 +38,9 @@ actor FaultEventRecorder {
         try await cluster.waitForLeaders()
         try await cluster.meta(.putApp(AppCredential(appKey: app, secret: String(repeating: "e", count: 32))))
         for u in users { try await cluster.meta(.putUser(UserRecord(appKey: app, account: u, token: "tok-\(u)"))) }
-        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: users[0], name: "E2E")), room: room, via: 1)
+        // A cluster tool names the room as the cluster knows it: in its app's namespace (A8).
+        let scoped = AppScope.scoped(room, in: app)
+        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: users[0], name: "E2E")), room: scoped, via: 1)
     }
 
     static func client(_ cluster: LocalCluster, via nodes: [UInt64]) -> ChatroomClient {
@@ -82,7 +84,7 @@ actor FaultEventRecorder {
         try await withLocalCluster { cluster in
         let room = "e2e-busy"
         try await Self.prepare(cluster, users: ["carol", "dave"], room: room)
-        let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: AppScope.scoped(room, in: Self.app))
         let leader = try #require(await cluster.leader(ofShard: shard))
         let edges = cluster.ids.filter { $0 != leader }
         let carol = Self.client(cluster, via: [edges[0]]), dave = Self.client(cluster, via: [edges[1]])

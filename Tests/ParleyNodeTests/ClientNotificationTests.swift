@@ -39,7 +39,8 @@ import Testing
             #expect(try await cluster.proposeMeta(.putUser(UserRecord(appKey: app, account: a, token: "tok-\(a)"))) == .done)
         }
         for room in rooms {
-            let created = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: owner, name: room)), room: room, via: 1)
+            let scoped = AppScope.scoped(room, in: app)  // the cluster's id of the app's room (A8)
+            let created = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: owner, name: room)), room: scoped, via: 1)
             #expect(created.errorCode == nil)
         }
     }
@@ -90,7 +91,8 @@ import Testing
             await watch.notifications(room).contains { $0.type == .queueBatchChange }
         }
         // R2: the app server closes the room: 311 and everyone kicked with reason 1.
-        _ = try await cluster.submit(.closeRoom(roomId: room, ext: "bye"), room: room, via: 2)
+        let scoped = AppScope.scoped(room, in: Self.app)
+        _ = try await cluster.submit(.closeRoom(roomId: scoped, ext: "bye"), room: scoped, via: 2)
         try await cluster.eventually("the 311", seconds: 20) { await watch.notifications(room).contains { $0.type == .closed } }
 
         let seen = await watch.notifications(room)
@@ -140,7 +142,7 @@ import Testing
         // E3: Rae enters ten rooms (spread over the shards); the eleventh is refused, wherever it lives.
         let rae = Self.client(cluster, 3)
         for room in rooms.prefix(10) { try await Self.enter(rae, "rae", room) }
-        #expect(Set(rooms.prefix(10).map { ShardMap(shardCount: cluster.shards).shard(ofRoom: $0) }).count > 1)
+        #expect(Set(rooms.prefix(10).map { ShardMap(shardCount: cluster.shards).shard(ofRoom: AppScope.scoped($0, in: Self.app)) }).count > 1)
         do {
             try await Self.enter(rae, "rae", rooms[10])
             Issue.record("the 11th room was entered")
@@ -151,7 +153,8 @@ import Testing
         try await rae.exitChatroom(rooms[0])
         try await cluster.eventually("the slot to free up") { (try? await Self.enter(rae, "rae", rooms[10])) != nil }
         // E7: single-device policy in room 1: Quinn's second device kicks the first with reason 3.
-        _ = try await cluster.submit(.setRoomPolicy(RoomPolicyUpdate(roomId: rooms[1], devicePolicy: .singleDevice)), room: rooms[1], via: 1)
+        let quinnsRoom = AppScope.scoped(rooms[1], in: Self.app)
+        _ = try await cluster.submit(.setRoomPolicy(RoomPolicyUpdate(roomId: quinnsRoom, devicePolicy: .singleDevice)), room: quinnsRoom, via: 1)
         let first = Self.client(cluster, 1), second = Self.client(cluster, 2)
         let firstInbox = Inbox(first)
         try await Self.enter(first, "quinn", rooms[1])

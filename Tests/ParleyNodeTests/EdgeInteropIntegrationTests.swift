@@ -24,8 +24,9 @@ import Testing
                 #expect(try await cluster.proposeMeta(.putUser(UserRecord(appKey: app, account: account, token: "tok-\(account)"))) == .done)
             }
             let room = "interop-room"
-            let created = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Interop")),
-                                                   room: room, via: 1)
+            let scoped = AppScope.scoped(room, in: app)  // the cluster's id of the app's room (A8)
+            let created = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: "ann", name: "Interop")),
+                                                   room: scoped, via: 1)
             #expect(created.errorCode == nil)
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("interop/ws_client_test.py").path

@@ -14,6 +14,7 @@ import ParleyWire
                                    queueModificationLevel: .anyone, needNotify: false, notifyExt: "x")),
             .setRoomPolicy(RoomPolicyUpdate(roomId: "r", enterExitNotifications: false, devicePolicy: .multiDevice)),
             .setAppPolicy(policy),
+            .setScopedAppPolicy(namespace: "app-1", policy),
             .fetchHistory(HistoryQuery(roomId: "r", startTime: -5, limit: 7, ascending: true, types: [.text, .custom])),
             .setTempMute(MemberUpdate(roomId: "r", userId: "u", enable: false, duration: UInt64.max,
                                       needNotify: false, notifyExt: "😀")),

@@ -85,7 +85,7 @@ struct CommandGenerator {
             p.memberChangeEvents = rng.chance(50)
             p.storeEnterExitInHistory = rng.chance(50)
             p.devicePolicy = rng.chance(50) ? .multiDevice : .singleDevice
-            command = .setAppPolicy(p)
+            command = rng.chance(50) ? .setAppPolicy(p) : .setScopedAppPolicy(namespace: rng.chance(50) ? "" : "app", p)
         case 7 ..< 25:
             command = .enter(EnterRoom(roomId: room, nickname: text(), avatar: text(), roomExt: text(),
                                        roomNotifyExt: text()))

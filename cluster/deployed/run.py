@@ -451,7 +451,7 @@ async def smoke_and_kill(d, app_key, app_secret):
     log(f"{d.layout}: room smoke test passed (alice on {d.nodes[0]['name']}, bob on {d.nodes[1]['name']})")
 
     # kill -9 the third node: the clients on the other two keep talking; the API keeps answering.
-    placement = json.loads(http(d.url(0, f"/placement/rooms/{room}"))[1])
+    placement = json.loads(http(d.url(0, f"/placement/rooms/{room}?app={app_key}"))[1])
     d.kill9(2)
     log(f"{d.layout}: killed {d.nodes[2]['name']} (the room's shard was led by node {placement['leader']})")
     await exchange(a, b, room, "after kill")
