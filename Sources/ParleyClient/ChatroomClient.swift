@@ -243,7 +243,8 @@ public actor ChatroomClient {
         session.phase = .entered
         session.link = link
         session.reconnect = nil
-        let lost = session.ledger.entered(roomSeq: answer.room.seq, resumed: answer.resumed, gapTooOld: answer.gapTooOld, reentered: reentered)
+        let lost = session.ledger.entered(roomSeq: answer.room.seq, resumed: answer.resumed, gapTooOld: answer.gapTooOld,
+                                          replayFromSeq: answer.replayFromSeq, reentered: reentered)
         if let lost { session.ledger.skip(through: lost.upperBound) }
         session.heartbeat?.cancel()
         session.heartbeat = Task { [weak self] in await self?.beat(every: heartbeat, link: link) }

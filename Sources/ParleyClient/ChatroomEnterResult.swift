@@ -14,4 +14,7 @@ public struct ChatroomEnterResult: Sendable, Hashable, Codable {
     public var resumed: Bool
     /// History no longer reaches back to `lastSeq + 1` (13112): refetch history and room state.
     public var gapTooOld: Bool
+    /// With `lastSeq`: the first seq the server replays or sends live; what lies between `lastSeq` and it
+    /// is not replayed (a gap past the server's resume bound, or history gone). Nil from older servers.
+    public var replayFromSeq: Int64?
 }

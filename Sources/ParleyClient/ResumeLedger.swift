@@ -18,10 +18,14 @@ public struct ResumeLedger: Sendable, Hashable {
     /// Records an enter answer and returns the range the app can no longer get by replay, if any.
     /// A resumed answer changes nothing: the replay continues from `resumePoint`, and moving it to the
     /// answer's room seq would skip replayed items still in flight if the link dropped again.
-    public mutating func entered(roomSeq: Int64, resumed: Bool, gapTooOld: Bool, reentered: Bool) -> ClosedRange<Int64>? {
+    /// `replayFromSeq`: where the server's replay starts when the gap was wider than it replays (the newest
+    /// items still come, so only what lies before them is lost).
+    public mutating func entered(roomSeq: Int64, resumed: Bool, gapTooOld: Bool, replayFromSeq: Int64? = nil,
+                                 reentered: Bool) -> ClosedRange<Int64>? {
         if resumed { return nil }
         var lost: ClosedRange<Int64>?
-        if reentered, gapTooOld, roomSeq > resumePoint { lost = (resumePoint + 1)...roomSeq }
+        let lostThrough = min(roomSeq, (replayFromSeq ?? roomSeq + 1) - 1)
+        if reentered, gapTooOld, lostThrough > resumePoint { lost = (resumePoint + 1)...lostThrough }
         enterSeq = max(enterSeq, roomSeq)
         return lost
     }

@@ -24,11 +24,17 @@ public final class ClientSocket: Sendable {
         outbox.add(self, .close(code: code, reason: reason))
     }
 
+    /// The connection's `hello` was accepted: it may now send messages of full size (SPEC A9).
+    func helloAccepted() {
+        outbox.add(self, .helloAccepted)
+    }
+
     /// On the event loop: hands one queued write to the connection's handler.
     fileprivate func apply(_ write: LoopOutbox.Write) {
         switch write {
         case .text(let frame): handler.value.write(text: frame)
         case .close(let code, let reason): handler.value.sendClose(code: code, reason: reason)
+        case .helloAccepted: handler.value.helloAccepted()
         }
     }
 
@@ -44,6 +50,7 @@ final class LoopOutbox: Sendable {
     enum Write: Sendable {
         case text(ByteBuffer)
         case close(code: UInt16, reason: String)
+        case helloAccepted
     }
 
     private let eventLoop: any EventLoop

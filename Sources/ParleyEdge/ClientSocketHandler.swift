@@ -33,6 +33,13 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let mode: Mode
     /// Largest message after reassembly; larger ones are refused (chat: 4005 then 1009; echo: 1009).
     private let maxMessageBytes: Int
+    /// Before the edge accepted `hello` (chat), a message — finished or not — may hold at most this many
+    /// bytes, and `hello` must come within `helloDeadline` (SPEC A9): a stranger's connection holds little
+    /// (1,000 connections each holding a 64 KB unfinished message took 117 MB before).
+    private let preHelloMessageBytes: Int
+    private let helloDeadline: TimeAmount
+    private var helloDone = false
+    private var helloTimer: Scheduled<Void>?
     private let closeTimeout: TimeAmount
     private var context: ChannelHandlerContext?
     /// The edge's handle on this connection (chat mode); dropped with the handler, which it refers to.
@@ -59,10 +66,26 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let maxQueuedMessages = 32
     private var readHeld = false
 
-    init(mode: Mode, maxMessageBytes: Int, closeTimeout: TimeAmount = .seconds(5)) {
+    init(mode: Mode, maxMessageBytes: Int, preHelloMessageBytes: Int = 4096, helloDeadline: TimeAmount = .seconds(10),
+         closeTimeout: TimeAmount = .seconds(5)) {
         self.mode = mode
         self.maxMessageBytes = maxMessageBytes
+        self.preHelloMessageBytes = min(preHelloMessageBytes, maxMessageBytes)
+        self.helloDeadline = helloDeadline
         self.closeTimeout = closeTimeout
+    }
+
+    /// The largest message the connection may send now.
+    private var messageLimit: Int {
+        if case .chat = mode, !helloDone { return preHelloMessageBytes }
+        return maxMessageBytes
+    }
+
+    /// The edge accepted the connection's `hello` (on the loop).
+    func helloAccepted() {
+        helloDone = true
+        helloTimer?.cancel()
+        helloTimer = nil
     }
 
     // MARK: Lifecycle
@@ -73,9 +96,14 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard case .chat(let edge) = mode else { return }
         socket = ClientSocket(handler: self, eventLoop: context.eventLoop, outbox: edge.outboxes.outbox(for: context.eventLoop))
         enqueue(.open)
+        helloTimer = context.eventLoop.scheduleTask(in: helloDeadline) { [weak self] in
+            guard let self, !self.helloDone, !self.closeSent else { return }
+            self.refuse(.helloRequired, closeCode: 1008)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        helloTimer?.cancel()
         self.context = nil
         socket = nil  // breaks the socket ↔ handler cycle; the edge forgets its copy on `closed`
     }
@@ -138,10 +166,11 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func append(_ frame: WebSocketFrame) {
         var data = frame.unmaskedData
-        guard message!.readableBytes + data.readableBytes <= maxMessageBytes else {
+        let limit = messageLimit
+        guard message!.readableBytes + data.readableBytes <= limit else {
             message = nil
             switch mode {
-            case .chat: refuse(.frameTooLarge(maxMessageBytes), closeCode: 1009)
+            case .chat: refuse(.frameTooLarge(limit), closeCode: 1009)
             case .echo: fail(1009, "message too large")
             }
             return

@@ -92,16 +92,27 @@ extension Edge {
         var floor = enterSeqs.min().map { $0 - 1 } ?? result.room.seq
         var replay: [HistoryItem] = []
         var gapTooOld = false
+        var replayFrom: UInt64?
         if let lastSeq = request.lastSeq {
-            switch await history(roomId: request.roomId, shard: shard, after: lastSeq, upTo: result.room.seq) {
+            // A9: at most `maxResumeEvents` are replayed; a wider gap gets `gapTooOld` with the newest of them,
+            // and the client pages history for the rest (an anonymous lastSeq 0 into a room of 30,000
+            // messages replayed all 30,004 frames).
+            let roomSeq = result.room.seq
+            let bound = UInt64(max(1, settings.maxResumeEvents))
+            let after = roomSeq > lastSeq && roomSeq - lastSeq > bound ? roomSeq - bound : lastSeq
+            switch await history(roomId: request.roomId, shard: shard, after: after, upTo: roomSeq) {
             case .success(let items):
                 replay = items
-                floor = max(lastSeq, items.last?.seq ?? lastSeq)
+                floor = max(after, items.last?.seq ?? after)
+                gapTooOld = after > lastSeq
+                replayFrom = after + 1
             case .failure(let e) where e.code == RoomErrorCode.historyGone.rawValue:
                 gapTooOld = true
+                replayFrom = roomSeq + 1
             case .failure:
                 // The history read failed (no leader): the client still entered; it refetches on its own.
                 gapTooOld = true
+                replayFrom = roomSeq + 1
             }
         }
         guard let c = connections[connection], var session = rooms[request.roomId]?.sessions[connection] else {
@@ -120,6 +131,7 @@ extension Edge {
             j.field("account", userId)
             j.field("resumed", resumed)
             j.field("gapTooOld", gapTooOld)
+            if let replayFrom { j.field("replayFromSeq", replayFrom) }
             j.endObject()
         })
         for item in replay { c.send(EventFrame.encode(item, roomId: request.roomId)) }

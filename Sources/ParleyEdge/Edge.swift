@@ -203,6 +203,7 @@ public actor Edge {
             return
         }
         connections[c.number]?.helloDone = true
+        c.socket.helloAccepted()
         let settings = self.settings
         let edgeId = cluster.edgeId
         c.send(EventFrame.answer(id: id) { j in

@@ -123,7 +123,8 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         }
         try channel.pipeline.syncOperations.addHandlers([
             IdleStateHandler(readTimeout: idle),
-            ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage),
+            ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage, preHelloMessageBytes: settings.preHelloMessageBytes,
+                                helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis))),
         ])
     }
 }

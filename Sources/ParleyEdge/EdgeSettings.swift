@@ -9,6 +9,13 @@ public struct EdgeSettings: Sendable, Hashable {
     public var idleTimeoutMillis: Int = 75_000
     /// Largest message (after reassembly of fragments) a client may send.
     public var maxFrameBytes: Int = 65_536
+    /// SPEC A9: before its `hello` is accepted a connection may send (or hold unfinished) a message of at
+    /// most this many bytes, and it must send `hello` within `helloDeadlineMillis` (else 4002, close 1008).
+    public var preHelloMessageBytes: Int = 4096
+    /// SPEC A9 / X2: the most history items a resume (`enter` with `lastSeq`) replays; a wider gap is
+    /// answered `gapTooOld` with the newest this many, and the client pages history for the rest.
+    public var maxResumeEvents: Int = 100
+    public var helloDeadlineMillis: Int = 10_000
     /// How long one event-feed poll waits at the replica for new events.
     public var pollWaitMillis: Int = 5_000
     /// Items per `historySince` page when filling a gap or resuming.

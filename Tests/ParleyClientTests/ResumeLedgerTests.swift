@@ -68,4 +68,19 @@ import ParleyClient
         }
         #expect(ReconnectPolicy().retryCount == 3)
     }
+
+    /// A9: a re-enter whose gap was wider than the server replays gets `gapTooOld` with `replayFromSeq`: only
+    /// what lies before the replay is lost; the replayed newest items still pass.
+    @Test func aBoundedReplayLosesOnlyWhatLiesBeforeIt() {
+        var ledger = ResumeLedger()
+        #expect(admitted(&ledger, 10) == [true])
+        let lost = ledger.entered(roomSeq: 500, resumed: false, gapTooOld: true, replayFromSeq: 401, reentered: true)
+        #expect(lost == 11...400)
+        if let lost { ledger.skip(through: lost.upperBound) }
+        #expect(admitted(&ledger, 401, 500, 501) == [true, true, true])
+        // Without the field (an older server) the whole gap is lost, as before.
+        var old = ResumeLedger()
+        _ = admitted(&old, 10)
+        #expect(old.entered(roomSeq: 500, resumed: false, gapTooOld: true, reentered: true) == 11...500)
+    }
 }

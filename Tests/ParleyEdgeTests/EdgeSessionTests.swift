@@ -254,6 +254,32 @@ struct EdgeSessionTests {
         await b.close()
     }
 
+    @Test("A9 X2: a resume replays at most maxResumeEvents: a wider gap is gapTooOld with the newest ones, anonymous too")
+    func resumeIsBounded() async throws {
+        var settings = EdgeSettings.testing
+        settings.maxResumeEvents = 5
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        let b = try await server.client()
+        try await b.enter("bob")
+        for i in 0..<12 { _ = try await b.call("sendMessage", ["roomId": "r1", "body": "m\(i)"]) }
+        // An anonymous enter asking for everything since 0.
+        let anon = try await server.client()
+        let anonAuth: [String: Any] = ["mode": "anonymous", "appKey": Fixture.app]
+        let answer = try await anon.call("enter", ["roomId": "r1", "auth": anonAuth, "nickname": "G", "avatar": "a", "lastSeq": 0])
+        let roomSeq = answer["data"]?["room"]?["seq"]?.int ?? 0
+        #expect(answer["data"]?["gapTooOld"] == .bool(true) && answer["data"]?["resumed"] == .bool(false), "\(answer)")
+        #expect(answer["data"]?["replayFromSeq"]?.int == roomSeq - 4)
+        let replayed = try await anon.drainEvents(after: .milliseconds(400)).compactMap { $0["seq"]?.int }.filter { $0 > 0 }
+        #expect(replayed.count <= 5 && replayed.allSatisfy { $0 > roomSeq - 5 && $0 <= roomSeq }, "\(replayed) of \(roomSeq)")
+        #expect(replayed.contains(roomSeq), "the newest item is replayed")
+        // A gap within the bound is resumed whole, as before.
+        let near = try await server.client()
+        let resumed = try await near.enter("carol", extra: ["lastSeq": roomSeq - 2])
+        #expect(resumed["data"]?["resumed"] == .bool(true) && resumed["data"]?["replayFromSeq"]?.int == roomSeq - 1)
+        await anon.close(); await near.close(); await b.close()
+    }
+
     @Test("E3: the 11th room is refused with 13101 across shards; leaving one frees its slot")
     func eleventhRoom() async throws {
         let server = try await Fixture.server()

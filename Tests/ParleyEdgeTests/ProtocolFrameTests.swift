@@ -83,6 +83,29 @@ struct ProtocolFrameTests {
         #expect(try await c.closed() == 1009)
     }
 
+    @Test("A9: before hello a message may hold 4 KiB, finished or not, and hello must come in time; after it, the full size")
+    func beforeHelloAConnectionHoldsLittle() async throws {
+        var settings = EdgeSettings.testing
+        settings.helloDeadlineMillis = 600
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        // Fragments that never finish, past 4 KiB in all: refused (4005) and closed (1009) at once.
+        let hoarder = try await server.connect()
+        hoarder.send(.unfinished([String(repeating: "x", count: 3000), String(repeating: "y", count: 3000)]))
+        #expect(try await hoarder.answer(0).errorCode == 4005)
+        #expect(try await hoarder.closed() == 1009)
+        // A connection that never says hello: 4002, then closed (1008) at the deadline.
+        let silent = try await server.connect()
+        #expect(try await silent.answer(0, timeout: .seconds(3)).errorCode == 4002)
+        #expect(try await silent.closed() == 1008)
+        // After hello (in time), a 20 KB message is fine.
+        let member = try await server.client()
+        let big = try await member.call("ping", ["pad": String(repeating: "z", count: 20_000)])
+        #expect(big["ok"] == .bool(true))
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(try await member.call("ping")["ok"] == .bool(true), "the deadline does not touch a connection that said hello")
+    }
+
     @Test("a client that stops reading is dropped once its unsent bytes pass maxQueuedBytes; a reading one is not")
     func slowConsumer() async throws {
         var settings = EdgeSettings.testing

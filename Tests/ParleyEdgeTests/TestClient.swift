@@ -13,6 +13,8 @@ final class TestClient: Sendable {
         case text(String)
         case binary([UInt8])
         case fragments([String])
+        /// Fragments of a message that never ends (no frame has FIN).
+        case unfinished([String])
         case close
     }
 
@@ -51,6 +53,12 @@ final class TestClient: Sendable {
                             case .fragments(let parts):
                                 for (i, part) in parts.enumerated() {
                                     let frame = WebSocketFrame(fin: i == parts.count - 1, opcode: i == 0 ? .text : .continuation,
+                                                               data: ByteBuffer(string: part))
+                                    try await outbound.write(.custom(frame))
+                                }
+                            case .unfinished(let parts):
+                                for (i, part) in parts.enumerated() {
+                                    let frame = WebSocketFrame(fin: false, opcode: i == 0 ? .text : .continuation,
                                                                data: ByteBuffer(string: part))
                                     try await outbound.write(.custom(frame))
                                 }
