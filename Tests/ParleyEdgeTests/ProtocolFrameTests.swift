@@ -85,21 +85,24 @@ struct ProtocolFrameTests {
 
     @Test("A9: before hello a message may hold 4 KiB, finished or not, and hello must come in time; after it, the full size")
     func beforeHelloAConnectionHoldsLittle() async throws {
-        var settings = EdgeSettings.testing
-        settings.helloDeadlineMillis = 600
-        let server = try await Fixture.server(settings: settings)
+        // Fragments that never finish, past 4 KiB in all: refused (4005) and closed (1009) at once, long
+        // before the hello deadline (10 s here).
+        let server = try await Fixture.server()
         defer { Task { await server.stop() } }
-        // Fragments that never finish, past 4 KiB in all: refused (4005) and closed (1009) at once.
         let hoarder = try await server.connect()
         hoarder.send(.unfinished([String(repeating: "x", count: 3000), String(repeating: "y", count: 3000)]))
         #expect(try await hoarder.answer(0).errorCode == 4005)
         #expect(try await hoarder.closed() == 1009)
-        // A connection that never says hello: 4002, then closed (1008) at the deadline.
-        let silent = try await server.connect()
+        // A connection that never says hello: 4002, then closed (1008) at the deadline (600 ms here).
+        var settings = EdgeSettings.testing
+        settings.helloDeadlineMillis = 600
+        let strict = try await Fixture.server(settings: settings)
+        defer { Task { await strict.stop() } }
+        let silent = try await strict.connect()
         #expect(try await silent.answer(0, timeout: .seconds(3)).errorCode == 4002)
         #expect(try await silent.closed() == 1008)
-        // After hello (in time), a 20 KB message is fine.
-        let member = try await server.client()
+        // After hello (in time), a 20 KB message is fine, and the deadline passes without touching it.
+        let member = try await strict.client()
         let big = try await member.call("ping", ["pad": String(repeating: "z", count: 20_000)])
         #expect(big["ok"] == .bool(true))
         try await Task.sleep(for: .milliseconds(800))

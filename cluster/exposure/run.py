@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""What an unauthenticated stranger can make a real node hold (SPEC A9; issues 23 and 24), measured.
+
+    cluster/exposure/run.py [--parley .build/debug/parley]
+
+Starts three `parley node` processes on loopback (free ports, a temporary data folder), then, against node 1,
+measures its resident memory (VmRSS) and whether it closes what it should:
+  1. 300 idle peer connections (100 silent, 100 with half the HTTP/2 preface, 100 with preface + SETTINGS):
+     all closed by the node within the authentication deadline (5 s) plus slack; RSS within a few MB.
+  2. CONTINUATION flood: 3 connections each trying to send 48 MB of HEADERS + CONTINUATION frames without
+     END_HEADERS: the node closes them, takes little of it, RSS within a few MB.
+  3. 1,000 WebSocket connections that each hold an unfinished message (fragments without FIN, before hello),
+     against 1,000 that only upgraded: the messages cost under 10 MB in all; all are closed by the hello
+     deadline (10 s).
+  4. A lastSeq-0 anonymous enter into a room of 3,000 messages replays no more than the bound (100).
+Bounded in count and time; stops by itself; prints 'N passed, N failed'.
+"""
+import argparse
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+results = []
+
+
+def check(name, ok, detail):
+    results.append(ok)
+    print(f"[exposure] {'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+
+def free_ports(n):
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def settle_rss(pid, seconds=1.5):
+    """RSS after the node has had a moment (freed memory is not always returned at once)."""
+    time.sleep(seconds)
+    return rss_kib(pid)
+
+
+def http(url, body=None, headers=None):
+    request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST" if body else "GET")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def signed(base, key, secret, path, fields):
+    nonce, now = secrets.token_hex(8), str(int(time.time()))
+    body = json.dumps(fields).encode()
+    text = f"parley-v2\nPOST\n{path}\n{nonce}\n{now}\n{hashlib.sha256(body).hexdigest()}"
+    return http(base + path, body, {"AppKey": key, "Nonce": nonce, "CurTime": now, "Content-Type": "application/json",
+                                    "CheckSum2": hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()})
+
+
+# ------------------------------------------------------------------------------------------- raw clients
+
+async def closed_by_peer(reader, timeout):
+    """True when the node closes the connection (EOF or reset) within `timeout`."""
+    try:
+        while True:
+            data = await asyncio.wait_for(reader.read(65536), timeout)
+            if not data:
+                return True
+    except (asyncio.TimeoutError,):
+        return False
+    except (ConnectionError, OSError):
+        return True
+
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def frame(kind, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+async def idle_peer_connections(port, count=300, deadline=9.0):
+    opened = []
+    for i in range(count):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        if i % 3 == 1:
+            writer.write(PREFACE[:12])
+        elif i % 3 == 2:
+            writer.write(PREFACE + frame(4, 0, 0, b""))
+        await writer.drain()
+        opened.append((reader, writer))
+    closed = await asyncio.gather(*[closed_by_peer(r, deadline) for r, _ in opened])
+    for _, w in opened:
+        w.close()
+    return sum(closed)
+
+
+async def continuation_flood(port, megabytes=48):
+    """Bytes the node took before it closed the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    sent = 0
+    chunk = frame(9, 0, 1, b"\x40" * 16000) * 64  # ~1 MB of CONTINUATION frames
+    try:
+        writer.write(PREFACE + frame(4, 0, 0, b"") + frame(1, 0, 1, b"\x40" * 16000))
+        await writer.drain()
+        while sent < megabytes << 20:
+            writer.write(chunk)
+            await asyncio.wait_for(writer.drain(), 5)
+            sent += len(chunk)
+    except (ConnectionError, OSError, asyncio.TimeoutError):
+        pass
+    gone = await closed_by_peer(reader, 3)
+    writer.close()
+    return sent, gone
+
+
+async def websocket(port, path="/ws"):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    key = base64.b64encode(secrets.token_bytes(16)).decode()
+    writer.write((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    if b" 101 " not in head.split(b"\r\n")[0]:
+        raise RuntimeError(f"upgrade refused: {head[:80]!r}")
+    return reader, writer
+
+
+def ws_frame(opcode, payload, fin):
+    mask = secrets.token_bytes(4)
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    head += bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n)
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+async def many_websockets(port, count, hold):
+    conns = []
+    for i in range(0, count, 100):
+        batch = await asyncio.gather(*[websocket(port) for _ in range(min(100, count - i))])
+        conns.extend(batch)
+    if hold:
+        for _, w in conns:
+            # Two fragments of an unfinished text message, 3,900 bytes in all (under the 4 KiB pre-hello cap).
+            w.write(ws_frame(0x1, b"x" * 1950, False) + ws_frame(0x0, b"y" * 1950, False))
+        await asyncio.gather(*[w.drain() for _, w in conns])
+    return conns
+
+
+async def websockets_phase(pid, port):
+    base = settle_rss(pid)
+    idle = await many_websockets(port, 1000, hold=False)
+    idle_rss = settle_rss(pid)
+    hoarders = await many_websockets(port, 1000, hold=True)
+    hoard_rss = settle_rss(pid)
+    closed = await asyncio.gather(*[closed_by_peer(r, 14) for r, _ in idle + hoarders])
+    for _, w in idle + hoarders:
+        w.close()
+    return base, idle_rss, hoard_rss, sum(closed)
+
+
+# ----------------------------------------------------------------------------------------------- resume
+
+async def resume_bound(port, app_key, roomSeqWanted=3000):
+    import websockets
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=4 << 20) as ws:
+        async def call(i, op, **fields):
+            await ws.send(json.dumps({"id": i, "op": op, **fields}))
+        await call(1, "hello", versions=[1])
+        anon = {"mode": "anonymous", "appKey": app_key}
+        replayed, answer = 0, None
+        await call(2, "enter", roomId="big", auth=anon, nickname="G", avatar="a", lastSeq=0)
+        end = time.time() + 10
+        while time.time() < end:
+            try:
+                frame_ = json.loads(await asyncio.wait_for(ws.recv(), 1.5))
+            except asyncio.TimeoutError:
+                break
+            if frame_.get("id") == 2:
+                answer = frame_
+            elif frame_.get("event") in ("message", "notification") and frame_.get("seq", 0) > 0:
+                replayed += 1
+        return answer, replayed
+
+
+def fill_room(base, app_key, secret, count):
+    """A room with `count` messages, sent over one WebSocket as the room's creator (the server API's rate is
+    one signed call per message; a client pipelines)."""
+    import websockets
+
+    async def send_all():
+        async with websockets.connect(f"ws://{base.split('//')[1]}/ws", max_size=4 << 20) as ws:
+            await ws.send(json.dumps({"id": 1, "op": "hello", "versions": [1]}))
+            await ws.recv()
+            auth = {"mode": "independent", "appKey": app_key, "account": "filler", "token": "filler-token"}
+            await ws.send(json.dumps({"id": 2, "op": "enter", "roomId": "big", "auth": auth, "nickname": "F"}))
+            while json.loads(await ws.recv()).get("id") != 2:
+                pass
+            pending = 0
+            for i in range(count):
+                await ws.send(json.dumps({"id": 10 + i, "op": "sendMessage", "roomId": "big", "body": f"m{i}"}))
+                pending += 1
+                if pending >= 64:
+                    while pending > 32:
+                        f = json.loads(await ws.recv())
+                        if "id" in f and f["id"] >= 10:
+                            pending -= 1
+            while pending > 0:
+                f = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if "id" in f and f["id"] >= 10:
+                    pending -= 1
+    asyncio.run(send_all())
+
+
+# ------------------------------------------------------------------------------------------------- main
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--parley", default=os.path.join(ROOT, ".build/debug/parley"))
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="parley-exposure-")
+    ports = free_ports(6)
+    http_ports, peer_ports = ports[:3], ports[3:]
+    secret, app_key, app_secret = secrets.token_hex(16), "exposure", secrets.token_hex(16)
+    peers = ",".join(f"{i + 1}=127.0.0.1:{peer_ports[i]}" for i in range(3))
+    procs = []
+    try:
+        for i in range(3):
+            log = open(os.path.join(work, f"node-{i + 1}.log"), "ab")
+            procs.append(subprocess.Popen(
+                [args.parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
+                 "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
+                 "--secret", secret, "--shards", "16", "--app", f"{app_key}:{app_secret}"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        base = f"http://127.0.0.1:{http_ports[0]}"
+        deadline = time.time() + 60
+        while time.time() < deadline and not all(http(f"http://127.0.0.1:{p}/readyz")[0] == 200 for p in http_ports):
+            time.sleep(0.3)
+        pid = procs[0].pid
+
+        before = settle_rss(pid)
+        closed = asyncio.run(idle_peer_connections(peer_ports[0]))
+        after = settle_rss(pid)
+        check("300 idle peer connections closed by the authentication deadline", closed == 300, f"{closed}/300 closed")
+        check("300 idle peer connections cost little", after - before < 8 << 10, f"RSS {before} → {after} KiB")
+
+        before = settle_rss(pid)
+        async def floods():
+            return await asyncio.wait_for(asyncio.gather(*[continuation_flood(peer_ports[0]) for _ in range(3)]), 60)
+        flood = asyncio.run(floods())
+        after = settle_rss(pid)
+        taken = [sent >> 20 for sent, _ in flood]
+        check("a CONTINUATION flood is cut short and closed", all(gone for _, gone in flood) and max(taken) < 24,
+              f"MB taken per connection {taken}")
+        check("a CONTINUATION flood costs little", after - before < 8 << 10, f"RSS {before} → {after} KiB")
+
+        base_rss, idle_rss, hoard_rss, ws_closed = asyncio.run(websockets_phase(pid, http_ports[0]))
+        # The second thousand are new connections too: what their messages cost is what they cost beyond
+        # what the first thousand (upgraded, silent) did.
+        messages = (hoard_rss - idle_rss) - (idle_rss - base_rss)
+        check("1,000 unfinished messages before hello cost under 10 MB",
+              messages < 10 << 10,
+              f"RSS {base_rss} → {idle_rss} (+1,000 idle) → {hoard_rss} KiB (+1,000 holding 3.9 KB each): "
+              f"the messages cost {messages} KiB")
+        check("every connection without hello is closed by the hello deadline", ws_closed == 2000, f"{ws_closed}/2000 closed")
+
+        for account, token in (("filler", "filler-token"),):
+            signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": token})
+        signed(base, app_key, app_secret, "/v1/room/create", {"roomId": "big", "creator": "filler", "name": "Big"})
+        started = time.time()
+        fill_room(base, app_key, app_secret, 3000)
+        answer, replayed = asyncio.run(resume_bound(http_ports[0], app_key))
+        data = (answer or {}).get("data", {})
+        check("a lastSeq-0 enter into a room of 3,000 messages replays at most the bound (100)",
+              data.get("gapTooOld") is True and replayed <= 100,
+              f"room seq {data.get('room', {}).get('seq')}, replayed {replayed}, gapTooOld {data.get('gapTooOld')}, "
+              f"filled in {time.time() - started:.0f} s")
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        if all(results):
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"[exposure] kept {work} (node logs)")
+    passed = sum(results)
+    print(f"exposure: {passed} passed, {len(results) - passed} failed")
+    return 0 if results and all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
