@@ -114,6 +114,14 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // SPEC F3: the client's end of the socket closed without a close frame (a process that exited, a
+        // phone that dropped the app). The HTTP server allows half-closed sockets, so NIO reports this rather
+        // than closing; a WebSocket client that can no longer send is gone: close now, which ends its sessions
+        // as a disconnect does, instead of leaving the socket in CLOSE-WAIT until the idle timeout (75 s).
+        if let channelEvent = event as? ChannelEvent, channelEvent == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             switch mode {
             case .chat: enqueue(.idle)

@@ -280,6 +280,33 @@ struct EdgeSessionTests {
         await anon.close(); await near.close(); await b.close()
     }
 
+    /// Issue 16, SPEC F3: a client whose process exits sends FIN and no close frame. Its socket closes at
+    /// once and its session ends as a disconnect does: within a second the others get its 302 and the 320
+    /// PartClear of its transient queue element (it used to take the 75 s idle timeout, the socket in CLOSE-WAIT).
+    @Test("F3 E10 Q3: a half-closed socket ends its session within a second (302, 320 PartClear)")
+    func halfClosedSocketEndsItsSessionAtOnce() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let alice = try await server.client()
+        try await alice.enter("alice")
+        let bob = try StalledClient(port: server.port, receiveBuffer: 1 << 20)
+        try bob.send(json: ["id": 1, "op": "hello", "versions": [1]])
+        try bob.send(json: ["id": 2, "op": "enter", "roomId": "r1", "auth": Fixture.auth("bob"), "nickname": "Bob"])
+        _ = try await alice.event("notification") { $0["data"]?["type"] == .int(301) && $0["data"]?["source"]?["userId"] == .string("bob") }
+        try bob.send(json: ["id": 3, "op": "queueOffer", "roomId": "r1", "key": "seat", "value": "bob", "transient": true])
+        _ = try await alice.event("notification") { $0["data"]?["type"] == .int(317) }
+        let closedAt = ContinuousClock.now
+        bob.halfClose()
+        _ = try await alice.event("notification", timeout: .seconds(1)) {
+            $0["data"]?["type"] == .int(302) && $0["data"]?["source"]?["userId"] == .string("bob")
+        }
+        _ = try await alice.event("notification", timeout: .seconds(1)) { $0["data"]?["type"] == .int(320) }
+        #expect(ContinuousClock.now - closedAt < .seconds(1))
+        _ = try bob.readToEnd(timeout: .seconds(2))  // and the server closed its end
+        try await eventually { await server.edge.counts.connections == 1 }
+        await alice.close()
+    }
+
     @Test("E3: the 11th room is refused with 13101 across shards; leaving one frees its slot")
     func eleventhRoom() async throws {
         let server = try await Fixture.server()

@@ -55,6 +55,11 @@ final class StalledClient {
         try write(frame)
     }
 
+    /// Half-closes: the client's end sends FIN (as a process that exits does), no WebSocket close frame.
+    func halfClose() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// Reads until the server ends the connection; returns the bytes read (throws if it does not end in time).
     func readToEnd(timeout: Duration = .seconds(10)) throws -> Int {
         let deadline = ContinuousClock.now + timeout
