@@ -40,9 +40,15 @@ public final class PeerTransport: Sendable {
             HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
             HTTP2Setting(parameter: .initialWindowSize, value: 8 << 20),
             HTTP2Setting(parameter: .maxFrameSize, value: 1 << 20),
+            // A peer's header block is a few short headers: 16 KiB in all, in at most 5 CONTINUATION frames
+            // (SPEC A9). Past either, NIO answers GOAWAY and `PeerConnectionGuard` closes the connection.
+            HTTP2Setting(parameter: .maxHeaderListSize, value: PeerTransport.maxHeaderListBytes),
         ]
+        c.maximumSequentialContinuationFrames = 5
         return c
     }()
+
+    static let maxHeaderListBytes = 16 << 10
 
     static let streamConfiguration: NIOHTTP2Handler.StreamConfiguration = {
         var c = NIOHTTP2Handler.StreamConfiguration()
