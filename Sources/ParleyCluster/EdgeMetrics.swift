@@ -14,11 +14,24 @@ public final class EdgeMetrics: Sendable {
     /// `increment(by: sessionsWritten)` per fanned-out event.
     public let fanoutDeliveries: Counter
     public let fanoutEvents: Counter
+    /// `parley_edge_auth_failures_total{reason}`: refused logins (badToken, tokenExpired, tokenRevoked,
+    /// unknownApp, throttled).
+    private let authFailures: [String: Counter]
+    public static let authFailureReasons = ["badToken", "tokenExpired", "tokenRevoked", "unknownApp", "throttled"]
 
     public init(factory: any MetricsFactory) {
         connections = Meter(label: "parley_edge_connections", factory: factory)
         sessions = Meter(label: "parley_edge_sessions", factory: factory)
         fanoutDeliveries = Counter(label: "parley_edge_fanout_deliveries_total", factory: factory)
         fanoutEvents = Counter(label: "parley_edge_fanout_events_total", factory: factory)
+        var failures: [String: Counter] = [:]
+        for reason in Self.authFailureReasons {
+            failures[reason] = Counter(label: "parley_edge_auth_failures_total", dimensions: [("reason", reason)], factory: factory)
+        }
+        authFailures = failures
+    }
+
+    public func authFailed(_ reason: String) {
+        authFailures[reason]?.increment()
     }
 }

@@ -44,6 +44,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// The edge's handle on this connection (chat mode); dropped with the handler, which it refers to.
     private var socket: ClientSocket?
+    private var remoteHost = "?"
     private var eventLoop: (any EventLoop)?
     /// The edge's number for the connection, known once the `open` job ran.
     private var connection: UInt64?
@@ -93,6 +94,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         eventLoop = context.eventLoop
+        remoteHost = context.channel.remoteAddress?.ipAddress ?? "?"
         guard case .chat(let edge) = mode else { return }
         socket = ClientSocket(handler: self, eventLoop: context.eventLoop, outbox: edge.outboxes.outbox(for: context.eventLoop))
         enqueue(.open)
@@ -346,12 +348,13 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let me = NIOLoopBound(self, eventLoop: eventLoop)
         let socket = socket
         let connection = connection
+        let remoteHost = remoteHost
         Task {
             var opened: UInt64?
             switch job {
             case .open:
                 guard let socket else { break }
-                opened = await edge.open(socket: socket)
+                opened = await edge.open(socket: socket, remoteHost: remoteHost)
             case .text(let text):
                 if let connection { await edge.receive(connection, text) }
             case .refuse(let error, let code):

@@ -19,8 +19,22 @@ extension Edge {
             return
         }
         let userId: String
+        let loginKeys = request.mode == .anonymous ? [] :
+            LoginThrottle.keys(remote: c.remoteHost, appKey: request.appKey, account: request.account)
+        if let wait = loginThrottle.retryAfter(loginKeys, at: .now) {
+            let error = ProtocolError.tooManyFailedLogins(retryAfterMillis: wait.components.seconds * 1000
+                                                          + wait.components.attoseconds / 1_000_000_000_000_000)
+            loginRefused(c, request, reason: "throttled")
+            c.send(EventFrame.error(id: id, error))
+            close(connection, code: 4401, reason: error.message)
+            return
+        }
         switch await authenticate(c, request) {
         case .failure(let error):
+            if let reason = Self.loginFailure(error) {
+                loginThrottle.failed(loginKeys, at: .now)
+                loginRefused(c, request, reason: reason)
+            }
             connections[connection]?.send(EventFrame.error(id: id, error))
             if error.closesConnection { close(connection, code: 4401, reason: error.message) }
             return
@@ -145,6 +159,31 @@ extension Edge {
         session.buffer = []
         rooms[request.roomId]?.sessions[connection] = session
         if kicked { leave(connection, roomId: request.roomId) }
+    }
+
+    /// The metric reason of a refused login (nil: not a failed login).
+    static func loginFailure(_ error: ProtocolError) -> String? {
+        switch error {
+        case .badToken: "badToken"
+        case .tokenExpired: "tokenExpired"
+        case .tokenRevoked: "tokenRevoked"
+        case .unknownApp: "unknownApp"
+        default: nil
+        }
+    }
+
+    /// Counts a refused login and logs it — at most one line per 10 s, with how many were refused since.
+    func loginRefused(_ c: ClientConnection, _ request: EnterRequest, reason: String) {
+        metrics?.authFailed(reason)
+        refusedLogins += 1
+        let now = ContinuousClock.now
+        if let last = lastLoginLog, now - last < .seconds(10) { return }
+        logger.warning("refused client logins", metadata: [
+            "refusedSinceLastLine": "\(refusedLogins)", "reason": "\(reason)", "from": "\(c.remoteHost)",
+            "appKey": "\(request.appKey)", "account": "\(request.account)",
+        ])
+        refusedLogins = 0
+        lastLoginLog = now
     }
 
     /// E4 / E5: the user id of the enter, or why it is refused.

@@ -13,6 +13,10 @@ public actor Edge {
     public let cluster: any EdgeCluster
     public let settings: EdgeSettings
     let logger: Logger
+    /// Failed logins per address and account (issue 24), and the rate-limited log of them.
+    var loginThrottle = LoginThrottle()
+    var refusedLogins = 0
+    var lastLoginLog: ContinuousClock.Instant?
     /// Where frames for each event loop's connections wait for that loop (one drain and flush per burst).
     nonisolated let outboxes = LoopOutboxes()
     var nextConnection: UInt64 = 0
@@ -65,10 +69,12 @@ public actor Edge {
     public nonisolated var edgeId: String { cluster.edgeId }
 
     /// Registers a new connection; its frames go to `socket`. Returns the connection number.
-    func open(socket: ClientSocket) -> UInt64 {
+    func open(socket: ClientSocket, remoteHost: String = "?") -> UInt64 {
         nextConnection += 1
         let n = nextConnection
-        connections[n] = ClientConnection(number: n, sessionId: "\(cluster.edgeId)#\(n)", socket: socket)
+        var c = ClientConnection(number: n, sessionId: "\(cluster.edgeId)#\(n)", socket: socket)
+        c.remoteHost = remoteHost
+        connections[n] = c
         updateGauges()
         return n
     }

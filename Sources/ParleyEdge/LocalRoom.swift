@@ -32,6 +32,8 @@ struct ClientConnection {
     let number: UInt64
     let sessionId: String
     let socket: ClientSocket
+    /// The client's IP address (login throttling).
+    var remoteHost = "?"
     var helloDone = false
     var closing = false
     /// Set by the first successful enter; every later enter must use the same account and mode (4013).

@@ -16,6 +16,8 @@ public enum ProtocolError: Error, Sendable, Equatable {
     case anonymousNeedsProfile
     case tokenRevoked
     case alreadyEntered
+    /// 4017: too many failed logins from this address or for this account; retry after this many ms.
+    case tooManyFailedLogins(retryAfterMillis: Int64)
     /// 414: a required field is missing.
     case missingField(String)
     /// 414: a field has the wrong JSON type.
@@ -40,6 +42,7 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .anonymousNeedsProfile: return 4014
         case .tokenRevoked: return 4015
         case .alreadyEntered: return 4016
+        case .tooManyFailedLogins: return 4017
         case .missingField, .wrongType, .badValue: return RoomErrorCode.badParameter.rawValue
         case .cluster(let code, _): return code
         }
@@ -60,6 +63,7 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .anonymousNeedsProfile: return "anonymous enter needs nickname and avatar"
         case .tokenRevoked: return "token revoked"
         case .alreadyEntered: return "already in this room on this connection"
+        case .tooManyFailedLogins(let ms): return "too many failed logins; retry after \(ms) ms"
         case .missingField(let f): return "missing field \(f)"
         case .wrongType(let f, let t): return "field \(f) must be \(t)"
         case .badValue(let f, let why): return "field \(f): \(why)"
@@ -70,7 +74,7 @@ public enum ProtocolError: Error, Sendable, Equatable {
     /// Authentication failures end the connection (close code 4401).
     public var closesConnection: Bool {
         switch self {
-        case .badToken, .tokenExpired, .unknownApp, .tokenRevoked: return true
+        case .badToken, .tokenExpired, .unknownApp, .tokenRevoked, .tooManyFailedLogins: return true
         default: return false
         }
     }

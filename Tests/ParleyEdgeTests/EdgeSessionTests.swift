@@ -310,6 +310,23 @@ struct EdgeSessionTests {
         await alice.close()
     }
 
+    @Test("issue 24: after five wrong tokens from one address, even the right one is refused (4017) until the window ends")
+    func tokenGuessingIsThrottled() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        for i in 0..<5 {
+            let guesser = try await server.client()
+            var auth = Fixture.auth("alice")
+            auth["token"] = "guess-\(i)"
+            #expect(try await guesser.call("enter", ["roomId": "r1", "auth": auth, "nickname": "A"]).errorCode == 4010)
+            #expect(try await guesser.closed() == 4401)
+        }
+        let late = try await server.client()
+        let refused = try await late.call("enter", Fixture.enter("alice"))
+        #expect(refused.errorCode == 4017, "\(refused)")
+        #expect(try await late.closed() == 4401)
+    }
+
     @Test("E3: the 11th room is refused with 13101 across shards; leaving one frees its slot")
     func eleventhRoom() async throws {
         let server = try await Fixture.server()

@@ -241,6 +241,31 @@ def fill_room(base, app_key, secret, count):
     asyncio.run(send_all())
 
 
+async def guess_tokens(port, app_key, tries=6):
+    """Enters with wrong tokens, one connection each (a wrong token closes the connection); the codes."""
+    import websockets
+    codes = []
+    for i in range(tries):
+        async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as ws:
+            await ws.send(json.dumps({"id": 1, "op": "hello", "versions": [1]}))
+            await ws.recv()
+            auth = {"mode": "independent", "appKey": app_key, "account": "filler", "token": f"guess-{i}"}
+            await ws.send(json.dumps({"id": 2, "op": "enter", "roomId": "big", "auth": auth, "nickname": "G"}))
+            try:
+                answer = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                codes.append(answer.get("error", {}).get("code"))
+            except Exception:
+                codes.append(None)
+    return codes
+
+
+def metric(text, name, labels):
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 # ------------------------------------------------------------------------------------------------- main
 
 def main():
@@ -304,6 +329,16 @@ def main():
               data.get("gapTooOld") is True and replayed <= 100,
               f"room seq {data.get('room', {}).get('seq')}, replayed {replayed}, gapTooOld {data.get('gapTooOld')}, "
               f"filled in {time.time() - started:.0f} s")
+
+        codes = asyncio.run(guess_tokens(http_ports[0], app_key))
+        metrics = http(f"{base}/metrics")[1]
+        bad, throttled = (metric(metrics, "parley_edge_auth_failures_total", {"reason": r}) for r in ("badToken", "throttled"))
+        log = open(os.path.join(work, "node-1.log"), errors="replace").read()
+        check("wrong tokens are slowed: after 5 from one address the 6th is refused with 4017",
+              codes[:5] == [4010] * 5 and codes[5] == 4017, f"codes {codes}")
+        check("refused logins are counted and logged", bad >= 5 and throttled >= 1 and "refused client logins" in log,
+              f"parley_edge_auth_failures_total badToken {bad:.0f}, throttled {throttled:.0f}; "
+              f"log lines {log.count('refused client logins')}")
     finally:
         for p in procs:
             try:
