@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import Logging
+import Metrics
 import ParleyCluster
 import ParleyJSON
 import ParleyRooms
@@ -17,14 +19,17 @@ public struct ServerAPI: Sendable {
     public let legacyRoomsApp: String?
     private let keyring = AppKeyring()
     private let unverifiedBodies = ConcurrencyGate()
+    private let refusals: SignatureRefusalLog
     /// Unix seconds; injectable so a test can check the window without waiting.
     let clock: @Sendable () -> Int64
 
     public static let maxBodyBytes = 256 * 1024
 
     public init(backend: any ServerAPIBackend, nonces: NonceLedger = NonceLedger(), legacyRoomsApp: String? = nil,
+                logger: Logger = Logger(label: "parley.api"), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
         self.backend = backend
+        refusals = SignatureRefusalLog(logger: logger, metrics: metrics)
         self.nonces = nonces
         self.legacyRoomsApp = legacyRoomsApp
         self.clock = clock
@@ -141,6 +146,8 @@ public struct ServerAPI: Sendable {
                                                          body: body))
             return Self.success(data)
         } catch let error as APIError {
+            refusals.record(error, appKey: request.headers.first { $0.name.canonicalName == "appkey" }?.value,
+                            path: request.uri.path)
             var response = Self.failure(error)
             // A caller that failed authentication gets no second request on this connection, and what it
             // has not sent of its body is not waited for.

@@ -93,7 +93,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         StatusRoutes.add(to: router, source: self)
         ObservabilityRoutes.add(to: router, source: self)
         ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster),
-                  legacyRoomsApp: config.legacyRoomsApp).add(to: router)
+                  legacyRoomsApp: config.legacyRoomsApp, logger: logger, metrics: metrics.factory).add(to: router)
         // Client WebSockets (`/ws`) are upgraded on the same port and then served by NIO handlers (EdgeHTTPChannel).
         var edgeSettings = EdgeSettings()
         edgeSettings.legacyRoomsApp = config.legacyRoomsApp

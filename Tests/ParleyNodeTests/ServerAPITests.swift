@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 import ParleyAPI
 
@@ -101,6 +104,14 @@ import ParleyAPI
             let once = signed(nonce: "replayed-nonce")
             #expect(try await api.post(base, "/v1/room/get", ["roomId": "sig-room"], headers: once).status == 404)
             expectRefusal(try await api.post(base, "/v1/room/create", create, headers: once), 403, 10406)
+            // Issue 24: refused signatures are counted by code and logged (at most one line per 10 s).
+            let (metricsText, _) = try await URLSession.shared.data(from: URL(string: base + "/metrics")!)
+            let scraped = PrometheusText(text: String(decoding: metricsText, as: UTF8.self))
+            for (code, least) in [("10401", 2.0), ("10402", 1.0), ("10403", 2.0), ("10405", 2.0), ("10406", 1.0)] {
+                #expect((scraped.value("parley_api_auth_failures_total", ["code": code]) ?? 0) >= least, "code \(code)")
+            }
+            let log = try String(contentsOf: cluster.directory.appendingPathComponent("node-1.log"), encoding: .utf8)
+            #expect(log.contains("refused server-API signatures"))
             // Nothing of the above created the room; a correctly signed request still works afterwards.
             for id in cluster.ids {
                 expectRefusal(try await api.post(cluster.http(id), "/v1/room/get", ["roomId": "sig-room"]), 404, 404)
