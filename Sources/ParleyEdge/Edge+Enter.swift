@@ -175,15 +175,8 @@ extension Edge {
     /// Counts a refused login and logs it — at most one line per 10 s, with how many were refused since.
     func loginRefused(_ c: ClientConnection, _ request: EnterRequest, reason: String) {
         metrics?.authFailed(reason)
-        refusedLogins += 1
-        let now = ContinuousClock.now
-        if let last = lastLoginLog, now - last < .seconds(10) { return }
-        logger.warning("refused client logins", metadata: [
-            "refusedSinceLastLine": "\(refusedLogins)", "reason": "\(reason)", "from": "\(c.remoteHost)",
-            "appKey": "\(request.appKey)", "account": "\(request.account)",
-        ])
-        refusedLogins = 0
-        lastLoginLog = now
+        refusedLogins.happened(["reason": "\(reason)", "from": "\(c.remoteHost)", "appKey": "\(request.appKey)",
+                                "account": "\(request.account)"])
     }
 
     /// E4 / E5: the user id of the enter, or why it is refused.

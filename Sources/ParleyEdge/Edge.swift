@@ -15,8 +15,7 @@ public actor Edge {
     let logger: Logger
     /// Failed logins per address and account (issue 24), and the rate-limited log of them.
     var loginThrottle = LoginThrottle()
-    var refusedLogins = 0
-    var lastLoginLog: ContinuousClock.Instant?
+    let refusedLogins: RateLimitedWarning
     /// Where frames for each event loop's connections wait for that loop (one drain and flush per burst).
     nonisolated let outboxes = LoopOutboxes()
     var nextConnection: UInt64 = 0
@@ -42,6 +41,7 @@ public actor Edge {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
+        refusedLogins = RateLimitedWarning(logger: logger, message: "refused client logins")
     }
 
     /// Keeps the connection and session gauges equal to the edge's own state.
