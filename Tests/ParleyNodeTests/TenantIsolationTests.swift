@@ -122,6 +122,21 @@ import Testing
         #expect(try await Self.evil.post(base, "/v1/message/send", ["roomId": "wsroom", "type": "text", "body": "evil's own"]).status == 200)
         let evilRoom = try await Self.evil.post(cluster.http(3), "/v1/room/get", ["roomId": "wsroom"])
         #expect((evilRoom.data["room"] as? [String: Any])?["name"] as? String == "Evil's")
+        // Over the WebSocket, evil's own "bob" (dev has a bob too) enters "wsroom" — evil's — on every node's
+        // edge and acts there: messages, member info, history. None of it reaches dev's wsroom.
+        #expect(try await Self.evil.post(base, "/v1/user/create", ["accid": "bob", "token": "evil-bob"]).status == 200)
+        for id in cluster.ids {
+            let evilBob = ChatroomClient(configuration: .addresses([cluster.clientAddress(id)]))
+            let inside = try await evilBob.enterChatroom(ChatroomEnterRequest(
+                roomId: "wsroom", auth: .independent(appKey: "evil", account: "bob", token: "evil-bob"), nickname: "Evil Bob"))
+            #expect(inside.room.roomId == "wsroom" && inside.room.name == "Evil's", "node \(id): \(inside.room)")
+            try await evilBob.sendMessage("wsroom", body: "evil bob on node \(id)")
+            let seen = try await evilBob.fetchMessageHistory("wsroom", query: HistoryQuery(limit: 100, order: .asc))
+            let bodies = seen.compactMap { if case .message(let m) = $0 { m.body } else { nil } }
+            #expect(!bodies.contains("dev's own") && bodies.contains("evil's own"), "node \(id): \(bodies)")
+            try await evilBob.exitChatroom("wsroom")
+            await evilBob.close()
+        }
 
         #expect(try await Self.devView(cluster) == before, "dev's room changed through app evil")
         // dev's alice is neither globally muted nor under evil's one-room or notification policy: she still
