@@ -23,8 +23,6 @@ The test's own client runs in a namespace of its own too, so every byte crosses 
 import argparse
 import asyncio
 import ctypes
-import hashlib
-import hmac
 import json
 import os
 import pwd
@@ -36,12 +34,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from signed_api import http, signed  # noqa: E402
 PREFIX = "pdep"  # every namespace, interface and file this test makes starts with it
 SUBNET = "10.213.61"  # addresses of the test's own hosts, inside its own namespaces only
 CLIENT_NS = f"{PREFIX}-c"
@@ -214,30 +212,6 @@ def leave_namespace(home_fd):
 
 
 # ---------------------------------------------------------------------------------------------- clients
-
-def http(url, body=None, headers=None, timeout=5):
-    request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST" if body is not None else "GET")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return 0, str(e)
-
-
-def signed(base, app_key, app_secret, path, fields):
-    """A signed server-API call as docs/api.md ("Signing") says: CheckSum2 = HMAC-SHA256(secret,
-    "parley-v2\nPOST\n" + path + "\n" + nonce + "\n" + curTime + "\n" + hex sha256(body))."""
-    nonce, now = secrets.token_hex(8), str(int(time.time()))
-    body = json.dumps(fields).encode()
-    text = f"parley-v2\nPOST\n{path}\n{nonce}\n{now}\n{hashlib.sha256(body).hexdigest()}"
-    headers = {"AppKey": app_key, "Nonce": nonce, "CurTime": now,
-               "CheckSum2": hmac.new(app_secret.encode(), text.encode(), hashlib.sha256).hexdigest(),
-               "Content-Type": "application/json"}
-    status, text = http(base + path, body, headers)
-    return status, (json.loads(text) if text.startswith("{") else {"raw": text})
-
 
 def wait_for(what, deadline_s, probe, interval=0.25):
     deadline = time.time() + deadline_s

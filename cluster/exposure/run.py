@@ -18,8 +18,6 @@ Bounded in count and time; stops by itself; prints 'N passed, N failed'.
 import argparse
 import asyncio
 import base64
-import hashlib
-import hmac
 import json
 import os
 import secrets
@@ -31,9 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from signed_api import http, signed  # noqa: E402
 results = []
 
 
@@ -65,25 +64,6 @@ def settle_rss(pid, seconds=1.5):
     """RSS after the node has had a moment (freed memory is not always returned at once)."""
     time.sleep(seconds)
     return rss_kib(pid)
-
-
-def http(url, body=None, headers=None):
-    request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST" if body else "GET")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return 0, str(e)
-
-
-def signed(base, key, secret, path, fields):
-    nonce, now = secrets.token_hex(8), str(int(time.time()))
-    body = json.dumps(fields).encode()
-    text = f"parley-v2\nPOST\n{path}\n{nonce}\n{now}\n{hashlib.sha256(body).hexdigest()}"
-    return http(base + path, body, {"AppKey": key, "Nonce": nonce, "CurTime": now, "Content-Type": "application/json",
-                                    "CheckSum2": hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()})
 
 
 # ------------------------------------------------------------------------------------------- raw clients

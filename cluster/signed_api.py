@@ -1,0 +1,35 @@
+"""HTTP and the signed server API for the bounded suites under cluster/ (deployed/, exposure/): the one place
+the scripts sign a request, as docs/api.md ("Signing") says:
+CheckSum2 = HMAC-SHA256(AppSecret, "parley-v2\\nPOST\\n" + path + "\\n" + Nonce + "\\n" + CurTime + "\\n" + hex SHA-256(body)).
+"""
+import hashlib
+import hmac
+import json
+import secrets
+import time
+import urllib.error
+import urllib.request
+
+
+def http(url, body=None, headers=None, timeout=5):
+    """(status, text); status 0 with the error's text when nothing answered."""
+    request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST" if body is not None else "GET")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def signed(base, app_key, app_secret, path, fields):
+    """(status, answer as a dict) of a signed POST of `fields` to `base + path`."""
+    nonce, now = secrets.token_hex(8), str(int(time.time()))
+    body = json.dumps(fields).encode()
+    text = f"parley-v2\nPOST\n{path}\n{nonce}\n{now}\n{hashlib.sha256(body).hexdigest()}"
+    headers = {"AppKey": app_key, "Nonce": nonce, "CurTime": now,
+               "CheckSum2": hmac.new(app_secret.encode(), text.encode(), hashlib.sha256).hexdigest(),
+               "Content-Type": "application/json"}
+    status, text = http(base + path, body, headers)
+    return status, (json.loads(text) if text.startswith("{") else {"raw": text})
