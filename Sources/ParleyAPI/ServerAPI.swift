@@ -56,17 +56,17 @@ public struct ServerAPI: Sendable {
         /// where an app server's room ids become the cluster's, so no endpoint can reach another app's room.
         func decode<T: Decodable>(_ type: T.Type) throws -> T {
             let data = Data(buffer: body)
-            let plain = try decoding(T.self, data)  // first as sent: its errors name the fields as sent
-            guard let scoped = try scopedRoomIds(data) else { return plain }
-            return try decoding(T.self, scoped)
-        }
-
-        private func scopedRoomIds(_ data: Data) throws -> Data? {
-            // Never skipped for a body that decoded above: a room id left unscoped would name a legacy room.
-            let value: JSONValue
-            do { value = try JSONDecoder().decode(JSONValue.self, from: data) } catch {
+            guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+                // Not JSON: the endpoint's decoder says why, as before. (Any JSON reads as a JSONValue, so a
+                // body that decodes here after all is refused rather than left unscoped.)
+                _ = try decoding(T.self, data)
                 throw APIError(.badJSON, "the body is not JSON")
             }
+            return try decoding(T.self, try scopedRoomIds(value) ?? data)
+        }
+
+        /// The body again with its room ids in the caller's namespace; nil when nothing changes.
+        private func scopedRoomIds(_ value: JSONValue) throws -> Data? {
             guard case .object(var fields) = value else { return nil }
             func scoped(_ value: JSONValue) throws -> JSONValue {
                 guard case .string(let id) = value else { return value }  // a wrong type fails the decode
