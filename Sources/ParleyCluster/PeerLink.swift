@@ -55,9 +55,12 @@ final class PeerLink: @unchecked Sendable {
     private var callsOut: (stream: Channel, bytes: ByteBuffer)?
     private var raftStream: Channel?
     private var connecting = false
-    /// A retry is scheduled: until it runs, sends and calls wait for it rather than dial themselves (a
-    /// node sends a dead peer Raft messages many times a second; each used to be a new connection attempt).
+    /// A retry is scheduled: until it runs, sends and calls dial themselves at most once per
+    /// `earlyDialInterval` (a node sends a dead peer Raft messages many times a second, and each used to be a
+    /// new connection attempt; waiting out the whole backoff instead delayed a peer that had just come up).
     private var retryScheduled = false
+    private var lastDialAt: NIODeadline?
+    private static let earlyDialInterval: TimeAmount = .milliseconds(250)
     private var backoff: TimeAmount
     private var queue: [ByteBuffer] = []
     private var queuedBytes = 0
@@ -193,7 +196,10 @@ final class PeerLink: @unchecked Sendable {
     }
 
     private func connectIfNeeded() {
-        guard !closed, multiplexer == nil, !connecting, !retryScheduled else { return }
+        guard !closed, multiplexer == nil, !connecting else { return }
+        let now = NIODeadline.now()
+        if retryScheduled, let last = lastDialAt, now - last < Self.earlyDialInterval { return }
+        lastDialAt = now
         connecting = true
         connects += 1
         let promise = loop.makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
