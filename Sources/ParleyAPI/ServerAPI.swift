@@ -133,7 +133,8 @@ public struct ServerAPI: Sendable {
             }
             // The app, the time window and NIM's CheckSum are checked before a byte of the body is read.
             let now = clock()
-            guard let app = try await keyring.app(signature.appKey, now: now, read: backend.metaState) else {
+            guard let app = try await keyring.app(signature.appKey, now: now, secrets: backend.metaSecrets,
+                                                read: backend.metaState) else {
                 throw APIError(.unknownAppKey, "no app with this AppKey")
             }
             try signature.verifyHeaders(secret: app.secret, now: now, requireSignedBody: app.requiresSignedBody)

@@ -11,6 +11,8 @@ public protocol ServerAPIBackend: Sendable {
     func submit(_ command: RoomCommand, shard: Int) async throws -> ApplyOutcome
     func submitMeta(_ command: MetaCommand) async throws -> MetaOutcome
     func metaState() async throws -> MetaState
+    /// The cluster's keys for app secrets and user tokens at rest.
+    var metaSecrets: MetaSecrets { get }
     /// E6: edge addresses (host:port) that should serve the room, best first.
     func roomAddresses(roomId: String) async -> [String]
 }

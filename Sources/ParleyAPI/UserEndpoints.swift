@@ -43,10 +43,12 @@ enum UserEndpoints {
             guard meta.user(appKey: app, account: body.accid) == nil else {
                 throw APIError(.accountExists, "the account \(body.accid) exists; refresh its token instead")
             }
-            let token = body.token ?? newToken()
-            try await api.meta(.putUser(UserRecord(appKey: app, account: body.accid, name: body.name ?? "",
-                                                   avatar: body.icon ?? "", token: token,
-                                                   tokenExpiresAt: body.tokenExpiresAt ?? 0)))
+            let token = try given(body.token) ?? newToken()
+            try await api.meta(.putUser(api.backend.metaSecrets.user(appKey: app, account: body.accid,
+                                                                     name: body.name ?? "", avatar: body.icon ?? "",
+                                                                     token: token,
+                                                                     tokenExpiresAt: body.tokenExpiresAt ?? 0)))
+            // The only time the token is seen: the meta group keeps its digest.
             return TokenAnswer(accid: body.accid, token: token)
         },
         .post("/v1/user/get", Account.self) { api, body, app in
@@ -57,10 +59,11 @@ enum UserEndpoints {
         // A new token (given or generated) replaces the old one at once and lifts a revocation.
         .post("/v1/user/refreshToken", Refresh.self) { api, body, app in
             var user = try await existing(api, app, body.accid)
-            user.token = body.token ?? newToken()
+            let token = try given(body.token) ?? newToken()
+            user.tokenDigest = api.backend.metaSecrets.tokenDigest(appKey: app, account: user.account, token: token)
             if let expiry = body.tokenExpiresAt { user.tokenExpiresAt = expiry }
             try await api.meta(.putUser(user))
-            return TokenAnswer(accid: user.account, token: user.token)
+            return TokenAnswer(accid: user.account, token: token)
         },
         .post("/v1/user/revokeToken", Account.self) { api, body, app in
             _ = try await existing(api, app, body.accid)
@@ -68,6 +71,15 @@ enum UserEndpoints {
             return Done()
         },
     ]
+
+    /// A token the app server chose: 1-256 bytes (checked here, since the meta group only sees its digest).
+    private static func given(_ token: String?) throws -> String? {
+        guard let token else { return nil }
+        guard (1...MetaState.maxTokenBytes).contains(token.utf8.count) else {
+            throw APIError(.badField, "token must be 1-\(MetaState.maxTokenBytes) bytes")
+        }
+        return token
+    }
 
     private static func existing(_ api: ServerAPI, _ app: String, _ accid: String) async throws -> UserRecord {
         try FieldRule.id(accid, "accid")

@@ -24,45 +24,47 @@ public struct NodeRecord: Sendable, Hashable, Codable {
     }
 }
 
-/// An app server's credentials for the signed server API (NIM-style AppKey + AppSecret).
+/// An app server's credentials for the signed server API (NIM-style AppKey + AppSecret). The secret is
+/// kept sealed (`MetaSecrets`): only a node holding the cluster secret opens it.
 public struct AppCredential: Sendable, Hashable {
     public var appKey: String
-    public var secret: String
+    public var sealedSecret: [UInt8]
     public var createdAt: Int64
     /// Signed requests must carry `CheckSum2` (method, path and body signed, docs/api.md); NIM's CheckSum
     /// alone is refused. Set by `setAppSigning`, kept when `putApp` replaces the secret; not part of the
     /// `putApp` encoding, so log entries written before it existed still read.
     public var requiresSignedBody: Bool
 
-    public init(appKey: String, secret: String, createdAt: Int64 = 0, requiresSignedBody: Bool = false) {
+    public init(appKey: String, sealedSecret: [UInt8], createdAt: Int64 = 0, requiresSignedBody: Bool = false) {
         self.appKey = appKey
-        self.secret = secret
+        self.sealedSecret = sealedSecret
         self.createdAt = createdAt
         self.requiresSignedBody = requiresSignedBody
     }
 }
 
 /// A chat user of an app, registered by the app server (E4, E5): the account and its current login token.
-/// The same token serves independent mode (username + token) and the IM-session mode of the edge.
+/// The same token serves independent mode (username + token) and the IM-session mode of the edge. Only its
+/// keyed digest is kept (`MetaSecrets.tokenDigest`).
 public struct UserRecord: Sendable, Hashable {
     public var appKey: String
     public var account: String
     public var name: String
     public var avatar: String
-    public var token: String
+    public var tokenDigest: [UInt8]
     /// Entry time (ms) after which the token is refused; 0 = never expires.
     public var tokenExpiresAt: Int64
     /// A revoked token is refused until the app server sets a new one.
     public var revoked: Bool
     public var createdAt: Int64
 
-    public init(appKey: String, account: String, name: String = "", avatar: String = "", token: String,
+    public init(appKey: String, account: String, name: String = "", avatar: String = "", tokenDigest: [UInt8],
                 tokenExpiresAt: Int64 = 0, revoked: Bool = false, createdAt: Int64 = 0) {
         self.appKey = appKey
         self.account = account
         self.name = name
         self.avatar = avatar
-        self.token = token
+        self.tokenDigest = tokenDigest
         self.tokenExpiresAt = tokenExpiresAt
         self.revoked = revoked
         self.createdAt = createdAt
@@ -144,21 +146,17 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         users[UserRecord.key(appKey: appKey, account: account)]
     }
 
-    /// E4 / E5: checks a login token at time `now` (ms); tokens compare in constant time.
-    public func checkToken(appKey: String, account: String, token: String, now: Int64) -> TokenVerdict {
+    /// E4 / E5: checks a login token at time `now` (ms) against the stored digest, in constant time.
+    public func checkToken(appKey: String, account: String, token: String, now: Int64,
+                           secrets: MetaSecrets) -> TokenVerdict {
         guard apps[appKey] != nil else { return .unknownApp }
         guard let user = user(appKey: appKey, account: account) else { return .unknownUser }
-        guard Self.constantTimeEqual(user.token, token) else { return .badToken }
+        guard secrets.tokenMatches(user.tokenDigest, appKey: appKey, account: account, token: token) else {
+            return .badToken
+        }
         if user.revoked { return .revoked }
         if user.tokenExpiresAt != 0, now >= user.tokenExpiresAt { return .expired }
         return .valid(user)
-    }
-
-    private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        var diff = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<min(x.count, y.count) { diff |= x[i] ^ y[i] }
-        return diff == 0
     }
 
     public mutating func apply(_ command: MetaCommand, context: ApplyContext) -> MetaOutcome {
@@ -193,7 +191,8 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             placementVersion += 1
             return .placement(version: placementVersion)
         case .putApp(var app):
-            guard (1...64).contains(app.appKey.utf8.count), (16...128).contains(app.secret.utf8.count),
+            let sealed = (16 + MetaSecrets.sealOverhead)...(128 + MetaSecrets.sealOverhead)
+            guard (1...64).contains(app.appKey.utf8.count), sealed.contains(app.sealedSecret.count),
                   app.appKey.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 return .refusal(.badParameter, "appKey must be 1-64 printable bytes and the secret 16-128 bytes")
             }
@@ -209,11 +208,11 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             guard apps[user.appKey] != nil else { return .refusal(.notFound, "no app \(user.appKey)") }
             guard (1...Self.maxAccountBytes).contains(user.account.utf8.count),
                   user.account.utf8.allSatisfy({ $0 > 32 && $0 < 127 }),
-                  (1...Self.maxTokenBytes).contains(user.token.utf8.count),
+                  user.tokenDigest.count == MetaSecrets.digestBytes,
                   user.name.utf8.count <= Self.maxUserNameBytes, user.avatar.utf8.count <= Self.maxAvatarBytes,
                   user.tokenExpiresAt >= 0 else {
                 return .refusal(.badParameter,
-                                "account 1-\(Self.maxAccountBytes) printable bytes, token 1-\(Self.maxTokenBytes) bytes, name ≤ \(Self.maxUserNameBytes), avatar ≤ \(Self.maxAvatarBytes)")
+                                "account 1-\(Self.maxAccountBytes) printable bytes, a token digest, name ≤ \(Self.maxUserNameBytes), avatar ≤ \(Self.maxAvatarBytes)")
             }
             user.createdAt = users[user.key]?.createdAt ?? context.timestamp
             user.revoked = false
@@ -238,8 +237,9 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
 
     // MARK: Snapshot
 
-    /// 3 adds the apps that require signed bodies (2 is still read: none do).
-    public static let snapshotVersion: UInt8 = 3
+    /// 3 adds the apps that require signed bodies; 4 holds sealed secrets and token digests, where 2 and 3
+    /// held them in clear (not read any more: docs/operations.md, "Upgrades").
+    public static let snapshotVersion: UInt8 = 4
 
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
@@ -262,7 +262,7 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     public init(restoring bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         let v = try r.readByte()
-        guard v == 2 || v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
+        guard v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
         for _ in 0..<(try r.readCount()) {
             let n = try r.read(NodeRecord.self)
             nodes[n.id] = n
@@ -281,12 +281,10 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             let u = try r.read(UserRecord.self)
             users[u.key] = u
         }
-        if v >= 3 {
-            for _ in 0..<(try r.readCount()) {
-                let key = try r.readString()
-                guard apps[key] != nil else { throw CodecError.badTag("signed-body app", 0) }
-                apps[key]!.requiresSignedBody = true
-            }
+        for _ in 0..<(try r.readCount()) {
+            let key = try r.readString()
+            guard apps[key] != nil else { throw CodecError.badTag("signed-body app", 0) }
+            apps[key]!.requiresSignedBody = true
         }
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
     }
@@ -313,13 +311,13 @@ extension NodeRecord: BinaryCodable {
 extension AppCredential: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         w.write(appKey)
-        w.write(secret)
+        w.write(bytes: sealedSecret)
         w.write(createdAt)
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
         appKey = try r.readString()
-        secret = try r.readString()
+        sealedSecret = try r.readBytes()
         createdAt = try r.readInt64()
         requiresSignedBody = false  // carried by setAppSigning and the snapshot, not here
     }
@@ -331,7 +329,7 @@ extension UserRecord: BinaryCodable {
         w.write(account)
         w.write(name)
         w.write(avatar)
-        w.write(token)
+        w.write(bytes: tokenDigest)
         w.write(tokenExpiresAt)
         w.write(revoked)
         w.write(createdAt)
@@ -342,7 +340,7 @@ extension UserRecord: BinaryCodable {
         account = try r.readString()
         name = try r.readString()
         avatar = try r.readString()
-        token = try r.readString()
+        tokenDigest = try r.readBytes()
         tokenExpiresAt = try r.readInt64()
         revoked = try r.readBool()
         createdAt = try r.readInt64()
@@ -357,9 +355,9 @@ extension MetaCommand: BinaryCodable {
         case .setPlacement(let v, let replicas):
             w.write(UInt8(2)); w.write(v); w.write(UInt64(replicas.count))
             for list in replicas { w.write(UInt64(list.count)); list.forEach { w.write($0) } }
-        case .putApp(let a): w.write(UInt8(3)); w.write(a)
+        case .putApp(let a): w.write(UInt8(8)); w.write(a)
         case .removeApp(let key): w.write(UInt8(4)); w.write(key)
-        case .putUser(let u): w.write(UInt8(5)); w.write(u)
+        case .putUser(let u): w.write(UInt8(9)); w.write(u)
         case .revokeToken(let app, let account): w.write(UInt8(6)); w.write(app); w.write(account)
         case .setAppSigning(let app, let required): w.write(UInt8(7)); w.write(app); w.write(required)
         }
@@ -378,9 +376,10 @@ extension MetaCommand: BinaryCodable {
                 replicas.append(list)
             }
             self = .setPlacement(expectedVersion: v, replicas: replicas)
-        case 3: self = .putApp(try r.read())
+        // 3 and 5 were putApp and putUser with the secret and the token in clear: no longer read.
+        case 8: self = .putApp(try r.read())
         case 4: self = .removeApp(appKey: try r.readString())
-        case 5: self = .putUser(try r.read())
+        case 9: self = .putUser(try r.read())
         case 6: self = .revokeToken(appKey: try r.readString(), account: try r.readString())
         case 7: self = .setAppSigning(appKey: try r.readString(), requireSignedBody: try r.readBool())
         case let t: throw .badTag("MetaCommand", UInt64(t))

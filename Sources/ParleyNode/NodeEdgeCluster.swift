@@ -20,9 +20,12 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     public var commandTimeout: TimeAmount = .seconds(5)
     /// How stale the cached meta state may be before a token or address lookup refreshes it.
     public var metaMaxAge: TimeInterval = 1
+    /// Opens app secrets and digests tokens (the meta group holds neither in clear).
+    public let metaSecrets: MetaSecrets
 
-    public init(driver: RaftDriver, transport: PeerTransport, boot: UInt64) {
+    public init(driver: RaftDriver, transport: PeerTransport, boot: UInt64, metaSecrets: MetaSecrets) {
         self.driver = driver
+        self.metaSecrets = metaSecrets
         self.transport = transport
         edgeId = "n\(driver.nodeID).\(boot)"
     }
@@ -67,10 +70,12 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
     public func checkToken(appKey: String, account: String, token: String) async -> TokenVerdict {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let verdict = await metaState(maxAge: metaMaxAge)?.checkToken(appKey: appKey, account: account, token: token, now: now)
+        let verdict = await metaState(maxAge: metaMaxAge)?.checkToken(appKey: appKey, account: account, token: token, now: now,
+                                                                                 secrets: metaSecrets)
         if let verdict, case .valid = verdict { return verdict }
         // A user or token created a moment ago may not be in the cached copy yet: look once more, fresh.
-        return await metaState(maxAge: 0)?.checkToken(appKey: appKey, account: account, token: token, now: now)
+        return await metaState(maxAge: 0)?.checkToken(appKey: appKey, account: account, token: token, now: now,
+                                                                                 secrets: metaSecrets)
             ?? .unknownApp
     }
 

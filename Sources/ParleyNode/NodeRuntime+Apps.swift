@@ -7,11 +7,12 @@ extension NodeRuntime {
     /// not a node's flags, owns secrets once they exist. Retries until done or the node stops.
     func bootstrapApps() async {
         var pending = config.apps
+        let secrets = MetaSecrets(clusterSecret: config.secret)
         while !pending.isEmpty && !Task.isCancelled {
             if let meta = try? await driver.metaState().get() {
                 for key in pending.keys.sorted() {
                     if meta.apps[key] != nil { pending[key] = nil; continue }
-                    switch try? await driver.submitMeta(.putApp(AppCredential(appKey: key, secret: pending[key]!))).get() {
+                    switch try? await driver.submitMeta(.putApp(secrets.app(key, secret: pending[key]!))).get() {
                     case .done?:
                         logger.info("registered server-API app", metadata: ["appKey": "\(key)"])
                         pending[key] = nil

@@ -74,7 +74,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             try RaftHost(config: hostConfig, database: database, send: send, publish: publish, metrics: factory)
         }
         ref.driver = driver
-        edgeCluster = NodeEdgeCluster(driver: driver, transport: transport, boot: hostConfig.boot)
+        edgeCluster = NodeEdgeCluster(driver: driver, transport: transport, boot: hostConfig.boot,
+                                      metaSecrets: MetaSecrets(clusterSecret: config.secret))
     }
 
     /// Serves the HTTP port and drives Raft until asked to stop.

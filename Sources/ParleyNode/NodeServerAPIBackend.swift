@@ -9,6 +9,8 @@ struct NodeServerAPIBackend: ServerAPIBackend {
     let driver: RaftDriver
     let edges: NodeEdgeCluster
 
+    var metaSecrets: MetaSecrets { edges.metaSecrets }
+
     var shardCount: Int { driver.shardMap.shardCount }
 
     func shard(ofRoom roomId: String) -> Int { driver.shardMap.shard(ofRoom: roomId) }

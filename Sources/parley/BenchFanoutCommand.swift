@@ -34,8 +34,9 @@ struct BenchFanoutCommand: AsyncParsableCommand {
         do {
             try await cluster.start()
             let admin = cluster.admin(shardMap: ShardMap(shardCount: shards))
-            try await admin.meta(.putApp(AppCredential(appKey: Self.appKey, secret: String(repeating: "b", count: 32))))
-            try await admin.meta(.putUser(UserRecord(appKey: Self.appKey, account: "sender", token: "sender-token")))
+            let secrets = MetaSecrets(clusterSecret: cluster.layout.secret)
+            try await admin.meta(.putApp(secrets.app(Self.appKey, secret: String(repeating: "b", count: 32))))
+            try await admin.meta(.putUser(secrets.user(appKey: Self.appKey, account: "sender", token: "sender-token")))
             print("parley bench fanout: \(nodes) edges, fsync \(noFsync ? "OFF" : "on"), \(messages) messages × \(runs) runs, "
                 + "\(window) sends in flight")
             // Idle memory first, on the fresh nodes: measured later, memory freed by the room phases would be

@@ -6,6 +6,7 @@ import ParleyWire
 
 @Suite struct MetaStateTests {
     static let app = ApplyContext(commandIndex: 1, timestamp: 1_000, actor: .appServer)
+    static let s = MetaSecrets(clusterSecret: "meta-state-tests")
 
     static func registered(_ ids: [NodeID]) -> MetaState {
         var m = MetaState()
@@ -40,7 +41,7 @@ import ParleyWire
 
     @Test func badCommandsAreRefusedAndChangeNothing() {
         var m = Self.registered([1, 2])
-        _ = m.apply(.putApp(AppCredential(appKey: "app1", secret: String(repeating: "s", count: 32))), context: Self.app)
+        _ = m.apply(.putApp(Self.s.app("app1", secret: String(repeating: "s", count: 32))), context: Self.app)
         let before = m.snapshot()
         let bad: [(MetaCommand, MetaRefusal)] = [
             (.registerNode(NodeRecord(id: 0, peerAddress: "h:1", httpAddress: "h:2")), .badParameter),
@@ -51,9 +52,9 @@ import ParleyWire
             (.setPlacement(expectedVersion: 0, replicas: [[1, 1]]), .badParameter),
             (.setPlacement(expectedVersion: 0, replicas: [[1, 7]]), .badParameter),
             (.setPlacement(expectedVersion: 3, replicas: [[1, 2]]), .versionConflict),
-            (.putApp(AppCredential(appKey: "", secret: String(repeating: "s", count: 32))), .badParameter),
-            (.putApp(AppCredential(appKey: "k", secret: "short")), .badParameter),
-            (.putApp(AppCredential(appKey: "has space", secret: String(repeating: "s", count: 32))), .badParameter),
+            (.putApp(Self.s.app("", secret: String(repeating: "s", count: 32))), .badParameter),
+            (.putApp(Self.s.app("k", secret: "short")), .badParameter),
+            (.putApp(Self.s.app("has space", secret: String(repeating: "s", count: 32))), .badParameter),
             (.removeApp(appKey: "nope"), .notFound),
         ]
         for (command, code) in bad {
@@ -72,10 +73,10 @@ import ParleyWire
     @Test func appsArePutReplacedAndRemoved() {
         var m = MetaState()
         let secret = String(repeating: "a", count: 40)
-        #expect(m.apply(.putApp(AppCredential(appKey: "k1", secret: secret)), context: Self.app) == .done)
+        #expect(m.apply(.putApp(Self.s.app("k1", secret: secret)), context: Self.app) == .done)
         let later = ApplyContext(commandIndex: 2, timestamp: 9_000, actor: .appServer)
-        #expect(m.apply(.putApp(AppCredential(appKey: "k1", secret: secret + "b")), context: later) == .done)
-        #expect(m.apps["k1"] == AppCredential(appKey: "k1", secret: secret + "b", createdAt: 1_000))
+        #expect(m.apply(.putApp(Self.s.app("k1", secret: secret + "b")), context: later) == .done)
+        #expect(Self.s.open(m.apps["k1"]!.sealedSecret, appKey: "k1") == secret + "b" && m.apps["k1"]!.createdAt == 1_000)
         #expect(m.apply(.removeApp(appKey: "k1"), context: later) == .done)
         #expect(m.apps.isEmpty)
     }
@@ -83,10 +84,13 @@ import ParleyWire
     @Test func snapshotsAreDeterministicAndRoundTrip() throws {
         var a = Self.registered([3, 1, 2])
         var b = Self.registered([1, 2, 3])
-        _ = a.apply(.putApp(AppCredential(appKey: "z", secret: String(repeating: "1", count: 16))), context: Self.app)
-        _ = a.apply(.putApp(AppCredential(appKey: "a", secret: String(repeating: "2", count: 16))), context: Self.app)
-        _ = b.apply(.putApp(AppCredential(appKey: "a", secret: String(repeating: "2", count: 16))), context: Self.app)
-        _ = b.apply(.putApp(AppCredential(appKey: "z", secret: String(repeating: "1", count: 16))), context: Self.app)
+        // Sealing draws a fresh nonce, so both replicas apply the same sealed bytes, as from one log entry.
+        let z = Self.s.app("z", secret: String(repeating: "1", count: 16))
+        let first = Self.s.app("a", secret: String(repeating: "2", count: 16))
+        _ = a.apply(.putApp(z), context: Self.app)
+        _ = a.apply(.putApp(first), context: Self.app)
+        _ = b.apply(.putApp(first), context: Self.app)
+        _ = b.apply(.putApp(z), context: Self.app)
         _ = a.apply(.setPlacement(expectedVersion: 0, replicas: [[1, 2], [3, 1]]), context: Self.app)
         _ = b.apply(.setPlacement(expectedVersion: 0, replicas: [[1, 2], [3, 1]]), context: Self.app)
         #expect(a.snapshot() == b.snapshot())  // insertion order does not show
@@ -99,47 +103,50 @@ import ParleyWire
         let commands: [MetaCommand] = [
             .registerNode(NodeRecord(id: 4, peerAddress: "a:1", httpAddress: "b:2", state: .draining, registeredAt: 9)),
             .setNodeState(4, .removed), .setPlacement(expectedVersion: 2, replicas: [[1, 2, 3], [4]]),
-            .putApp(AppCredential(appKey: "k", secret: "s", createdAt: 3)), .removeApp(appKey: "k"),
+            .putApp(AppCredential(appKey: "k", sealedSecret: [1, 2, 3], createdAt: 3)),
+            .putUser(UserRecord(appKey: "k", account: "a", tokenDigest: [7, 8], tokenExpiresAt: 5)), .removeApp(appKey: "k"),
         ]
         for c in commands { #expect(try MetaCommand(decoding: c.encoded()) == c) }
         for o in [MetaOutcome.done, .placement(version: 7), .refusal(.notFound, "x")] {
             #expect(try MetaOutcome(decoding: o.encoded()) == o)
         }
         #expect(throws: CodecError.self) { try MetaCommand(decoding: [9]) }
+        // Tags 3 and 5 carried the secret and the token in clear: no longer read.
+        #expect(throws: CodecError.self) { try MetaCommand(decoding: [3, 1, 0x6B, 1, 0x73, 3]) }
     }
 
     /// E4 / E5: users and their tokens, checked at a given time; refreshing replaces the token and lifts a revoke.
     @Test func usersTokensAreCheckedRefreshedAndRevoked() throws {
         var m = MetaState()
-        _ = m.apply(.putApp(AppCredential(appKey: "app", secret: String(repeating: "s", count: 32))), context: Self.app)
-        let user = UserRecord(appKey: "app", account: "alice", name: "Alice", token: "t1", tokenExpiresAt: 10_000)
+        _ = m.apply(.putApp(Self.s.app("app", secret: String(repeating: "s", count: 32))), context: Self.app)
+        let user = Self.s.user(appKey: "app", account: "alice", name: "Alice", token: "t1", tokenExpiresAt: 10_000)
         #expect(m.apply(.putUser(user), context: Self.app) == .done)
-        guard case .valid(let got) = m.checkToken(appKey: "app", account: "alice", token: "t1", now: 5_000) else {
+        guard case .valid(let got) = m.checkToken(appKey: "app", account: "alice", token: "t1", now: 5_000, secrets: Self.s) else {
             Issue.record("a fresh token was refused")
             return
         }
         #expect(got.name == "Alice" && got.createdAt == 1_000)
-        #expect(m.checkToken(appKey: "app", account: "alice", token: "t2", now: 5_000) == .badToken)
-        #expect(m.checkToken(appKey: "app", account: "alice", token: "t", now: 5_000) == .badToken)
-        #expect(m.checkToken(appKey: "app", account: "alice", token: "t1", now: 10_000) == .expired)
-        #expect(m.checkToken(appKey: "app", account: "bob", token: "t1", now: 5_000) == .unknownUser)
-        #expect(m.checkToken(appKey: "other", account: "alice", token: "t1", now: 5_000) == .unknownApp)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t2", now: 5_000, secrets: Self.s) == .badToken)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t", now: 5_000, secrets: Self.s) == .badToken)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t1", now: 10_000, secrets: Self.s) == .expired)
+        #expect(m.checkToken(appKey: "app", account: "bob", token: "t1", now: 5_000, secrets: Self.s) == .unknownUser)
+        #expect(m.checkToken(appKey: "other", account: "alice", token: "t1", now: 5_000, secrets: Self.s) == .unknownApp)
         #expect(m.apply(.revokeToken(appKey: "app", account: "alice"), context: Self.app) == .done)
-        #expect(m.checkToken(appKey: "app", account: "alice", token: "t1", now: 5_000) == .revoked)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t1", now: 5_000, secrets: Self.s) == .revoked)
         let later = ApplyContext(commandIndex: 5, timestamp: 7_000, actor: .appServer)
-        #expect(m.apply(.putUser(UserRecord(appKey: "app", account: "alice", token: "t3")), context: later) == .done)
-        #expect(m.checkToken(appKey: "app", account: "alice", token: "t3", now: 99_000_000) != .revoked)
+        #expect(m.apply(.putUser(Self.s.user(appKey: "app", account: "alice", token: "t3")), context: later) == .done)
+        #expect(m.checkToken(appKey: "app", account: "alice", token: "t3", now: 99_000_000, secrets: Self.s) != .revoked)
         #expect(m.user(appKey: "app", account: "alice")?.createdAt == 1_000)
         // Survives a snapshot round trip.
         #expect(try MetaState(restoring: m.snapshot()) == m)
         // Bad users change nothing.
         let before = m.snapshot()
-        for bad in [UserRecord(appKey: "nope", account: "x", token: "t"),
-                    UserRecord(appKey: "app", account: "", token: "t"),
-                    UserRecord(appKey: "app", account: "has space", token: "t"),
-                    UserRecord(appKey: "app", account: "x", token: ""),
-                    UserRecord(appKey: "app", account: "x", token: String(repeating: "t", count: 257)),
-                    UserRecord(appKey: "app", account: "x", token: "t", tokenExpiresAt: -1)] {
+        for bad in [Self.s.user(appKey: "nope", account: "x", token: "t"),
+                    Self.s.user(appKey: "app", account: "", token: "t"),
+                    Self.s.user(appKey: "app", account: "has space", token: "t"),
+                    UserRecord(appKey: "app", account: "x", tokenDigest: []),
+                    UserRecord(appKey: "app", account: "x", tokenDigest: [UInt8](repeating: 1, count: 33)),
+                    Self.s.user(appKey: "app", account: "x", token: "t", tokenExpiresAt: -1)] {
             guard case .refused = m.apply(.putUser(bad), context: Self.app) else {
                 Issue.record("\(bad) was accepted")
                 continue
@@ -153,5 +160,31 @@ import ParleyWire
         // Removing the app removes its users.
         #expect(m.apply(.removeApp(appKey: "app"), context: Self.app) == .done)
         #expect(m.users.isEmpty)
+    }
+
+    /// Issue 24: the log entries and the snapshot (what SQLite and `meta/state` hold) carry neither the app
+    /// secret nor the token in clear; the digest is bound to its app and account, and the sealed secret to
+    /// its app.
+    @Test func secretsAndTokensAreNeverStoredInClear() throws {
+        var m = MetaState()
+        let secret = "app-secret-CLEARTEXT-1234", token = "token-CLEARTEXT-5678"
+        let putApp = MetaCommand.putApp(Self.s.app("app", secret: secret))
+        let putUser = MetaCommand.putUser(Self.s.user(appKey: "app", account: "alice", token: token))
+        #expect(m.apply(putApp, context: Self.app) == .done && m.apply(putUser, context: Self.app) == .done)
+        func holds(_ bytes: [UInt8], _ text: String) -> Bool {
+            let needle = Array(text.utf8)
+            return bytes.count >= needle.count && (0...(bytes.count - needle.count)).contains { Array(bytes[$0..<$0 + needle.count]) == needle }
+        }
+        for bytes in [putApp.encoded(), putUser.encoded(), m.snapshot()] {
+            #expect(!holds(bytes, "CLEARTEXT"))
+        }
+        #expect(holds(m.snapshot(), "alice"), "the search itself finds what is there")
+        let digest = m.user(appKey: "app", account: "alice")!.tokenDigest
+        #expect(!Self.s.tokenMatches(digest, appKey: "app", account: "bob", token: token))
+        #expect(!Self.s.tokenMatches(digest, appKey: "app2", account: "alice", token: token))
+        #expect(!MetaSecrets(clusterSecret: "another").tokenMatches(digest, appKey: "app", account: "alice", token: token))
+        #expect(Self.s.open(m.apps["app"]!.sealedSecret, appKey: "app") == secret)
+        #expect(Self.s.open(m.apps["app"]!.sealedSecret, appKey: "app2") == nil)
+        #expect(MetaSecrets(clusterSecret: "another").open(m.apps["app"]!.sealedSecret, appKey: "app") == nil)
     }
 }

@@ -107,7 +107,8 @@ final class InProcessCluster: EdgeCluster, Sendable {
     }
 
     func checkToken(appKey: String, account: String, token: String) async -> TokenVerdict {
-        state.withLock { $0.meta.checkToken(appKey: appKey, account: account, token: token, now: Self.now) }
+        state.withLock { $0.meta.checkToken(appKey: appKey, account: account, token: token, now: Self.now,
+                                            secrets: Self.secrets) }
     }
 
     func appExists(_ appKey: String) async -> Bool {
@@ -127,12 +128,14 @@ final class InProcessCluster: EdgeCluster, Sendable {
         }
     }
 
+    static let secrets = MetaSecrets(clusterSecret: "in-process-cluster")
+
     func addApp(_ appKey: String) {
-        meta(.putApp(AppCredential(appKey: appKey, secret: String(repeating: "s", count: 32))))
+        meta(.putApp(Self.secrets.app(appKey, secret: String(repeating: "s", count: 32))))
     }
 
     func addUser(appKey: String, account: String, token: String, expiresAt: Int64 = 0) {
-        meta(.putUser(UserRecord(appKey: appKey, account: account, token: token, tokenExpiresAt: expiresAt)))
+        meta(.putUser(Self.secrets.user(appKey: appKey, account: account, token: token, tokenExpiresAt: expiresAt)))
     }
 
     /// E3: the rooms a user holds slots for in a (home) shard's state.

@@ -5,6 +5,8 @@ import ParleyRooms
 
 /// The keyring reads the meta state at most once per second and sees a new app after that.
 @Suite struct AppKeyringTests {
+    static let secrets = MetaSecrets(clusterSecret: "keyring-test")
+
     final class MetaSource: @unchecked Sendable {
         var state = MetaState()
         var reads = 0
@@ -15,7 +17,7 @@ import ParleyRooms
         }
 
         func put(_ key: String) {
-            _ = state.apply(.putApp(AppCredential(appKey: key, secret: "0123456789abcdef")),
+            _ = state.apply(.putApp(AppKeyringTests.secrets.app(key, secret: "0123456789abcdef-\(key)")),
                             context: ApplyContext(commandIndex: 1, timestamp: 1, actor: .appServer))
         }
     }
@@ -24,14 +26,22 @@ import ParleyRooms
         let meta = MetaSource()
         meta.put("a")
         let keyring = AppKeyring(maxAge: 1)
-        #expect(try await keyring.app("a", now: 100, read: meta.read)?.appKey == "a")
+        #expect(try await keyring.app("a", now: 100, secrets: Self.secrets, read: meta.read)?.secret == "0123456789abcdef-a")
         meta.put("b")
-        #expect(try await keyring.app("b", now: 100, read: meta.read) == nil, "within the second: the old copy")
+        #expect(try await keyring.app("b", now: 100, secrets: Self.secrets, read: meta.read) == nil, "within the second: the old copy")
         #expect(meta.reads == 1)
-        #expect(try await keyring.app("b", now: 101, read: meta.read)?.appKey == "b")
+        #expect(try await keyring.app("b", now: 101, secrets: Self.secrets, read: meta.read)?.secret == "0123456789abcdef-b")
         #expect(meta.reads == 2)
         // A clock that went backwards does not keep a copy forever.
-        #expect(try await keyring.app("b", now: 50, read: meta.read)?.appKey == "b")
+        #expect(try await keyring.app("b", now: 50, secrets: Self.secrets, read: meta.read)?.secret == "0123456789abcdef-b")
         #expect(meta.reads == 3)
+    }
+
+    /// Issue 24: a secret sealed under another cluster secret does not open here: the app is unknown.
+    @Test func anAppSealedByAnotherClusterIsUnknown() async throws {
+        let meta = MetaSource()
+        _ = meta.state.apply(.putApp(MetaSecrets(clusterSecret: "other-cluster").app("x", secret: "0123456789abcdef")),
+                             context: ApplyContext(commandIndex: 1, timestamp: 1, actor: .appServer))
+        #expect(try await AppKeyring(maxAge: 1).app("x", now: 1, secrets: Self.secrets, read: meta.read) == nil)
     }
 }

@@ -31,10 +31,10 @@ import Testing
         try cluster.startAll()
         try await cluster.waitForLeaders()
         try await cluster.eventually("the app to register") {
-            (try? await cluster.proposeMeta(.putApp(AppCredential(appKey: app, secret: String(repeating: "k", count: 32))))) == .done
+            (try? await cluster.proposeMeta(.putApp(cluster.secrets.app(app, secret: String(repeating: "k", count: 32))))) == .done
         }
         for account in accounts {
-            #expect(try await cluster.proposeMeta(.putUser(UserRecord(appKey: app, account: account, token: "tok-\(account)"))) == .done)
+            #expect(try await cluster.proposeMeta(.putUser(cluster.secrets.user(appKey: app, account: account, token: "tok-\(account)"))) == .done)
         }
         let scoped = AppScope.scoped(room, in: app)  // the cluster's id of the app's room (A8)
         let created = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: accounts[0], name: "SDK")), room: scoped, via: 1)

@@ -36,8 +36,8 @@ actor FaultEventRecorder {
     static func prepare(_ cluster: LocalCluster, users: [String], room: String) async throws {
         try cluster.startAll()
         try await cluster.waitForLeaders()
-        try await cluster.meta(.putApp(AppCredential(appKey: app, secret: String(repeating: "e", count: 32))))
-        for u in users { try await cluster.meta(.putUser(UserRecord(appKey: app, account: u, token: "tok-\(u)"))) }
+        try await cluster.meta(.putApp(cluster.secrets.app(app, secret: String(repeating: "e", count: 32))))
+        for u in users { try await cluster.meta(.putUser(cluster.secrets.user(appKey: app, account: u, token: "tok-\(u)"))) }
         // A cluster tool names the room as the cluster knows it: in its app's namespace (A8).
         let scoped = AppScope.scoped(room, in: app)
         _ = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: users[0], name: "E2E")), room: scoped, via: 1)

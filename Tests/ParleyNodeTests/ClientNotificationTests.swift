@@ -33,10 +33,10 @@ import Testing
         try cluster.startAll()
         try await cluster.waitForLeaders()
         try await cluster.eventually("the app to register") {
-            (try? await cluster.proposeMeta(.putApp(AppCredential(appKey: app, secret: String(repeating: "n", count: 32))))) == .done
+            (try? await cluster.proposeMeta(.putApp(cluster.secrets.app(app, secret: String(repeating: "n", count: 32))))) == .done
         }
         for a in accounts {
-            #expect(try await cluster.proposeMeta(.putUser(UserRecord(appKey: app, account: a, token: "tok-\(a)"))) == .done)
+            #expect(try await cluster.proposeMeta(.putUser(cluster.secrets.user(appKey: app, account: a, token: "tok-\(a)"))) == .done)
         }
         for room in rooms {
             let scoped = AppScope.scoped(room, in: app)  // the cluster's id of the app's room (A8)

@@ -18,10 +18,10 @@ import Testing
             try await cluster.waitForLeaders()
             let app = "interop"
             try await cluster.eventually("the app to register") {
-                (try? await cluster.proposeMeta(.putApp(AppCredential(appKey: app, secret: String(repeating: "k", count: 32))))) == .done
+                (try? await cluster.proposeMeta(.putApp(cluster.secrets.app(app, secret: String(repeating: "k", count: 32))))) == .done
             }
             for account in ["ann", "ben"] {
-                #expect(try await cluster.proposeMeta(.putUser(UserRecord(appKey: app, account: account, token: "tok-\(account)"))) == .done)
+                #expect(try await cluster.proposeMeta(.putUser(cluster.secrets.user(appKey: app, account: account, token: "tok-\(account)"))) == .done)
             }
             let room = "interop-room"
             let scoped = AppScope.scoped(room, in: app)  // the cluster's id of the app's room (A8)

@@ -133,6 +133,9 @@ final class LocalCluster: @unchecked Sendable {
         }
     }
 
+    /// The cluster's keys for the app secrets and user tokens the tests put into the meta group.
+    var secrets: MetaSecrets { MetaSecrets(clusterSecret: nodes.layout.secret) }
+
     /// Proposes a meta command (apps, users) through whichever node leads the meta group, as the server API would.
     func proposeMeta(_ command: MetaCommand) async throws -> MetaOutcome {
         let transport = try await clientTransport()
@@ -187,9 +190,14 @@ final class LocalCluster: @unchecked Sendable {
     /// The `host:port` a client uses for node `id`.
     /// The meta state as node `id` serves it to peers (what a test reads back to see that nothing changed).
     func metaState(via id: UInt64) async throws -> MetaState {
+        try MetaState(restoring: try await metaStateBytes(via: id))
+    }
+
+    /// `/rpc/v1/meta/state` as it crosses the peer port.
+    func metaStateBytes(via id: UInt64) async throws -> [UInt8] {
         let response = try await clientTransport().call(id, path: "/rpc/v1/meta/state", body: []).get()
         guard response.status == 200 else { throw LocalClusterError.failed("meta/state: \(response.status)") }
-        return try MetaState(restoring: response.body)
+        return response.body
     }
 
     func clientAddress(_ id: UInt64) -> String { http(id).replacingOccurrences(of: "http://", with: "") }
