@@ -299,6 +299,13 @@ public actor ChatroomClient {
                 teardown(roomId)
             }
             sink.yield(event)
+            if case .status(_, .lost) = event, let link = session.link {
+                // Issue 16: the cluster ended the session, not the user: re-enter with the resume point, the
+                // same path as a dropped connection (connectionState events, then enterOK or autoLoginFailed).
+                linkClosed(link.id)
+                forget(link: link.id)
+                Task { await link.close() }
+            }
         }
     }
 

@@ -51,6 +51,9 @@ public enum RoomStatus: Sendable, Hashable, Decodable {
     case joined(memberCount: Int, time: Int64)
     case quit
     case destroyed(type: Int)
+    /// The cluster ended the session while the connection was up (its edge lost its lease on the room's
+    /// shard): the client re-enters by itself, as after a disconnect, resuming from what it has seen.
+    case lost
 
     enum CodingKeys: String, CodingKey { case status, memberCount, time, type }
 
@@ -60,6 +63,7 @@ public enum RoomStatus: Sendable, Hashable, Decodable {
         switch status {
         case "joined": self = .joined(memberCount: try c.decode(Int.self, forKey: .memberCount), time: try c.decode(Int64.self, forKey: .time))
         case "quit": self = .quit
+        case "lost": self = .lost
         case "destroyed": self = .destroyed(type: try c.decode(Int.self, forKey: .type))
         default:
             throw DecodingError.dataCorruptedError(forKey: .status, in: c, debugDescription: "unknown status \(status)")

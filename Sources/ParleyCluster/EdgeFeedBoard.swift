@@ -12,6 +12,14 @@ final class EdgeFeedBoard {
 
     /// How long an edge may go without polling a shard before the shard's leader ends its sessions there.
     var leaseMillis: Int64
+    /// How long after this node starts leading a shard an edge may still be waiting on the old leader: its
+    /// poll there ends only when the call times out (`RaftDriver.pollCallTimeout`). A new leader's lease
+    /// period starts after it.
+    var takeoverMillis: Int64
+    /// A gap this long between two sweeps means this node's loop stood still (a SIGSTOP, a VM pause, a
+    /// stuck disk): time it did not observe does not count against the edges.
+    var stallMillis: Int64 = 3_000
+    private var lastSweep: Int64?
     private(set) var polls: [ShardID: [UInt64: Poll]] = [:]
     private var nextPoll: UInt64 = 0
     /// Wall-clock ms of each edge's last poll, per shard.
@@ -20,8 +28,19 @@ final class EdgeFeedBoard {
     /// "shard/edge" keys whose sessions are being ended, so one expiry is proposed at a time.
     private var expiring = Set<String>()
 
-    init(leaseMillis: Int64) {
+    init(leaseMillis: Int64, takeoverMillis: Int64 = 0) {
         self.leaseMillis = leaseMillis
+        self.takeoverMillis = takeoverMillis
+    }
+
+    /// Called once at the start of each expiry sweep. After a stall every lease this node grants restarts
+    /// now: edges polled into silence while it stood, and a leader that was paused (and may have been
+    /// replaced without knowing it yet) must not end their sessions for it.
+    func sweepStarting(now: Int64) {
+        if let last = lastSweep, now - last > stallMillis {
+            for shard in leaderSince.keys { leaderSince[shard] = now }
+        }
+        lastSweep = now
     }
 
     func renew(shard: ShardID, edge: String, now: Int64) {
@@ -43,14 +62,14 @@ final class EdgeFeedBoard {
     }
 
     /// The edges whose lease on `shard` ran out, given whether this node leads it and which edges hold
-    /// sessions there. A new leader gives every edge a full lease from its own start, since polls went to
-    /// the old leader until now.
+    /// sessions there. A new leader gives every edge a full lease from its own start plus the takeover time,
+    /// since polls went to the old leader until now and may still be waiting there.
     func expired(shard: ShardID, isLeader: Bool, edges: [String], now: Int64) -> [String] {
         guard isLeader else {
             leaderSince[shard] = nil
             return []
         }
-        let since = leaderSince[shard] ?? now
+        let since = leaderSince[shard] ?? (now + takeoverMillis)
         leaderSince[shard] = since
         let seen = lastPoll[shard] ?? [:]
         var out: [String] = []

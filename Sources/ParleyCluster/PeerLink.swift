@@ -127,10 +127,10 @@ final class PeerLink: @unchecked Sendable {
     }
 
     /// Calls an RPC path on the peer (at once when called on the link's loop, as the Raft loop does).
-    func call(path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
-        guard loop.inEventLoop else { return loop.flatSubmit { self.call(path: path, body: body) } }
-        if let callStream { return call(on: callStream, path: path, body: body) }
-        return callStreamWhenConnected().flatMap { stream in self.call(on: stream, path: path, body: body) }
+    func call(path: String, body: [UInt8], timeout: TimeAmount = PeerLink.callTimeout) -> EventLoopFuture<PeerResponse> {
+        guard loop.inEventLoop else { return loop.flatSubmit { self.call(path: path, body: body, timeout: timeout) } }
+        if let callStream { return call(on: callStream, path: path, body: body, timeout: timeout) }
+        return callStreamWhenConnected().flatMap { stream in self.call(on: stream, path: path, body: body, timeout: timeout) }
     }
 
     private func callStreamWhenConnected() -> EventLoopFuture<Channel> {
@@ -146,11 +146,11 @@ final class PeerLink: @unchecked Sendable {
     /// of one loop tick leave together (many length-prefixed frames in one HTTP/2 DATA frame): under load a
     /// forwarding node or an edge sends hundreds of commands per tick, and HTTP/2 framing per call was most of
     /// the transport's cost.
-    private func call(on stream: Channel, path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+    private func call(on stream: Channel, path: String, body: [UInt8], timeout: TimeAmount) -> EventLoopFuture<PeerResponse> {
         nextCallID += 1
         let id = nextCallID
         let promise = loop.makePromise(of: PeerResponse.self)
-        pendingCalls[id] = (promise, .now() + Self.callTimeout)
+        pendingCalls[id] = (promise, .now() + timeout)
         if deadlineSweep == nil {
             deadlineSweep = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                 self.failExpiredCalls()

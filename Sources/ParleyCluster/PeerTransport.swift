@@ -157,11 +157,12 @@ public final class PeerTransport: Sendable {
     }
 
     /// Calls `path` (under `/rpc/v1/`) on a peer.
-    public func call(_ peer: NodeID, path: String, body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+    /// `timeout` nil: `PeerLink.callTimeout`.
+    public func call(_ peer: NodeID, path: String, body: [UInt8], timeout: TimeAmount? = nil) -> EventLoopFuture<PeerResponse> {
         guard let link = links.withLockedValue({ $0[peer] }) else {
             return group.next().makeFailedFuture(PeerLinkError.unavailable(peer))
         }
-        return link.call(path: path, body: body)
+        return link.call(path: path, body: body, timeout: timeout ?? PeerLink.callTimeout)
     }
 
     /// Per-peer link health for /status.

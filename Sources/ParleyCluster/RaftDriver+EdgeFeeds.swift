@@ -45,6 +45,15 @@ extension RaftDriver {
 
     /// Longest a poll may wait: well inside the peer call timeout.
     public static let maxPollWaitMillis = 5_000
+    /// How long past its wait a poll to another node may take before the edge gives up on that node and
+    /// polls the next replica (a paused or cut-off leader answers nothing, and its TCP connection stays up).
+    public static let pollCallGraceMillis = 1_500
+    /// The longest an edge's poll can stay on a node that does not answer (the link's deadline sweep runs
+    /// once a second, so one more second).
+    public static let pollCallTimeoutMillis = Int64(maxPollWaitMillis + pollCallGraceMillis + 1_000)
+    /// How long a follower that knows the leader holds a poll before answering with nothing and the leader's
+    /// id, so an edge that lands on it moves to the leader at once instead of after a whole wait.
+    static let followerPollWaitMillis = 300
 
     /// The shard's events after `cursor` from the replica on `node` (this node or a peer), waiting up to
     /// `waitMillis` for some. Renews `edgeId`'s lease on that replica. Fails when the node holds no replica.
@@ -53,7 +62,9 @@ extension RaftDriver {
         let poll = EventPoll(shard: shard, cursor: cursor, edgeId: edgeId,
                              waitMillis: min(max(0, waitMillis), Self.maxPollWaitMillis))
         if node == nodeID { return loop.flatSubmit { self.pollHere(poll) } }
-        return transport.call(node, path: "/rpc/v1/events", body: poll.encoded()).hop(to: loop).flatMapThrowing { response in
+        let timeout = TimeAmount.milliseconds(Int64(poll.waitMillis + Self.pollCallGraceMillis))
+        return transport.call(node, path: "/rpc/v1/events", body: poll.encoded(), timeout: timeout).hop(to: loop)
+            .flatMapThrowing { response in
             guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
             return try ShardEventPage(decoding: response.body)
         }
@@ -70,9 +81,13 @@ extension RaftDriver {
         guard page.batches.isEmpty, !page.gap, let cursor = poll.cursor, poll.waitMillis > 0 else {
             return loop.makeSucceededFuture(page)
         }
+        // Only the leader's book counts for the lease: a follower that knows another leader sends the edge
+        // there soon (the page names it) rather than holding it for the whole wait.
+        let elsewhere = !host.isLeader(of: poll.shard) && page.leader != 0 && page.leader != nodeID
+        let wait = elsewhere ? min(poll.waitMillis, Self.followerPollWaitMillis) : poll.waitMillis
         let promise = loop.makePromise(of: ShardEventPage.self)
         let id = feeds.park(shard: poll.shard, EdgeFeedBoard.Poll(cursor: cursor, promise: promise, timeout: nil))
-        let task = loop.scheduleTask(in: .milliseconds(Int64(poll.waitMillis))) {
+        let task = loop.scheduleTask(in: .milliseconds(Int64(wait))) {
             guard let parked = self.feeds.unpark(shard: poll.shard, id: id) else { return }
             let now = self.host.eventPage(shard: poll.shard, after: parked.cursor)
             parked.promise.succeed(now ?? page)
@@ -98,6 +113,7 @@ extension RaftDriver {
     /// On each shard this node leads, ends the sessions of edges that stopped polling (dead or cut off).
     func expireSilentEdges() {
         let now = Self.now()
+        feeds.sweepStarting(now: now)
         for shard in host.shards {
             let edges = host.isLeader(of: shard) ? host.edgesWithSessions(shard: shard) : []
             for edge in feeds.expired(shard: shard, isLeader: host.isLeader(of: shard), edges: edges, now: now) {

@@ -28,7 +28,7 @@ public final class RaftDriver: @unchecked Sendable {
                            _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
                 publish: @escaping (ShardID, [RoomEvent]) -> Void = { _, _ in }, edgeLeaseMillis: Int64 = 6_000) throws {
         self.loop = loop
-        feeds = EdgeFeedBoard(leaseMillis: edgeLeaseMillis)
+        feeds = EdgeFeedBoard(leaseMillis: edgeLeaseMillis, takeoverMillis: Self.pollCallTimeoutMillis)
         self.transport = transport
         self.tickInterval = tickInterval
         host = try makeHost({ peer, batch in transport.send(to: peer, batch) }, publish)

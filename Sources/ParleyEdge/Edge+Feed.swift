@@ -72,8 +72,11 @@ extension Edge {
         }
         guard !targets.isEmpty else { return }
         countFanout(deliveries: targets.count)
+        // E9 / issue 16: after a kick or a `lost` status the session is out of the room; the edge forgets it
+        // once the batch is written (the client, told, decides whether to re-enter).
         var kicked = false
         if case .kicked = event.kind { kicked = true }
+        if case .status(.lost) = event.kind { kicked = true }
         let frame = ByteBuffer(string: EventFrame.encode(event))
         for connection in targets.sorted() {
             write(frame, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection)

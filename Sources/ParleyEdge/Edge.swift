@@ -247,6 +247,14 @@ public actor Edge {
         if isExit, outcome.errorCode != nil { rooms[roomId]?.sessions[connection]?.exiting = false }
         guard let c = connections[connection] else { return }
         switch outcome.result {
+        case .failure(let e) where e.code == .notEntered && !isExit:
+            // The cluster no longer holds this session (its edge lease ran out and the `lost` status did not
+            // reach this connection, or has not yet): the client hears that it is out before the refusal, and
+            // the edge forgets the session (issue 16: never a bare 13100 for a room the client believes in).
+            c.send(EventFrame.encode(RoomEvent(roomId: roomId, seq: 0, audience: .sessions([c.sessionId]),
+                                               kind: .status(.lost))))
+            c.send(EventFrame.error(id: id, ProtocolError.from(e)))
+            leave(connection, roomId: roomId)
         case .failure(let e):
             c.send(EventFrame.error(id: id, ProtocolError.from(e)))
         case .success(let reply):

@@ -30,6 +30,8 @@ public enum EventFrame {
                 j.field("time", time)
             case .quit:
                 j.field("status", "quit")
+            case .lost:
+                j.field("status", "lost")
             case .destroyed(let type):
                 j.field("status", "destroyed")
                 j.field("type", Int(type))

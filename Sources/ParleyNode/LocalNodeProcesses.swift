@@ -84,6 +84,13 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         p.waitUntilExit()
     }
 
+    /// SIGSTOP (`paused` true) or SIGCONT: the process stands still with its sockets open and silent, as in
+    /// a long GC pause, a VM steal or a stuck disk.
+    public func pause(_ id: UInt64, _ paused: Bool) {
+        guard let p = lock.withLock({ running[id] }) else { return }
+        kill(p.processIdentifier, paused ? SIGSTOP : SIGCONT)
+    }
+
     /// A graceful stop (SIGTERM), waiting for the process to end.
     public func stop(_ id: UInt64) {
         guard let p = lock.withLock({ running.removeValue(forKey: id) }) else { return }

@@ -81,9 +81,9 @@ extension Room {
     mutating func endSession(_ sessionId: String, _ cause: SessionEnd, _ env: ApplyEnv, _ fx: inout ApplyEffects) {
         guard let s = sessions.removeValue(forKey: sessionId) else { return }
         userSessions[s.userId]!.removeAll { $0 == sessionId }
-        if cause == .exit {
-            emit(.status(.quit), to: .sessions([sessionId]), &fx)
-        }
+        // The session's own last word: `quit` answers its exit; `lost` tells a client whose edge the cluster
+        // stopped hearing (it may well still be connected) that it is out of the room.
+        emit(.status(cause == .exit ? .quit : .lost), to: .sessions([sessionId]), &fx)
         let remaining = userSessions[s.userId]!
         if remaining.isEmpty {
             userSessions[s.userId] = nil

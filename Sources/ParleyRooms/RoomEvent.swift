@@ -22,6 +22,9 @@ public enum RoomStatus: Sendable, Hashable {
     case quit
     /// The room was destroyed; RC destroy type 0 = by the app server.
     case destroyed(type: UInt8)
+    /// The cluster ended this session: its edge stopped renewing its lease on the shard (the leader could not
+    /// hear it). The client is still connected, so it is told, and re-enters (docs/cluster.md, "Edge leases").
+    case lost
 }
 
 /// E12: one RC member action.
@@ -131,6 +134,8 @@ extension RoomEventKind: BinaryCodable {
             w.write(UInt8(4))
         case .status(.destroyed(let type)):
             w.write(UInt8(5)); w.write(type)
+        case .status(.lost):
+            w.write(UInt8(10))
         case .memberChange(let actions, let count):
             w.write(UInt8(6)); w.write(actions); w.write(count)
         case .multiLoginSync(let joined, let reason, let time):
@@ -151,6 +156,7 @@ extension RoomEventKind: BinaryCodable {
         case 3: self = .status(.joined(memberCount: try r.readInt(), time: try r.readInt64()))
         case 4: self = .status(.quit)
         case 5: self = .status(.destroyed(type: try r.readByte()))
+        case 10: self = .status(.lost)
         case 6: self = .memberChange(try r.readArray(), memberCount: try r.readInt())
         case 7: self = .multiLoginSync(joined: try r.readBool(), reason: try r.readByte(), time: try r.readInt64())
         case 8:

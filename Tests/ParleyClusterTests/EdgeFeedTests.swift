@@ -63,6 +63,36 @@ import ParleyRooms
         #expect(board.expired(shard: 0, isLeader: true, edges: ["e1"], now: 40_000).isEmpty)
     }
 
+    /// Issue 16 (docs/cluster.md, "Edge leases"): a new leader's lease period starts only after the takeover
+    /// time (an edge's poll may still be waiting on the old leader until its call times out), and time this
+    /// node did not observe — its loop stood still — does not count against any edge.
+    @Test func E5_aNewLeaderWaitsOutTheTakeoverAndAStallCountsForNoOne() {
+        let board = EdgeFeedBoard(leaseMillis: 6_000, takeoverMillis: 7_500)
+        var clock: Int64 = 10_000
+        // The driver sweeps once a second; `stalled` skips the sweeps a paused process would miss.
+        func sweep(to t: Int64, stalled: Bool = false, _ edges: [String]) -> [String] {
+            var out: [String] = []
+            while clock < t {
+                clock = stalled ? t : min(t, clock + 1_000)
+                board.sweepStarting(now: clock)
+                out = board.expired(shard: 0, isLeader: true, edges: edges, now: clock)
+            }
+            return out
+        }
+        board.sweepStarting(now: clock)
+        #expect(board.expired(shard: 0, isLeader: true, edges: ["e1"], now: clock).isEmpty)
+        #expect(sweep(to: 17_000, ["e1"]).isEmpty, "inside the takeover")
+        #expect(sweep(to: 23_000, ["e1"]).isEmpty, "takeover + lease not over")
+        #expect(sweep(to: 23_600, ["e1"]) == ["e1"], "silent past both")
+        board.expiryDone(shard: 0, edge: "e1")
+        // e2 polled at 24 s; then this node stood still for 10 s (SIGSTOP): after it, e2 has a fresh lease.
+        board.renew(shard: 0, edge: "e2", now: 24_000)
+        #expect(sweep(to: 25_000, ["e2"]).isEmpty)
+        #expect(sweep(to: 35_000, stalled: true, ["e2"]).isEmpty, "the stall counts for no one")
+        #expect(sweep(to: 41_000, ["e2"]).isEmpty)
+        #expect(sweep(to: 41_001, ["e2"]) == ["e2"], "then the lease runs again")
+    }
+
     @Test func E6_addressesFollowRendezvousOverLiveActiveEdges() {
         let nodes = (1...5).map { NodeRecord(id: NodeID($0), peerAddress: "10.0.0.\($0):7000", httpAddress: "10.0.0.\($0):8000") }
         let all = Set(nodes.map(\.id))

@@ -207,6 +207,42 @@ struct EdgeSessionTests {
         await b.close()
     }
 
+    /// Issue 16: when the cluster ends a live connection's session (its edge's lease ran out) the client gets a
+    /// `status: lost` event for the room and the edge forgets the session; when the event never reaches the
+    /// edge (lost from the feed), the first request the cluster answers 13100 is preceded by that event.
+    @Test("issue 16: a session the cluster ended is told `status: lost` before any 13100")
+    func aSessionEndedByTheClusterIsToldItIsLost() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let a = try await server.client()
+        let b = try await server.client()
+        try await a.enter("alice")
+        try await b.enter("bob")
+        for shard in 0..<server.cluster.shardCount {
+            _ = try await server.cluster.submit(.sessionLost(edgeId: server.cluster.edgeId), shard: shard, actor: .appServer)
+        }
+        for client in [a, b] {
+            let lost = try await client.event("status") { $0["data"]?["status"] == .string("lost") }
+            #expect(lost["roomId"] == .string("r1") && lost["seq"] == .int(0))
+        }
+        try await eventually { await server.edge.counts.sessions == 0 }
+        #expect(try await b.call("sendMessage", ["roomId": "r1", "body": "x"]).errorCode == 13100)
+        #expect(!a.isClosed && !b.isClosed)
+        // Both enter again; then the cluster ends bob's session while the feed loses the event.
+        try await a.enter("alice")
+        try await b.enter("bob")
+        server.cluster.hideNextEntries(server.cluster.shardCount)
+        for shard in 0..<server.cluster.shardCount {
+            _ = try await server.cluster.submit(.sessionLost(edgeId: server.cluster.edgeId), shard: shard, actor: .appServer)
+        }
+        let refused = try await b.call("sendMessage", ["roomId": "r1", "body": "y"])
+        #expect(refused.errorCode == 13100)
+        _ = try await b.event("status") { $0["data"]?["status"] == .string("lost") }
+        try await eventually { await server.edge.counts.sessions <= 1 }
+        await a.close()
+        await b.close()
+    }
+
     @Test("E10 Q3: disconnect → exit proposed, 302 for the others and 320 PartClear for a transient queue item")
     func disconnectClearsTransient() async throws {
         let server = try await Fixture.server()

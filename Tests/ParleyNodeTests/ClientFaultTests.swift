@@ -127,4 +127,63 @@ actor FaultEventRecorder {
         }
     }
 
+    /// Issue 16, fault 1: the leader of a room's shard is paused (SIGSTOP) for 10 s while a client on a
+    /// healthy edge sends every 50 ms and another listens on the third node. No session of either ends: no
+    /// `lost` status, no exit (302) about them, no reconnect, no 13100; sends fail over and succeed again
+    /// after the pause; every acknowledged message reaches the listener once, in order. Before the lease rule
+    /// (docs/cluster.md, "Edge leases") the new leader evicted both about 7 s after the pause.
+    @Test func pausingTheShardLeaderEndsNoSessionOnAHealthyEdge() async throws {
+        try await withLocalCluster { cluster in
+        let room = "e2e-pause"
+        try await Self.prepare(cluster, users: ["erin", "fay"], room: room)
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: AppScope.scoped(room, in: Self.app))
+        let leader = try #require(await cluster.leader(ofShard: shard))
+        let edges = cluster.ids.filter { $0 != leader }
+        let erin = Self.client(cluster, via: [edges[0]]), fay = Self.client(cluster, via: [edges[1]])
+        let (re, rf) = (FaultEventRecorder(erin), FaultEventRecorder(fay))
+        try await Self.enter(erin, "erin", room)
+        try await Self.enter(fay, "fay", room)
+        let sender = Task { () -> (acked: [Int64], codes: [Int], lastOK: Int) in
+            var acked: [Int64] = [], codes: [Int] = [], lastOK = 0, i = 0
+            let end = Date().addingTimeInterval(24)
+            while Date() < end {
+                i += 1
+                do {
+                    acked.append(try await erin.sendMessage(room, body: "m\(i)", clientMessageId: "erin-\(i)").seq)
+                    lastOK = i
+                } catch let error as ChatroomError {
+                    codes.append(error.code)
+                }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            return (acked, codes, i - lastOK)
+        }
+        try await Task.sleep(for: .seconds(2))
+        cluster.pause(leader)
+        try await Task.sleep(for: .seconds(10))
+        cluster.resume(leader)
+        let result = try await sender.value
+        #expect(!result.codes.contains(ChatroomError.notEntered), "codes: \(result.codes)")
+        #expect(result.lastOK <= 1, "the last sends succeeded")
+        #expect(result.acked.count > 200)
+        try await Self.waitFor("the listener to see every acknowledged message", seconds: 20) {
+            Set(await rf.messages(in: room).map(\.seq)).isSuperset(of: result.acked)
+        }
+        let heard = await rf.messages(in: room).map(\.seq)
+        #expect(heard == heard.sorted() && Set(heard).count == heard.count)
+        for (name, recorder) in [("erin", re), ("fay", rf)] {
+            let events = await recorder.events
+            let lost = events.contains { if case .status(_, .lost) = $0 { true } else { false } }
+            let exits = events.compactMap { event -> String? in
+                guard case .notification(_, let n) = event, n.type == .exit else { return nil }
+                return n.source.userId
+            }
+            #expect(!lost, "\(name) was told its session was lost")
+            #expect(exits.isEmpty, "\(name) saw exits of \(exits)")
+            let states = await recorder.states(of: room)
+            #expect(states == [.entering, .enterOK], "\(name) reconnected: \(states)")
+        }
+        await erin.close(); await fay.close()
+        }
+    }
 }

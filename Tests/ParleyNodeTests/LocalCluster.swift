@@ -44,6 +44,8 @@ final class LocalCluster: @unchecked Sendable {
     func start(_ id: UInt64) throws { try nodes.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
     func startAll() throws { for id in ids { try start(id) } }
     func kill9(_ id: UInt64) { nodes.kill9(id) }
+    func pause(_ id: UInt64) { nodes.pause(id, true) }
+    func resume(_ id: UInt64) { nodes.pause(id, false) }
     func stop(_ id: UInt64) { nodes.stop(id) }
 
     func shutdown() async {

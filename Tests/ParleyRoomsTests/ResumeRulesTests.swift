@@ -75,6 +75,23 @@ import Testing
         shard.run(.sessionLost(edgeId: "e2"))
         #expect(shard.state.edgesWithSessions == ["e1"])
     }
+
+    /// Issue 16: the sessions a lost edge lease ends are told so, each by a `lost` status to that session
+    /// alone (its client may still be connected), while an exit still gets `quit`.
+    @Test func aSessionEndedWithItsEdgeLeaseIsToldItIsLost() {
+        var shard = TestShard()
+        shard.createRoom()
+        shard.enter("a", edge: "e2")
+        shard.enter("b", edge: "e1")
+        shard.enter("c", edge: "e2")
+        let lost = shard.run(.sessionLost(edgeId: "e2"))
+        let told = lost.events.filter { if case .status(.lost) = $0.kind { true } else { false } }
+        #expect(told.map(\.audience) == [.sessions(["a#1"]), .sessions(["c#1"])])
+        #expect(told.allSatisfy { $0.seq == 0 && $0.roomId == "r1" })
+        let exit = shard.run(.exit(roomId: "r1"), as: TestShard.session("b", edge: "e1"))
+        #expect(exit.events.contains { $0.kind == .status(.quit) && $0.audience == .sessions(["b#1"]) })
+        #expect(!exit.events.contains { $0.kind == .status(.lost) })
+    }
 }
 
 /// A client may resend a message whose answer it never got: the same sender and clientMessageId answer with
