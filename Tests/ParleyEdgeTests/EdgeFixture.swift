@@ -27,6 +27,17 @@ enum Fixture {
     }
 }
 
+extension EdgeServer {
+    /// Two connections with alice and bob in room r1: where most protocol tests start.
+    func aliceAndBobInRoom() async throws -> (TestClient, TestClient) {
+        let a = try await client()
+        let b = try await client()
+        try await a.enter("alice")
+        try await b.enter("bob")
+        return (a, b)
+    }
+}
+
 extension TestClient {
     /// Enters and checks the answer is ok.
     @discardableResult

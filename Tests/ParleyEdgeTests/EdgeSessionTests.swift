@@ -163,10 +163,7 @@ struct EdgeSessionTests {
     func notificationsAndKick() async throws {
         let server = try await Fixture.server()
         defer { Task { await server.stop() } }
-        let a = try await server.client()
-        let b = try await server.client()
-        try await a.enter("alice")
-        try await b.enter("bob")
+        let (a, b) = try await server.aliceAndBobInRoom()
         func ok(_ answer: JSONValue) { #expect(answer["ok"] == .bool(true), "\(answer)") }
         ok(try await a.call("markManager", ["roomId": "r1", "userId": "bob", "enable": true]))
         ok(try await a.call("markManager", ["roomId": "r1", "userId": "bob", "enable": false]))
@@ -214,13 +211,14 @@ struct EdgeSessionTests {
     func aSessionEndedByTheClusterIsToldItIsLost() async throws {
         let server = try await Fixture.server()
         defer { Task { await server.stop() } }
-        let a = try await server.client()
-        let b = try await server.client()
-        try await a.enter("alice")
-        try await b.enter("bob")
-        for shard in 0..<server.cluster.shardCount {
-            _ = try await server.cluster.submit(.sessionLost(edgeId: server.cluster.edgeId), shard: shard, actor: .appServer)
+        let (a, b) = try await server.aliceAndBobInRoom()
+        // What a shard leader proposes when this edge's lease ran out, on every shard.
+        func expireThisEdge() async throws {
+            for shard in 0..<server.cluster.shardCount {
+                _ = try await server.cluster.submit(.sessionLost(edgeId: server.cluster.edgeId), shard: shard, actor: .appServer)
+            }
         }
+        try await expireThisEdge()
         for client in [a, b] {
             let lost = try await client.event("status") { $0["data"]?["status"] == .string("lost") }
             #expect(lost["roomId"] == .string("r1") && lost["seq"] == .int(0))
@@ -232,9 +230,7 @@ struct EdgeSessionTests {
         try await a.enter("alice")
         try await b.enter("bob")
         server.cluster.hideNextEntries(server.cluster.shardCount)
-        for shard in 0..<server.cluster.shardCount {
-            _ = try await server.cluster.submit(.sessionLost(edgeId: server.cluster.edgeId), shard: shard, actor: .appServer)
-        }
+        try await expireThisEdge()
         let refused = try await b.call("sendMessage", ["roomId": "r1", "body": "y"])
         #expect(refused.errorCode == 13100)
         _ = try await b.event("status") { $0["data"]?["status"] == .string("lost") }
@@ -247,10 +243,7 @@ struct EdgeSessionTests {
     func disconnectClearsTransient() async throws {
         let server = try await Fixture.server()
         defer { Task { await server.stop() } }
-        let a = try await server.client()
-        let b = try await server.client()
-        try await a.enter("alice")
-        try await b.enter("bob")
+        let (a, b) = try await server.aliceAndBobInRoom()
         #expect(try await b.call("queueOffer", ["roomId": "r1", "key": "seat", "value": "bob", "transient": true])["ok"] == .bool(true))
         await b.close()
         let clear = try await a.event("notification") { $0["data"]?["type"] == .int(320) }
@@ -452,10 +445,7 @@ struct EdgeSessionTests {
     func gapFilledFromHistory() async throws {
         let server = try await Fixture.server()
         defer { Task { await server.stop() } }
-        let a = try await server.client()
-        let b = try await server.client()
-        try await a.enter("alice")
-        try await b.enter("bob")
+        let (a, b) = try await server.aliceAndBobInRoom()
         _ = try await b.call("sendMessage", ["roomId": "r1", "body": "before"])
         _ = try await a.event("message")
         server.cluster.hideNextEntries(2)

@@ -65,12 +65,18 @@ import Testing
         shard.expectRejected(.historySince(roomId: "nope", afterSeq: 0, limit: 10), as: TestShard.session("dave"), .roomNotFound)
     }
 
-    @Test func edgesWithSessionsListsEachEdgeOnceSorted() {
+    /// Room r1 with a and c on edge e2, b on edge e1.
+    static func twoEdges() -> TestShard {
         var shard = TestShard()
         shard.createRoom()
         shard.enter("a", edge: "e2")
         shard.enter("b", edge: "e1")
         shard.enter("c", edge: "e2")
+        return shard
+    }
+
+    @Test func edgesWithSessionsListsEachEdgeOnceSorted() {
+        var shard = Self.twoEdges()
         #expect(shard.state.edgesWithSessions == ["e1", "e2"])
         shard.run(.sessionLost(edgeId: "e2"))
         #expect(shard.state.edgesWithSessions == ["e1"])
@@ -79,11 +85,7 @@ import Testing
     /// Issue 16: the sessions a lost edge lease ends are told so, each by a `lost` status to that session
     /// alone (its client may still be connected), while an exit still gets `quit`.
     @Test func aSessionEndedWithItsEdgeLeaseIsToldItIsLost() {
-        var shard = TestShard()
-        shard.createRoom()
-        shard.enter("a", edge: "e2")
-        shard.enter("b", edge: "e1")
-        shard.enter("c", edge: "e2")
+        var shard = Self.twoEdges()
         let lost = shard.run(.sessionLost(edgeId: "e2"))
         let told = lost.events.filter { if case .status(.lost) = $0.kind { true } else { false } }
         #expect(told.map(\.audience) == [.sessions(["a#1"]), .sessions(["c#1"])])
