@@ -34,7 +34,19 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
     public func shard(ofRoom roomId: String) -> ShardID { driver.shardMap.shard(ofRoom: roomId) }
 
+    /// Set when the node stops: the edge's tasks that outlive its connections (feeds, slot releases) then get
+    /// an error at once instead of scheduling work on Raft's event loop after it shut down (a promise NIO
+    /// would report leaked, crashing a debug build at exit; found by cluster/chaos).
+    private let closed = NIOLockedValueBox(false)
+
+    public func close() { closed.withLockedValue { $0 = true } }
+
+    private func requireOpen() throws {
+        if closed.withLockedValue({ $0 }) { throw EdgeClusterError.unavailable("the node is stopping") }
+    }
+
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
+        try requireOpen()
         do {
             return try await driver.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout).get()
         } catch RouteError.outcomeUnknown {
@@ -48,6 +60,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     }
 
     public func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage {
+        try requireOpen()
         let replicas = try await driver.placement(of: shard).get()
         let start = feedNodes.withLockedValue { $0[shard] } ?? (replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? driver.nodeID)
         var order = [start] + replicas.replicas.filter { $0 != start }
@@ -94,6 +107,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     private func metaState(maxAge: TimeInterval) async -> MetaState? {
         let cached = meta.withLockedValue { $0 }
         if let state = cached.state, Date().timeIntervalSince(cached.fetched) <= maxAge { return state }
+        if (try? requireOpen()) == nil { return cached.state }
         guard let fresh = try? await driver.metaState().get() else { return cached.state }
         meta.withLockedValue { $0 = (fresh, Date()) }
         return fresh

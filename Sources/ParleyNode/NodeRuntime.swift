@@ -118,6 +118,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         logger.info("node stopping", metadata: ["node": "\(config.id)"])
+        edgeCluster.close()
         try await driver.stop().get()
         await transport.shutdown()
         try await raftLoop.shutdownGracefully()

@@ -7,8 +7,46 @@ struct StorageCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storage",
         abstract: "Inspect and exercise a node's SQLite database.",
-        subcommands: [Torture.self, Verify.self]
+        subcommands: [Torture.self, Verify.self, History.self]
     )
+
+    /// Prints a room's durable history from a stopped node's data folder, one JSON object per line: what the
+    /// chaos checker compares across replicas (cluster/chaos/), and a forensic read for an operator.
+    struct History: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a room's stored history (JSON lines: seq, kind, sender, clientMessageId, body) from a stopped node.")
+        @Option(help: "The node's data folder (holding node.sqlite).") var data: String
+        @Option(help: "The room id as the cluster keeps it: APP, U+001F, ROOM (\\u001f in JSON).") var room: String
+        @Option(help: "Only items with seq above this.") var after: UInt64 = 0
+
+        func run() throws {
+            let database = try NodeDatabase(path: data + "/node.sqlite", durable: false)
+            var cursor = after
+            while true {
+                let items = try database.history.since(roomId: room, afterSeq: cursor, belowSeq: .max, notBefore: 0,
+                                                       limit: 1_000)
+                guard let last = items.last else { break }
+                var out = ""
+                for item in items {
+                    var line: [String: Any] = ["seq": item.seq]
+                    switch item {
+                    case .message(let m):
+                        line["kind"] = "message"
+                        line["sender"] = m.senderId
+                        line["clientMessageId"] = m.clientMessageId
+                        line["body"] = m.body
+                    case .notification(let n):
+                        line["kind"] = "notification"
+                        line["type"] = Int(n.type.rawValue)
+                    }
+                    let json = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
+                    out += String(decoding: json, as: UTF8.self) + "\n"
+                }
+                FileHandle.standardOutput.write(Data(out.utf8))
+                cursor = last.seq
+            }
+        }
+    }
 
     /// Writes Raft-shaped batches until killed, printing each durable batch; used to prove crash safety.
     struct Torture: ParsableCommand {

@@ -22,7 +22,6 @@ The test's own client runs in a namespace of its own too, so every byte crosses 
 """
 import argparse
 import asyncio
-import ctypes
 import json
 import os
 import pwd
@@ -39,33 +38,17 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from netlab import Failure, Lab, check, enter_namespace, leave_namespace, netns, sh, wait_for  # noqa: E402
 from signed_api import http, signed  # noqa: E402
 PREFIX = "pdep"  # every namespace, interface and file this test makes starts with it
+LAB = Lab(PREFIX)
 SUBNET = "10.213.61"  # addresses of the test's own hosts, inside its own namespaces only
 CLIENT_NS = f"{PREFIX}-c"
-SWITCH_NS = f"{PREFIX}-sw"
-CLONE_NEWNET = 0x40000000
 MADE_MOUNT_POINTS = []  # folders made on the host only to mount the nodes' data folders on; removed at the end
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
 
 
 def log(*words):
     print("[deployed]", *words, flush=True)
-
-
-def sh(*argv, check_exit=True, quiet=False):
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if check_exit and done.returncode != 0:
-        raise Failure(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()[:500]}")
-    return done.stdout
 
 
 # ---------------------------------------------------------------------------------------------- the files
@@ -155,74 +138,7 @@ def k8s_nodes(outside):
 
 # ------------------------------------------------------------------------------------------ the network
 
-def netns(name):
-    return ["ip", "netns", "exec", name]
-
-
-def clean_network():
-    for name in sh("ip", "netns", "list").split("\n"):
-        name = name.split(" ")[0]
-        if name.startswith(PREFIX + "-"):
-            for pid in sh("ip", "netns", "pids", name, check_exit=False).split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            sh("ip", "netns", "del", name, check_exit=False)
-    for d in (os.listdir("/etc/netns") if os.path.isdir("/etc/netns") else []):
-        if d.startswith(PREFIX):
-            shutil.rmtree(os.path.join("/etc/netns", d), ignore_errors=True)
-
-
-def make_network(hosts):
-    """A bridge in a namespace of its own; one namespace per host, each with a veth on the bridge.
-    `hosts`: [(namespace, address, names)]; every namespace gets an /etc/hosts naming every host."""
-    sh("ip", "netns", "add", SWITCH_NS)
-    sh(*netns(SWITCH_NS), "ip", "link", "add", "br0", "type", "bridge")
-    sh(*netns(SWITCH_NS), "ip", "link", "set", "br0", "up")
-    hosts_file = "127.0.0.1 localhost\n" + "".join(f"{a} {' '.join(n)}\n" for _, a, n in hosts)
-    for i, (ns, address, _) in enumerate(hosts):
-        sh("ip", "netns", "add", ns)
-        port = f"v{i}"
-        sh(*netns(SWITCH_NS), "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
-        sh(*netns(SWITCH_NS), "ip", "link", "set", port, "master", "br0", "up")
-        sh(*netns(ns), "ip", "addr", "add", f"{address}/24", "dev", "eth0")
-        sh(*netns(ns), "ip", "link", "set", "eth0", "up")
-        sh(*netns(ns), "ip", "link", "set", "lo", "up")
-        os.makedirs(f"/etc/netns/{ns}", exist_ok=True)
-        with open(f"/etc/netns/{ns}/hosts", "w") as f:
-            f.write(hosts_file)
-
-
-def enter_namespace(ns):
-    """Moves this process (its main thread, where everything here runs) into `ns`."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            raise Failure(f"setns {ns}: errno {ctypes.get_errno()}")
-    finally:
-        os.close(fd)
-
-
-def leave_namespace(home_fd):
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(home_fd, CLONE_NEWNET) != 0:
-        raise Failure(f"setns back: errno {ctypes.get_errno()}")
-
-
 # ---------------------------------------------------------------------------------------------- clients
-
-def wait_for(what, deadline_s, probe, interval=0.25):
-    deadline = time.time() + deadline_s
-    last = None
-    while time.time() < deadline:
-        last = probe()
-        if last is True:
-            return
-        time.sleep(interval)
-    raise Failure(f"timed out waiting for {what} (last: {str(last)[:800]})")
-
 
 class Client:
     """A WebSocket client of docs/protocol.md (hello, enter, sendMessage, events)."""
@@ -372,7 +288,7 @@ def run_cluster(layout, parley, user, work):
     deployment = Deployment(parley, user, layout, nodes, work)
     hosts = [(n["ns"], n["address"], [n["hostname"]] + ([n["name"]] if n["name"] != n["hostname"] else []))
              for n in nodes]
-    make_network(hosts + [(CLIENT_NS, f"{SUBNET}.100", ["pdep-client"])])
+    LAB.make(hosts + [(CLIENT_NS, f"{SUBNET}.100", ["pdep-client"])])
     home = os.open("/proc/self/ns/net", os.O_RDONLY)
     try:
         for i in range(3):
@@ -389,7 +305,7 @@ def run_cluster(layout, parley, user, work):
             deployment.stop_all()
     finally:
         os.close(home)
-        clean_network()
+        LAB.clean()
     for node in nodes:
         files = {p: os.stat(os.path.join(node["data"], p)) for p in os.listdir(node["data"])}
         check(files and all(st.st_uid == user.pw_uid for st in files.values()),
@@ -539,7 +455,7 @@ def main():
     os.makedirs(os.path.dirname(binary))
     shutil.copy2(args.parley, binary)
     os.chmod(binary, 0o755)
-    clean_network()
+    LAB.clean()
     layouts = ["compose", "k8s", "dev"] if args.layout == "all" else [args.layout]
     passed, failed = 0, 0
     try:
@@ -558,7 +474,7 @@ def main():
                 failed += 1
                 log(f"{layout}: FAILED: {e}")
     finally:
-        clean_network()
+        LAB.clean()
         for path in MADE_MOUNT_POINTS:  # made as mount points by the nodes' shells; empty on the host
             try:
                 os.rmdir(path)

@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Fault injection on real `parley node` processes, in the Jepsen tradition (issue 16).
+
+    sudo python3 cluster/chaos/run.py --parley .build/debug/parley [--nodes 3] [--schedules 10] [--seed 1]
+    sudo python3 cluster/chaos/run.py --parley … --nodes 5 --replay 1004     # one schedule again, by its seed
+
+Each schedule starts a fresh cluster, every node in a network namespace of its own on a bridge, the clients
+in another. Clients on every edge send messages with unique clientMessageIds into a few rooms over the
+WebSocket protocol (docs/protocol.md), record every answer (ok / error / unknown) and every event, and on a
+disconnect re-enter on the next address with `lastSeq`, as the SDK does. Meanwhile the schedule (drawn from
+its seed) applies faults: kill -9 and restart, SIGSTOP pauses, partitions (nft rules in the nodes'
+namespaces: isolate a node, split the cluster, one-way loss — each proven to cut the peer traffic), a
+full-cluster restart, several at once. Then it heals, measures how long until every shard has a leader,
+lets the clients drain, stops the nodes and checks (`check_schedule`):
+
+- every acknowledged message is in its room's history exactly once, at its acknowledged seq, and the history
+  is identical on every replica (read from each stopped node with `parley storage history`);
+- a message answered with a definite error is absent;
+- every reader saw strictly increasing seqs, no duplicates, every hole filled or named by a `gap` event;
+- no session of a client whose edge stayed up was ended without `status: lost` (no bare 13100, no close);
+- every shard had a leader again soon after the heal (recorded; the bound is --recovery-bound);
+- no node crashed (exit status, fatal lines in the logs).
+
+A failure prints the schedule's seed and the command that replays it. Bounded: every wait has a deadline and
+the run stops after --budget-minutes whatever happens. Figures (per fault kind, acknowledged, lost,
+duplicated, reordered, sessions lost, recovery p50/p99) are printed at the end and, with --report, written as
+JSON (docs/reliability.md quotes them).
+"""
+import argparse
+import asyncio
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "cluster"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netlab import Failure, Lab, enter_namespace, leave_namespace, netns, sh, wait_for  # noqa: E402
+from signed_api import http  # noqa: E402
+from workload import Workload  # noqa: E402
+
+PREFIX = "pch"
+SUBNET = "10.213.71"
+CLIENT_NS = f"{PREFIX}-c"
+HTTP_PORT, PEER_PORT = 8080, 7000
+APP = "chaos"
+SHARDS = 16
+FAULT_KINDS = ["kill-leader", "kill-follower", "pause-leader", "pause-follower", "pause-edge",
+               "isolate-leader", "isolate-follower", "split", "one-way", "full-restart"]
+
+
+def log(*words):
+    print("[chaos]", *words, flush=True)
+
+
+class Cluster:
+    """N nodes, each `parley node` in its own namespace, and the faults done to them."""
+
+    def __init__(self, parley, size, work, secret, app_secret):
+        self.parley, self.size, self.work = parley, size, work
+        self.secret, self.app_secret = secret, app_secret
+        self.ids = list(range(1, size + 1))
+        self.procs, self.expected_exit, self.paused, self.cut = {}, set(), set(), {}
+        self.lab = Lab(PREFIX)
+
+    def ns(self, i):
+        return f"{PREFIX}-n{i}"
+
+    def address(self, i):
+        return f"{SUBNET}.{10 + i}"
+
+    def url(self, i, path=""):
+        return f"http://{self.address(i)}:{HTTP_PORT}{path}"
+
+    def ws(self, i):
+        return f"ws://{self.address(i)}:{HTTP_PORT}/ws"
+
+    def make_network(self):
+        self.lab.clean()
+        hosts = [(self.ns(i), self.address(i), [f"node{i}"]) for i in self.ids]
+        self.lab.make(hosts + [(CLIENT_NS, f"{SUBNET}.100", ["client"])])
+
+    def start(self, i):
+        peers = ",".join(f"{j}={self.address(j)}:{PEER_PORT}" for j in self.ids)
+        data = os.path.join(self.work, f"data-{i}")
+        os.makedirs(data, exist_ok=True)
+        argv = [*netns(self.ns(i)), self.parley, "node", "--id", str(i),
+                "--listen", f"{self.address(i)}:{HTTP_PORT}", "--peer-listen", f"{self.address(i)}:{PEER_PORT}",
+                "--peers", peers, "--data", data, "--secret", self.secret, "--shards", str(SHARDS),
+                "--app", f"{APP}:{self.app_secret}"]
+        out = open(os.path.join(self.work, f"node-{i}.log"), "ab")
+        self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.expected_exit.discard(i)
+
+    def start_all(self):
+        for i in self.ids:
+            self.start(i)
+
+    def kill9(self, i):
+        proc = self.procs.get(i)
+        if proc is None or proc.poll() is not None:
+            return
+        self.expected_exit.add(i)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        self.paused.discard(i)
+
+    def pause(self, i, stopped):
+        proc = self.procs.get(i)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGSTOP if stopped else signal.SIGCONT)
+        (self.paused.add if stopped else self.paused.discard)(i)
+
+    def drop_between(self, i, others, inbound=True, outbound=True):
+        """nft rules in node i's namespace: drop its traffic with the other nodes (not with the clients)."""
+        table = f"inet {PREFIX}"
+        sh(*netns(self.ns(i)), "nft", "add", "table", *table.split())
+        sh(*netns(self.ns(i)), "nft", "add", "chain", *table.split(), "in",
+           "{ type filter hook input priority 0; policy accept; }")
+        sh(*netns(self.ns(i)), "nft", "add", "chain", *table.split(), "out",
+           "{ type filter hook output priority 0; policy accept; }")
+        for j in others:
+            if inbound:
+                sh(*netns(self.ns(i)), "nft", "add", "rule", *table.split(), "in", "ip", "saddr", self.address(j), "drop")
+            if outbound:
+                sh(*netns(self.ns(i)), "nft", "add", "rule", *table.split(), "out", "ip", "daddr", self.address(j), "drop")
+        self.cut.setdefault(i, set()).update(others)
+
+    def heal_network(self):
+        for i in list(self.cut):
+            sh(*netns(self.ns(i)), "nft", "delete", "table", "inet", PREFIX, check_exit=False)
+        self.cut.clear()
+
+    def can_reach_peer_port(self, i, j):
+        """Whether node i's namespace can open a TCP connection to node j's peer port (a partition must cut it)."""
+        probe = subprocess.run([*netns(self.ns(i)), "timeout", "2", "bash", "-c",
+                                f"exec 3<>/dev/tcp/{self.address(j)}/{PEER_PORT}"], capture_output=True)
+        return probe.returncode == 0
+
+    def status(self, i, timeout=2):
+        code, body = http(self.url(i, "/status"), timeout=timeout)
+        return json.loads(body) if code == 200 else None
+
+    def statuses(self):
+        """{node: /status} of the running, unpaused nodes that answer."""
+        out = {}
+        for i in self.ids:
+            if i in self.paused or i not in self.procs or self.procs[i].poll() is not None:
+                continue
+            status = self.status(i, timeout=1)
+            if status is not None:
+                out[i] = status
+        return out
+
+    def leaders(self):
+        """{shard: leader} for the shards whose leader a majority of the cluster names (a node still starting
+        or cut off does not hold the others back; two leaders named by a majority cannot both be)."""
+        seen = {}
+        for status in self.statuses().values():
+            for shard in status["shards"]:
+                if shard["leader"]:
+                    key = (shard["shard"], shard["leader"])
+                    seen[key] = seen.get(key, 0) + 1
+        return {shard: leader for (shard, leader), n in seen.items() if n >= self.size // 2 + 1}
+
+    def converged(self):
+        """Whether every node answers and each shard's replicas have applied the same index."""
+        statuses = self.statuses()
+        if len(statuses) < self.size:
+            return False
+        applied = {}
+        for status in statuses.values():
+            for shard in status["shards"]:
+                applied.setdefault(shard["shard"], set()).add((shard["commit"], shard["applied"]))
+        return all(len(v) == 1 for v in applied.values())
+
+    def leader_of(self, shard):
+        for i in self.ids:
+            try:
+                status = self.status(i, timeout=1)
+            except OSError:
+                continue
+            for s in (status or {}).get("shards", []):
+                if s["shard"] == shard and s["leader"]:
+                    return s["leader"]
+        return None
+
+    def stop_all(self):
+        for i in list(self.paused):
+            self.pause(i, False)
+        for i, proc in self.procs.items():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for i, proc in self.procs.items():
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+    def crashes(self):
+        """Nodes that ended on their own, and fatal lines in any node's log."""
+        found = []
+        for i, proc in self.procs.items():
+            code = proc.poll()
+            if code not in (None, 0) and i not in self.expected_exit and code != -signal.SIGTERM:
+                found.append(f"node {i} exited {code}")
+        for i in self.ids:
+            path = os.path.join(self.work, f"node-{i}.log")
+            for line in open(path, errors="replace") if os.path.exists(path) else []:
+                if "Fatal error" in line or "fatalError" in line or "Assertion failed" in line:
+                    found.append(f"node {i}: {line.strip()[:300]}")
+        return found
+
+    def history(self, i, room):
+        out = subprocess.run([self.parley, "storage", "history", "--data", os.path.join(self.work, f"data-{i}"),
+                              "--room", f"{APP}\x1f{room}"], capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise Failure(f"storage history on node {i}: {out.stderr.strip()[:400]}")
+        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+class Schedule:
+    """The faults of one schedule, drawn from its seed: 1-3 faults, each at a time inside the load window,
+    some overlapping."""
+
+    def __init__(self, seed, size, load_seconds):
+        rng = random.Random(seed)
+        self.seed, self.faults = seed, []
+        count = rng.choice([1, 1, 2, 2, 3])
+        for _ in range(count):
+            kind = rng.choice(FAULT_KINDS)
+            start = round(rng.uniform(2, load_seconds * 0.45), 1)
+            length = round(rng.uniform(1, min(20, load_seconds * 0.45)), 1)
+            self.faults.append({"kind": kind, "at": start, "for": length, "pick": rng.random()})
+        self.faults.sort(key=lambda f: f["at"])
+
+    def describe(self):
+        return ", ".join(f"{f['kind']} at {f['at']}s for {f['for']}s" for f in self.faults)
+
+
+async def apply_faults(cluster, schedule, rooms_shards, t0, touched):
+    """Runs the schedule's faults against the live cluster; `touched` collects every node a fault hit."""
+    async def one(fault):
+        await asyncio.sleep(max(0, t0 + fault["at"] - time.time()))
+        kind, pick = fault["kind"], fault["pick"]
+        shard = rooms_shards[int(pick * len(rooms_shards)) % len(rooms_shards)]
+        leader = await asyncio.to_thread(cluster.leader_of, shard) or cluster.ids[0]
+        followers = [i for i in cluster.ids if i != leader]
+        target = leader if kind.endswith("leader") else followers[int(pick * len(followers)) % len(followers)]
+        if kind == "pause-edge":
+            target = cluster.ids[int(pick * cluster.size) % cluster.size]
+        log(f"  fault {kind} on node {target} (shard {shard} led by {leader}) for {fault['for']}s")
+        if kind.startswith("kill"):
+            touched.add(target)
+            cluster.kill9(target)
+            await asyncio.sleep(fault["for"])
+            cluster.start(target)
+        elif kind.startswith("pause"):
+            touched.add(target)
+            cluster.pause(target, True)
+            await asyncio.sleep(fault["for"])
+            cluster.pause(target, False)
+        elif kind.startswith("isolate") or kind == "one-way":
+            touched.add(target)
+            others = [i for i in cluster.ids if i != target]
+            cluster.drop_between(target, others, inbound=(kind != "one-way"))
+            # The partition must really cut the peer traffic, or the schedule proves nothing.
+            if kind != "one-way":
+                reach = await asyncio.to_thread(cluster.can_reach_peer_port, target, others[0])
+                if reach:
+                    raise Failure(f"the partition of node {target} did not cut its peer traffic")
+            await asyncio.sleep(fault["for"])
+            cluster.heal_network()
+        elif kind == "split":
+            minority = cluster.ids[: cluster.size // 2] if pick < 0.5 else cluster.ids[-(cluster.size // 2):]
+            majority = [i for i in cluster.ids if i not in minority]
+            touched.update(minority)
+            for i in minority:
+                cluster.drop_between(i, majority)
+            if await asyncio.to_thread(cluster.can_reach_peer_port, minority[0], majority[0]):
+                raise Failure("the split did not cut the peer traffic")
+            await asyncio.sleep(fault["for"])
+            cluster.heal_network()
+        elif kind == "full-restart":
+            touched.update(cluster.ids)
+            for i in cluster.ids:
+                cluster.kill9(i)
+            await asyncio.sleep(min(fault["for"], 3))
+            cluster.start_all()
+    await asyncio.gather(*(one(f) for f in schedule.faults))
+
+
+def check_schedule(cluster, workload, rooms, touched):
+    """The checker: returns (problems, figures)."""
+    problems = []
+    figures = {"acked": 0, "lost": 0, "duplicated": 0, "reordered": 0, "errored_present": 0,
+               "replica_mismatch": 0, "sessions_lost_silently": 0, "holes": 0}
+    for room in rooms:
+        histories = {}
+        for i in cluster.ids:
+            items = cluster.history(i, room)
+            if items:
+                histories[i] = items
+        if len(histories) < min(3, cluster.size):
+            problems.append(f"room {room}: history on only {sorted(histories)} (expected every replica)")
+        base = next(iter(histories.values()), [])
+        for i, items in histories.items():
+            if items != base:
+                figures["replica_mismatch"] += 1
+                diff = next((a, b) for a, b in zip(base + [None] * len(items), items + [None] * len(base)) if a != b)
+                problems.append(f"room {room}: node {i}'s history differs from node {next(iter(histories))}'s at {diff}")
+        seqs = [item["seq"] for item in base]
+        if seqs != sorted(set(seqs)):
+            figures["reordered"] += 1
+            problems.append(f"room {room}: history seqs not strictly increasing")
+        by_id = {}
+        for item in base:
+            if item.get("kind") == "message":
+                by_id.setdefault(item["clientMessageId"], []).append(item["seq"])
+        for cmid, places in by_id.items():
+            if len(places) > 1:
+                figures["duplicated"] += 1
+                problems.append(f"room {room}: {cmid} stored {len(places)} times at {places}")
+        for cmid, seq in workload.acked(room).items():
+            figures["acked"] += 1
+            if cmid not in by_id:
+                figures["lost"] += 1
+                problems.append(f"room {room}: acknowledged {cmid} (seq {seq}) is not in history")
+            elif by_id[cmid][0] != seq:
+                problems.append(f"room {room}: {cmid} acknowledged at seq {seq}, stored at {by_id[cmid][0]}")
+        for cmid, code in workload.refused(room).items():
+            if cmid in by_id:
+                figures["errored_present"] += 1
+                problems.append(f"room {room}: {cmid} was refused ({code}) yet stored")
+    for client in workload.clients:
+        for problem in client.stream_problems():
+            figures["holes"] += 1
+            problems.append(f"{client.name}: {problem}")
+        for when in client.silent_losses:
+            figures["sessions_lost_silently"] += 1
+            problems.append(f"{client.name}: session ended without `status: lost` ({when})")
+        if client.edge not in touched and client.closed_by_healthy_edge:
+            figures["sessions_lost_silently"] += 1
+            problems.append(f"{client.name}: its edge (node {client.edge}) was never faulted, yet closed the "
+                            f"connection {client.closed_by_healthy_edge} time(s)")
+    problems += [f"crash: {c}" for c in cluster.crashes()]
+    return problems, figures
+
+
+async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
+    """One schedule against a cluster that is up; returns (problems, figures, recovery seconds)."""
+    rooms = [f"room-{k}" for k in range(3)]
+    workload = Workload(cluster, APP, rooms)
+    await workload.prepare()
+    rooms_shards = []
+    for room in rooms:
+        code, body = await asyncio.to_thread(http, cluster.url(1, f"/placement/rooms/{room}?app={APP}"))
+        rooms_shards.append(json.loads(body)["shard"] if code == 200 else 0)
+    touched = set()
+    t0 = time.time()
+    load = asyncio.create_task(workload.run(load_seconds))
+    try:
+        await apply_faults(cluster, schedule, rooms_shards, t0, touched)
+    finally:
+        # Heal whatever is still broken (a fault still running when the schedule ends is cut short here).
+        cluster.heal_network()
+        for i in list(cluster.paused):
+            cluster.pause(i, False)
+        for i in cluster.ids:
+            if cluster.procs[i].poll() is not None:
+                cluster.start(i)
+    healed = time.time()
+    recovery = None
+    while time.time() - healed < 60:
+        leaders = await asyncio.to_thread(cluster.leaders)
+        if all(shard in leaders for shard in range(SHARDS)):
+            recovery = time.time() - healed
+            break
+        await asyncio.sleep(0.1)
+    await load
+    await workload.drain(seconds=30)
+    await workload.close()
+    # The last exits (302) commit as the clients close: let every replica apply them before the nodes stop,
+    # so the histories compared are of the same log.
+    deadline = time.time() + 20
+    while time.time() < deadline and not await asyncio.to_thread(cluster.converged):
+        await asyncio.sleep(0.25)
+    problems = []
+    if recovery is None:
+        problems.append("some shard had no leader 60 s after the heal")
+    elif recovery > recovery_bound:
+        problems.append(f"every shard had a leader only {recovery:.1f} s after the heal (bound {recovery_bound} s)")
+    return workload, rooms, touched, problems, recovery
+
+
+def one_schedule(args, seed):
+    """Fresh cluster, the schedule, the checks. Returns a result dict."""
+    schedule = Schedule(seed, args.nodes, args.load_seconds)
+    log(f"schedule seed {seed} ({args.nodes} nodes): {schedule.describe()}")
+    work = tempfile.mkdtemp(prefix="parley-chaos-")
+    cluster = Cluster(args.parley, args.nodes, work, secrets.token_hex(16), secrets.token_hex(16))
+    result = {"seed": seed, "nodes": args.nodes, "faults": [f["kind"] for f in schedule.faults]}
+    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    try:
+        cluster.make_network()
+        cluster.start_all()
+        enter_namespace(CLIENT_NS)
+        try:
+            def ready():
+                answers = [http(cluster.url(i, "/readyz"), timeout=1)[0] for i in cluster.ids]
+                return True if all(a == 200 for a in answers) else answers
+            wait_for("every node to be ready", 90, lambda: _guard(ready))
+            workload, rooms, touched, problems, recovery = asyncio.run(
+                run_schedule(cluster, schedule, args.load_seconds, args.recovery_bound))
+        finally:
+            leave_namespace(home)
+        cluster.stop_all()
+        checked, figures = check_schedule(cluster, workload, rooms, touched)
+        problems += checked
+        result.update(figures, recovery=recovery, problems=problems,
+                      reconnects=sum(c.reconnects for c in workload.clients),
+                      told_lost=sum(c.told_lost for c in workload.clients))
+    except Failure as failure:
+        result["problems"] = [f"harness: {failure}"]
+    finally:
+        cluster.stop_all()
+        os.close(home)
+        cluster.lab.clean()
+        if result.get("problems"):
+            result["logs"] = work
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _guard(probe):
+    try:
+        return probe()
+    except OSError as error:
+        return str(error)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--parley", default=os.path.join(ROOT, ".build/debug/parley"))
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--schedules", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100000,
+                        help="schedule i runs with seed SEED*1000+i")
+    parser.add_argument("--replay", type=int, help="run only the schedule with this seed")
+    parser.add_argument("--load-seconds", type=float, default=24)
+    parser.add_argument("--recovery-bound", type=float, default=10.0,
+                        help="seconds after the heal by which every shard must have a leader")
+    parser.add_argument("--budget-minutes", type=float, default=10)
+    parser.add_argument("--report", help="write the figures as JSON here")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("chaos needs root (network namespaces, nft)")
+    if not shutil.which("nft"):
+        sys.exit("chaos needs nft (apt-get install nftables)")
+    args.parley = os.path.abspath(args.parley)
+    seeds = [args.replay] if args.replay is not None else [args.seed * 1000 + i for i in range(args.schedules)]
+    deadline = time.time() + args.budget_minutes * 60
+    results = []
+    for seed in seeds:
+        if time.time() > deadline - 90:
+            log(f"budget of {args.budget_minutes} min spent: {len(results)} of {len(seeds)} schedules ran")
+            break
+        result = one_schedule(args, seed)
+        results.append(result)
+        if result.get("problems"):
+            log(f"FAILED schedule seed {seed}:")
+            for problem in result["problems"][:30]:
+                log("   ", problem)
+            log(f"   node logs kept in {result.get('logs')}")
+            log(f"   replay: sudo python3 cluster/chaos/run.py --parley {args.parley} --nodes {args.nodes} "
+                f"--load-seconds {args.load_seconds} --replay {seed}")
+        else:
+            log(f"  ok: {result['acked']} acknowledged, recovery {result['recovery']:.2f} s, "
+                f"{result['reconnects']} reconnects, {result['told_lost']} told lost")
+    summary = summarize(results)
+    log("summary: " + json.dumps(summary, sort_keys=True))
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump({"summary": summary, "schedules": results}, f, indent=1, sort_keys=True)
+    sys.exit(1 if summary["failed"] or not results else 0)
+
+
+def summarize(results):
+    recoveries = sorted(r["recovery"] for r in results if r.get("recovery") is not None)
+
+    def pct(p):
+        return round(recoveries[min(len(recoveries) - 1, int(p * len(recoveries)))], 2) if recoveries else None
+    kinds = {}
+    for r in results:
+        for kind in r["faults"]:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    total = {k: sum(r.get(k, 0) for r in results)
+             for k in ("acked", "lost", "duplicated", "reordered", "sessions_lost_silently", "replica_mismatch",
+                       "errored_present", "holes", "reconnects", "told_lost")}
+    return {"schedules": len(results), "failed": sum(1 for r in results if r.get("problems")),
+            "faults": kinds, **total, "recovery_p50": pct(0.5), "recovery_p99": pct(0.99),
+            "failed_seeds": [r["seed"] for r in results if r.get("problems")]}
+
+
+if __name__ == "__main__":
+    main()
