@@ -32,6 +32,8 @@ public struct APIError: Error, Sendable, Equatable {
             status = .forbidden
         case .roomNotFound, .memberNotFound, .queueElementNotFound: status = .notFound
         case .historyGone: status = .gone
+        case .requestReplayed: status = .forbidden  // as the per-node ledger answers a reused Nonce
+        case .tooManyRequests: status = .tooManyRequests
         case .alreadyInState, .tooManyFixedMembers, .roomClosed, .tooManyRooms, .queueFull,
              .invalidRoleTransition, .sessionAlreadyEntered:
             status = .conflict
@@ -41,11 +43,15 @@ public struct APIError: Error, Sendable, Equatable {
 
     /// A meta group refusal (users, apps).
     public init(metaRefusal code: Int, _ message: String) {
+        if let same = APIErrorCode(rawValue: code), [.reusedNonce, .tooManyRequests, .accountExists].contains(same) {
+            self.init(same, message)  // A7: the meta group refused a replayed or excess request
+            return
+        }
         let status: HTTPResponse.Status = switch MetaRefusal(rawValue: code) {
         case .badParameter: .badRequest
         case .notFound: .notFound
         case .noPermission: .forbidden
-        case .versionConflict, nil: .conflict
+        case .versionConflict, .alreadyExists, nil: .conflict
         }
         self.init(code: code, status: status, desc: message)
     }

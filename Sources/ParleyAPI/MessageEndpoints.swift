@@ -68,12 +68,12 @@ enum MessageEndpoints {
             for shard in 0..<api.backend.shardCount {
                 var after = ""
                 while true {
-                    let page = try ServerAPI.reply(try await api.backend.submit(.listRooms(after: after, limit: 500), shard: shard))
+                    let page = try ServerAPI.reply(try await api.submit(.listRooms(after: after, limit: 500), shard: shard))
                     guard case .roomIds(let ids) = page, let last = ids.last else { break }
                     for id in ids where AppScope.namespace(of: id) == namespace {
                         var m = template
                         m.roomId = id
-                        let outcome = try await api.backend.submit(.sendMessage(m), shard: shard)
+                        let outcome = try await api.submit(.sendMessage(m), shard: shard)
                         if case .failure(let e) = outcome.result {
                             failed.append(Failure(roomId: AppScope.local(id), code: e.code.rawValue, desc: e.message))
                         } else {

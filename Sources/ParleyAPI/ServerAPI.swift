@@ -143,8 +143,10 @@ public struct ServerAPI: Sendable {
                                      body: Array(body.readableBytesView))
             // Recorded only for a request that verified, so a forger cannot fill the ledger.
             try nonces.record(appKey: signature.appKey, nonce: signature.nonce, curTime: signature.curTime, now: now)
-            let data = try await endpoint.run(self, Call(appKey: signature.appKey, namespace: namespace(signature.appKey),
-                                                         body: body))
+            let request = SignedRequest(appKey: signature.appKey, nonce: signature.nonce, curTime: signature.curTime, now: now)
+            let data = try await SignedRequest.$current.withValue(request) {
+                try await endpoint.run(self, Call(appKey: signature.appKey, namespace: namespace(signature.appKey), body: body))
+            }
             return Self.success(data)
         } catch let error as APIError {
             refusals.record(error, appKey: request.headers.first { $0.name.canonicalName == "appkey" }?.value,
@@ -214,7 +216,13 @@ public struct ServerAPI: Sendable {
     /// Runs a room command on the room's shard; a domain refusal becomes its `APIError`.
     func room(_ command: RoomCommand, roomId: String) async throws -> RoomReply {
         try FieldRule.roomId(roomId)
-        return try Self.reply(try await backend.submit(command, shard: backend.shard(ofRoom: roomId)))
+        return try Self.reply(try await submit(command, shard: backend.shard(ofRoom: roomId)))
+    }
+
+    /// Every command a request proposes goes through here or `meta`: each carries the request's key for
+    /// its group (SPEC A7).
+    func submit(_ command: RoomCommand, shard: Int) async throws -> ApplyOutcome {
+        try await backend.submit(command, shard: shard, requestKey: SignedRequest.current?.key(for: "s\(shard)"))
     }
 
     static func reply(_ outcome: ApplyOutcome) throws -> RoomReply {
@@ -231,7 +239,7 @@ public struct ServerAPI: Sendable {
     func everyShard(_ command: RoomCommand, tolerating tolerated: Set<RoomErrorCode> = []) async throws -> Int {
         var changed = 0
         for shard in 0..<backend.shardCount {
-            let outcome = try await backend.submit(command, shard: shard)
+            let outcome = try await submit(command, shard: shard)
             if let code = outcome.errorCode, tolerated.contains(code) { continue }
             _ = try Self.reply(outcome)
             changed += 1
@@ -240,7 +248,8 @@ public struct ServerAPI: Sendable {
     }
 
     func meta(_ command: MetaCommand) async throws {
-        if case .refused(let code, let message) = try await backend.submitMeta(command) {
+        if case .refused(let code, let message) = try await backend.submitMeta(command,
+                                                                                requestKey: SignedRequest.current?.key(for: "meta")) {
             throw APIError(metaRefusal: code, message)
         }
     }

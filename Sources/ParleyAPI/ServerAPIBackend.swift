@@ -7,9 +7,10 @@ import ParleyRooms
 public protocol ServerAPIBackend: Sendable {
     var shardCount: Int { get }
     func shard(ofRoom roomId: String) -> Int
-    /// Applies a room command on its shard's leader, as the app server.
-    func submit(_ command: RoomCommand, shard: Int) async throws -> ApplyOutcome
-    func submitMeta(_ command: MetaCommand) async throws -> MetaOutcome
+    /// Applies a room command on its shard's leader, as the app server. `requestKey` (SPEC A7): the shard
+    /// refuses the command (10406) when the request it belongs to applied already.
+    func submit(_ command: RoomCommand, shard: Int, requestKey: RequestKey?) async throws -> ApplyOutcome
+    func submitMeta(_ command: MetaCommand, requestKey: RequestKey?) async throws -> MetaOutcome
     func metaState() async throws -> MetaState
     /// The cluster's keys for app secrets and user tokens at rest.
     var metaSecrets: MetaSecrets { get }

@@ -2,16 +2,19 @@ import ParleyRaft
 import ParleyRooms
 import ParleyWire
 
-/// A room command sent to the node that leads its shard (`POST /rpc/v1/propose`).
+/// A room command sent to the node that leads its shard (`POST /rpc/v1/propose`), with the key of the
+/// server-API request it belongs to (SPEC A7), if any.
 public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {
     public var shard: ShardID
     public var actor: CommandActor
     public var command: RoomCommand
+    public var requestKey: RequestKey?
 
-    public init(shard: ShardID, actor: CommandActor, command: RoomCommand) {
+    public init(shard: ShardID, actor: CommandActor, command: RoomCommand, requestKey: RequestKey? = nil) {
         self.shard = shard
         self.actor = actor
         self.command = command
+        self.requestKey = requestKey
     }
 
     public func encode(to w: inout ByteWriter) {
@@ -19,12 +22,36 @@ public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {
         // The actor travels in a context whose index and time the leader fills in.
         w.write(ApplyContext(commandIndex: 0, timestamp: 0, actor: actor))
         w.write(command)
+        // After the command, so a call without a key reads as before.
+        if let requestKey { w.write(requestKey) }
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
         shard = try r.readInt()
         actor = try r.read(ApplyContext.self).actor
         command = try r.read()
+        requestKey = r.isAtEnd ? nil : try r.read(RequestKey.self)
+    }
+}
+
+/// A meta command sent to the meta leader (`POST /rpc/v1/meta/propose`), with its request key, if any.
+public struct ForwardedMetaCommand: Sendable, Hashable, BinaryCodable {
+    public var command: MetaCommand
+    public var requestKey: RequestKey?
+
+    public init(command: MetaCommand, requestKey: RequestKey? = nil) {
+        self.command = command
+        self.requestKey = requestKey
+    }
+
+    public func encode(to w: inout ByteWriter) {
+        w.write(command)
+        if let requestKey { w.write(requestKey) }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        command = try r.read()
+        requestKey = r.isAtEnd ? nil : try r.read(RequestKey.self)
     }
 }
 

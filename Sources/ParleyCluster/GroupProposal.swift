@@ -16,22 +16,27 @@ public struct ProposalID: Sendable, Hashable {
     }
 }
 
-/// The payload of a normal entry in a group's log: a command, who issued it and when. The timestamp is
-/// fixed by the proposing node; replicas never read their own clocks when applying.
+/// The payload of a normal entry in a group's log: a command, who issued it and when, and for a signed
+/// server-API request its key (SPEC A7). The timestamp is fixed by the proposing node; replicas never read
+/// their own clocks when applying.
 public struct GroupProposal<Command: BinaryCodable & Sendable>: Sendable, BinaryCodable {
-    public static var version: UInt8 { 1 }
+    /// 3 adds the request key; 1 (without it) is still read. (Not 2: that is `ProposalBatch`'s version, and
+    /// a lone proposal must never read as a batch.)
+    public static var version: UInt8 { 3 }
 
     public var id: ProposalID
     /// Milliseconds since the epoch at the proposer.
     public var timestamp: Int64
     public var actor: CommandActor
     public var command: Command
+    public var requestKey: RequestKey?
 
-    public init(id: ProposalID, timestamp: Int64, actor: CommandActor, command: Command) {
+    public init(id: ProposalID, timestamp: Int64, actor: CommandActor, command: Command, requestKey: RequestKey? = nil) {
         self.id = id
         self.timestamp = timestamp
         self.actor = actor
         self.command = command
+        self.requestKey = requestKey
     }
 
     public func encode(to w: inout ByteWriter) {
@@ -41,16 +46,20 @@ public struct GroupProposal<Command: BinaryCodable & Sendable>: Sendable, Binary
         w.write(id.sequence)
         // The command's index is only known at apply; 0 stands in for it on the wire.
         w.write(ApplyContext(commandIndex: 0, timestamp: timestamp, actor: actor))
+        w.write(requestKey != nil)
+        if let requestKey { w.write(requestKey) }
         w.write(command)
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
         let version = try r.readByte()
-        guard version == Self.version else { throw .badVersion(version) }
+        guard version == 1 || version == Self.version else { throw .badVersion(version) }
         id = ProposalID(node: try r.readUInt64(), boot: try r.readUInt64(), sequence: try r.readUInt64())
         let context = try r.read(ApplyContext.self)
         timestamp = context.timestamp
         actor = context.actor
+        let keyed = version >= 3 ? try r.readBool() : false
+        requestKey = keyed ? try r.read(RequestKey.self) : nil
         command = try r.read(Command.self)
     }
 }

@@ -36,6 +36,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private(set) var lastTimestamp: Int64 = 0
     /// Commands applied over the group's whole life (the last `ApplyContext.commandIndex`).
     private(set) var appliedCommands: UInt64 = 0
+    /// SPEC A7: the signed server-API requests this group applied within their window.
+    private(set) var requests = RequestLedger()
     private(set) var confState: ConfState
     /// Where the last local snapshot was taken.
     private(set) var snapshotIndex: LogIndex
@@ -75,7 +77,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         if snapshot.data.isEmpty {
             machine = fresh()
         } else {
-            (machine, lastTimestamp, appliedCommands) = try Self.decodeSnapshot(snapshot.data)
+            (machine, lastTimestamp, appliedCommands, requests) = try Self.decodeSnapshot(snapshot.data)
         }
         prepare(&machine)
         applied = snapshot.metadata.index
@@ -86,23 +88,39 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         raft = try RawNode(config: config, storage: log)
     }
 
-    /// A group snapshot is the entry clock and the command count followed by the machine's state, so a
-    /// replica restored from it continues exactly as one that applied the log.
-    private static func decodeSnapshot(_ data: [UInt8]) throws -> (Machine, Int64, UInt64) {
+    /// A group snapshot is the entry clock, the command count and the request ledger, followed by the
+    /// machine's state, so a replica restored from it continues exactly as one that applied the log. It
+    /// starts with -1 (a clock can never be negative) and a format byte; a snapshot without them is the
+    /// first format, clock first and no ledger.
+    private static func decodeSnapshot(_ data: [UInt8]) throws -> (Machine, Int64, UInt64, RequestLedger) {
         do {
             var r = ByteReader(data)
-            let clock = try r.readInt64()
+            var clock = try r.readInt64()
+            var ledger = RequestLedger()
+            if clock == -1 {
+                let format = try r.readByte()
+                guard format == Self.snapshotFormat else { throw CodecError.badVersion(format) }
+                clock = try r.readInt64()
+                let commands = try r.readUInt64()
+                ledger = try RequestLedger(from: &r)
+                return (try Machine(restoring: Array(data.suffix(r.remaining))), clock, commands, ledger)
+            }
             let commands = try r.readUInt64()
-            return (try Machine(restoring: Array(data.suffix(r.remaining))), clock, commands)
+            return (try Machine(restoring: Array(data.suffix(r.remaining))), clock, commands, ledger)
         } catch {
             throw ClusterError.snapshotUnreadable("\(error)")
         }
     }
 
+    static var snapshotFormat: UInt8 { 2 }
+
     func snapshotData() -> [UInt8] {
         var w = ByteWriter()
+        w.write(Int64(-1))
+        w.write(Self.snapshotFormat)
         w.write(lastTimestamp)
         w.write(appliedCommands)
+        requests.encode(to: &w)
         return w.bytes + machine.snapshot()
     }
 
@@ -113,14 +131,14 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     // MARK: Proposals
 
     func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
-                 completion: @escaping Completion) {
+                 requestKey: RequestKey? = nil, completion: @escaping Completion) {
         let soft = raft.softState
         // A follower that knows its leader passes the proposal on (when its Raft is configured to) and
         // answers once the entry applies on this replica: every replica computes the same outcome.
         guard soft.role == .leader || (soft.role == .follower && soft.leader != 0) else {
             return completion(.failure(.notLeader(leader: soft.leader)))
         }
-        staged.append(GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command))
+        staged.append(GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command, requestKey: requestKey))
         pending[id] = (raft.term, soft.role == .leader ? nil : ticks, completion)
         onProposed()
         if staged.isFull { proposeStaged() }
@@ -153,7 +171,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         let rd = raft.ready()
         if let snapshot = rd.snapshot, !snapshot.isEmpty {
             try log.applySnapshot(snapshot)
-            (machine, lastTimestamp, appliedCommands) = try Self.decodeSnapshot(snapshot.data)
+            (machine, lastTimestamp, appliedCommands, requests) = try Self.decodeSnapshot(snapshot.data)
             prepare(&machine)
             applied = snapshot.metadata.index
             snapshotIndex = snapshot.metadata.index
@@ -209,8 +227,16 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
                 lastTimestamp = max(lastTimestamp, proposal.timestamp)
                 appliedCommands += 1
                 let context = ApplyContext(commandIndex: appliedCommands, timestamp: lastTimestamp, actor: proposal.actor)
-                let outcome = machine.apply(proposal.command, context: context)
-                afterApply(&machine)
+                let outcome: Machine.Outcome
+                switch proposal.requestKey.map({ requests.admit($0, now: lastTimestamp) }) ?? .fresh {
+                case .fresh:
+                    outcome = machine.apply(proposal.command, context: context)
+                    afterApply(&machine)
+                case .replayed:
+                    outcome = Machine.refusedRequest(.replayed)
+                case .full:
+                    outcome = Machine.refusedRequest(.ledgerFull)
+                }
                 outcomes.append(outcome)
                 if let waiting = pending.removeValue(forKey: proposal.id) {
                     answers.append((waiting.completion, answer(proposal.command, outcome, machine, context)))

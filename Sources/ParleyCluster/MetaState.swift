@@ -97,6 +97,9 @@ public enum MetaCommand: Sendable, Hashable {
     case removeApp(appKey: String)
     /// Creates a user of a registered app or replaces its name, avatar and token (refresh).
     case putUser(UserRecord)
+    /// Creates a user; refused (`alreadyExists`) when the account exists. The check is in the log's order, so
+    /// two creates of one account cannot both succeed, and a replayed create meets its request key first.
+    case createUser(UserRecord)
     /// Refuses the user's current token from now on.
     case revokeToken(appKey: String, account: String)
     /// Whether the app's signed requests must sign their method, path and body (`CheckSum2`).
@@ -121,11 +124,15 @@ public enum MetaRefusal: Int, Sendable {
     case notFound = 404
     case badParameter = 414
     case versionConflict = 409
+    /// The server API's "account exists" (10409).
+    case alreadyExists = 10409
 }
 
 /// The meta group's state: the node registry, the shard placement table with its version, and the app
 /// credentials. Deterministic: serialized in sorted order, time only from the entry.
 public struct MetaState: ReplicatedMachine, Sendable, Equatable {
+    public static func refusedRequest(_ why: RequestRefusal) -> MetaOutcome { .refused(code: why.code, message: why.message) }
+
     public private(set) var nodes: [NodeID: NodeRecord] = [:]
     public private(set) var placementVersion: UInt64 = 0
     /// Replicas of each shard, best first; empty until the first table is installed.
@@ -204,6 +211,9 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             guard apps.removeValue(forKey: key) != nil else { return .refusal(.notFound, "no app \(key)") }
             users = users.filter { $0.value.appKey != key }
             return .done
+        case .createUser(let user):
+            guard users[user.key] == nil else { return .refusal(.alreadyExists, "the account \(user.account) exists") }
+            return apply(.putUser(user), context: context)
         case .putUser(var user):
             guard apps[user.appKey] != nil else { return .refusal(.notFound, "no app \(user.appKey)") }
             guard (1...Self.maxAccountBytes).contains(user.account.utf8.count),
@@ -360,6 +370,7 @@ extension MetaCommand: BinaryCodable {
         case .putUser(let u): w.write(UInt8(9)); w.write(u)
         case .revokeToken(let app, let account): w.write(UInt8(6)); w.write(app); w.write(account)
         case .setAppSigning(let app, let required): w.write(UInt8(7)); w.write(app); w.write(required)
+        case .createUser(let u): w.write(UInt8(10)); w.write(u)
         }
     }
 
@@ -380,6 +391,7 @@ extension MetaCommand: BinaryCodable {
         case 8: self = .putApp(try r.read())
         case 4: self = .removeApp(appKey: try r.readString())
         case 9: self = .putUser(try r.read())
+        case 10: self = .createUser(try r.read())
         case 6: self = .revokeToken(appKey: try r.readString(), account: try r.readString())
         case 7: self = .setAppSigning(appKey: try r.readString(), requireSignedBody: try r.readBool())
         case let t: throw .badTag("MetaCommand", UInt64(t))

@@ -131,9 +131,11 @@ public final class RaftDriver: @unchecked Sendable {
         submit(command, shard: shardMap.shard(ofRoom: roomID), actor: actor, deadline: deadline)
     }
 
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor,
+    /// `requestKey`: the server-API request the command belongs to (SPEC A7): the shard refuses it with
+    /// 10406 if that request applied already, whichever node it came through.
+    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, requestKey: RequestKey? = nil,
                        deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
-        let request = ForwardedCommand(shard: shard, actor: actor, command: command)
+        let request = ForwardedCommand(shard: shard, actor: actor, command: command, requestKey: requestKey)
         // Peers' calls arrive on this loop (the transport runs on it): no task to hop over.
         if loop.inEventLoop { return attempt(request, deadline) }
         return loop.flatSubmit { self.attempt(request, deadline) }
@@ -228,12 +230,14 @@ public final class RaftDriver: @unchecked Sendable {
     }
 
     /// Applies a change to the meta group wherever its leader is.
-    public func submitMeta(_ command: MetaCommand, deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<MetaOutcome> {
-        loop.flatSubmit {
+    public func submitMeta(_ command: MetaCommand, requestKey: RequestKey? = nil,
+                           deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<MetaOutcome> {
+        let request = ForwardedMetaCommand(command: command, requestKey: requestKey)
+        return loop.flatSubmit {
             self.route(GroupRoute<MetaOutcome>(
-                what: "the meta group", path: "/rpc/v1/meta/propose", body: command.encoded(),
+                what: "the meta group", path: "/rpc/v1/meta/propose", body: request.encoded(),
                 replicas: self.shardMap.metaReplicas(nodes: self.host.config.nodes),
-                here: self.host.metaLeader != nil ? { self.proposeMetaHere(command) } : nil), deadline)
+                here: self.host.metaLeader != nil ? { self.proposeMetaHere(request) } : nil), deadline)
         }
     }
 
@@ -249,14 +253,14 @@ public final class RaftDriver: @unchecked Sendable {
                              then completion: @escaping ProposalCompletion) {
         loop.preconditionInEventLoop()
         host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
-                     completion: completion)
+                     requestKey: request.requestKey, completion: completion)
         scheduleReady()
     }
 
-    func proposeMetaHere(_ command: MetaCommand) -> EventLoopFuture<GroupAnswer<MetaOutcome>> {
+    func proposeMetaHere(_ request: ForwardedMetaCommand) -> EventLoopFuture<GroupAnswer<MetaOutcome>> {
         loop.preconditionInEventLoop()
         let promise = loop.makePromise(of: GroupAnswer<MetaOutcome>.self)
-        host.proposeMeta(command, timestamp: Self.now()) { promise.succeed(Self.answer($0)) }
+        host.proposeMeta(request.command, timestamp: Self.now(), requestKey: request.requestKey) { promise.succeed(Self.answer($0)) }
         scheduleReady()
         return promise.futureResult
     }
@@ -297,7 +301,7 @@ public final class RaftDriver: @unchecked Sendable {
         case "/rpc/v1/events":
             return handleEventPoll(request.body)
         case "/rpc/v1/meta/propose":
-            guard let command = try? MetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
+            guard let command = try? ForwardedMetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
             return loop.flatSubmit { self.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
         case "/rpc/v1/meta/state":
             return loop.submit {
@@ -313,7 +317,7 @@ public final class RaftDriver: @unchecked Sendable {
                 return loop.flatSubmit { self.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
             }
             let promise = loop.makePromise(of: PeerResponse.self)
-            submit(command.command, shard: command.shard, actor: command.actor).whenComplete { result in
+            submit(command.command, shard: command.shard, actor: command.actor, requestKey: command.requestKey).whenComplete { result in
                 let answer: ForwardedAnswer
                 switch result {
                 case .success(let outcome): answer = .applied(outcome)

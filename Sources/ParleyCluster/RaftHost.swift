@@ -332,12 +332,12 @@ public final class RaftHost {
 
     /// Proposes a command to a given shard (commands that are not about one room, such as a lost edge).
     public func propose(_ command: RoomCommand, shard: ShardID, actor: CommandActor, timestamp: Int64,
-                        completion: @escaping ProposalCompletion) {
+                        requestKey: RequestKey? = nil, completion: @escaping ProposalCompletion) {
         guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
         let metrics = self.metrics
         let kind = command.metricKind
         due.mark(groupIndex[replica.group]!)
-        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp) { result in
+        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp, requestKey: requestKey) { result in
             // Counted where the proposal was made (the leader), so each command counts once in the cluster.
             if case .success(let outcome) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
             completion(result)
@@ -345,11 +345,12 @@ public final class RaftHost {
     }
 
     /// Proposes a change to the meta group (node registry, placement, app credentials).
-    public func proposeMeta(_ command: MetaCommand, timestamp: Int64,
+    public func proposeMeta(_ command: MetaCommand, timestamp: Int64, requestKey: RequestKey? = nil,
                             completion: @escaping (Result<MetaOutcome, ClusterError>) -> Void) {
         guard let meta else { return completion(.failure(.metaNotHere)) }
         due.mark(groupIndex[meta.group]!)
-        meta.propose(command, id: nextProposalID(), actor: .appServer, timestamp: timestamp, completion: completion)
+        meta.propose(command, id: nextProposalID(), actor: .appServer, timestamp: timestamp, requestKey: requestKey,
+                     completion: completion)
     }
 
     /// One cycle of the ready loop: collect every group's Ready, make all of it durable in one transaction,

@@ -15,12 +15,12 @@ struct NodeServerAPIBackend: ServerAPIBackend {
 
     func shard(ofRoom roomId: String) -> Int { driver.shardMap.shard(ofRoom: roomId) }
 
-    func submit(_ command: RoomCommand, shard: Int) async throws -> ApplyOutcome {
-        try await driver.submit(command, shard: shard, actor: .appServer).get()
+    func submit(_ command: RoomCommand, shard: Int, requestKey: RequestKey?) async throws -> ApplyOutcome {
+        try await driver.submit(command, shard: shard, actor: .appServer, requestKey: requestKey).get()
     }
 
-    func submitMeta(_ command: MetaCommand) async throws -> MetaOutcome {
-        try await driver.submitMeta(command).get()
+    func submitMeta(_ command: MetaCommand, requestKey: RequestKey?) async throws -> MetaOutcome {
+        try await driver.submitMeta(command, requestKey: requestKey).get()
     }
 
     func metaState() async throws -> MetaState {

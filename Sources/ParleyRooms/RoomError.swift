@@ -45,6 +45,11 @@ public enum RoomErrorCode: Int, Sendable, CaseIterable {
     case sessionAlreadyEntered = 13111
     /// X2: a resume asked for items that retention already dropped ("gap too old").
     case historyGone = 13112
+    /// A7: the signed server-API request that carried this command was applied already (the server API's
+    /// reused-nonce code).
+    case requestReplayed = 10406
+    /// A7: the app has too many signed writes in the signature window on this shard (the API's 10429).
+    case tooManyRequests = 10429
 }
 
 /// A failed command: a stable code and a human-readable message.

@@ -99,11 +99,13 @@ final class InProcessCluster {
 
     /// Proposes through the shard's current leader and runs the cluster until the command applied there.
     @discardableResult
-    func submit(_ command: RoomCommand, room: String, as actor: CommandActor = .appServer) throws -> ApplyOutcome {
+    func submit(_ command: RoomCommand, room: String, as actor: CommandActor = .appServer,
+                requestKey: RequestKey? = nil) throws -> ApplyOutcome {
         let shard = shardMap.shard(ofRoom: room)
         try run(until: { leader(of: shard) != nil }, "a leader for shard \(shard)")
         var answer: Result<ApplyOutcome, ClusterError>?
-        hosts[leader(of: shard)!]!.propose(command, roomID: room, actor: actor, timestamp: clock) { answer = $0 }
+        hosts[leader(of: shard)!]!.propose(command, shard: shard, actor: actor, timestamp: clock,
+                                           requestKey: requestKey) { answer = $0 }
         try run(until: { answer != nil }, "the proposal to apply")
         return try answer!.get()
     }

@@ -194,6 +194,49 @@ import ParleyRooms
         #expect(cluster.hosts[lagging]!.status()[0].snapshotIndex > 10)
     }
 
+    /// SPEC A7: a command carrying a request key applies once in the whole group: a second one with the same
+    /// key is refused 10406 and changes nothing, on the same leader, on a new leader, and after every node
+    /// restarted from snapshots that compacted the original entry away (the keys live in the snapshot).
+    @Test func A7_aRequestKeyAppliesOnceAcrossLeadersRestartsAndSnapshots() throws {
+        let cluster = try InProcessCluster(shards: 1)
+        cluster.snapshotEvery = 20
+        try cluster.restartAll()
+        try cluster.submit(.createRoom(CreateRoom(roomId: "hall", creator: "ann", name: "Hall")), room: "hall")
+        let key = RequestKey(id: "app\u{1F}nonce-1#s0#0", expiresAt: Int64.max)
+        let send = RoomCommand.sendMessage(SendMessage(roomId: "hall", body: "once", fromUser: "ann"))
+        let first = try cluster.submit(send, room: "hall", requestKey: key)
+        guard case .success = first.result else {
+            Issue.record("the first send was refused: \(first.result)")
+            return
+        }
+        func replayIsRefused(_ when: String) throws {
+            try cluster.run(until: { cluster.replicasAgree(on: 0) }, "replicas to agree")
+            let before = cluster.hosts[cluster.leader(of: 0)!]!.roomsSnapshot(shard: 0)!
+            let again = try cluster.submit(send, room: "hall", requestKey: key)
+            #expect(again.errorCode == .requestReplayed, "\(when): \(again.result)")
+            #expect(again.events.isEmpty)
+            try cluster.run(until: { cluster.replicasAgree(on: 0) }, "replicas to agree")
+            #expect(cluster.hosts[cluster.leader(of: 0)!]!.roomsSnapshot(shard: 0)! == before, "\(when): state changed")
+        }
+        try replayIsRefused("same leader")
+        // Another key (another request, or the same request's next command) is new.
+        #expect(try cluster.submit(send, room: "hall", requestKey: RequestKey(id: "app\u{1F}nonce-1#s0#1", expiresAt: Int64.max))
+                .errorCode == nil)
+        let old = cluster.leader(of: 0)!
+        cluster.stop(old)
+        try cluster.run(until: { cluster.leader(of: 0).map { $0 != old } ?? false }, "a new leader")
+        try cluster.start(old)
+        try replayIsRefused("new leader")
+        for i in 0..<60 {
+            try cluster.submit(.sendMessage(SendMessage(roomId: "hall", body: "m\(i)")), room: "hall")
+        }
+        try cluster.run(until: { cluster.replicasAgree(on: 0) }, "replicas to agree")
+        #expect(cluster.hosts.values.allSatisfy { $0.status()[0].snapshotIndex > 20 && $0.status()[0].firstIndex > 10 })
+        try cluster.restartAll()
+        try cluster.run(until: { cluster.allShardsHaveLeaders() }, "leaders after the restart")
+        try replayIsRefused("after a restart from snapshots")
+    }
+
     @Test func theMetaGroupReplicatesTheRegistryAndPlacement() throws {
         let cluster = try InProcessCluster(shards: 2)
         try cluster.run(until: { cluster.hosts.values.filter { $0.metaLeader == $0.config.nodeID }.count == 1 }, "a meta leader")

@@ -5,6 +5,8 @@ import FoundationNetworking
 import Testing
 import ParleyAPI
 import ParleyClient
+import ParleyCluster
+import ParleyRooms
 
 /// The server API over real HTTP on three real `parley node` processes: each request goes to a different
 /// node, which forwards to the shard or meta leader. Every refusal is checked for its documented code and
@@ -36,6 +38,85 @@ import ParleyClient
     }
 
     private func room(_ a: SignedAPIClient.Answer) -> [String: Any] { a.data["room"] as? [String: Any] ?? [:] }
+
+    /// SPEC A7 (issue 22): a signed write captured off the wire and sent again byte for byte — to every other
+    /// node and to the same node, within the window — is applied once by the whole cluster: each kind (send,
+    /// kick, temp mute, queue offer, user create, token refresh) is answered 10406 on every replay and every
+    /// replica's state is what the first request left; the same after the room's shard leader was killed and
+    /// restarted (a new leader, a node that restarted from its own log and snapshot).
+    @Test func A7_aSignedWriteReplayedToAnyNodeIsAppliedOnce() async throws {
+        try await withAPICluster { cluster in
+            let base = cluster.http(1)
+            for user in ["ann", "bob"] {
+                #expect(try await api.post(base, "/v1/user/create", ["accid": user, "token": "tok-\(user)"]).status == 200)
+            }
+            #expect(try await api.post(base, "/v1/room/create", ["roomId": "r22", "creator": "ann", "name": "R"]).status == 200)
+            #expect(try await api.post(base, "/v1/queue/init", ["roomId": "r22", "maxSize": 100]).status == 200)
+            let bob = ChatroomClient(configuration: .addresses([cluster.clientAddress(2)]))
+            _ = try await bob.enterChatroom(ChatroomEnterRequest(
+                roomId: "r22", auth: .independent(appKey: Self.appKey, account: "bob", token: "tok-bob"), nickname: "Bob"))
+            // The captured requests: NIM's CheckSum headers (what an old SDK sends) and the exact body.
+            var captured: [(path: String, body: Data, headers: [String: String?])] = []
+            func capture(_ path: String, _ fields: [String: Any]) async throws {
+                let body = try JSONSerialization.data(withJSONObject: fields)
+                let headers = RequestSignature.headers(appKey: Self.appKey, secret: Self.secret, nonce: UUID().uuidString,
+                                                       curTime: Int64(Date().timeIntervalSince1970)).mapValues { Optional($0) }
+                let first = try await api.post(base, path, [:], headers: headers, rawBody: body)
+                #expect(first.status == 200, "\(path): \(first.json)")
+                captured.append((path, body, headers))
+            }
+            try await capture("/v1/message/send", ["roomId": "r22", "type": "text", "body": "once", "fromAccid": "ann"])
+            try await capture("/v1/member/tempMute", ["roomId": "r22", "accid": "bob", "seconds": 60])
+            try await capture("/v1/queue/offer", ["roomId": "r22", "key": "seat-1", "value": "ann"])
+            try await capture("/v1/member/kick", ["roomId": "r22", "accid": "bob"])
+            try await capture("/v1/user/create", ["accid": "carl", "token": "tok-carl"])
+            try await capture("/v1/user/refreshToken", ["accid": "ann"])
+            await bob.close()
+            func state() async throws -> ([UInt64: [Int: String]], [MetaState]) {
+                try await cluster.eventually("every replica to apply the same entries", seconds: 20) {
+                    let all = await cluster.statuses()
+                    guard all.count == cluster.ids.count else { return false }
+                    let applied = all.values.map { s in s.shards.map { "\($0.shard):\($0.applied)" }.sorted() }
+                    return Set(applied).count == 1
+                }
+                let digests = await cluster.statuses(digests: true).mapValues { s in
+                    Dictionary(uniqueKeysWithValues: s.shards.map { ($0.shard, $0.digest ?? "") })
+                }
+                var metas: [MetaState] = []
+                for id in cluster.ids { metas.append(try await cluster.metaState(via: id)) }
+                return (digests, metas)
+            }
+            func replayEverywhere(_ when: String) async throws {
+                let before = try await state()
+                for request in captured {
+                    for id in cluster.ids {
+                        let again = try await api.post(cluster.http(id), request.path, [:], headers: request.headers,
+                                                       rawBody: request.body)
+                        #expect(again.code == 10406, "\(when): \(request.path) replayed to node \(id): \(again.status) \(again.json)")
+                    }
+                }
+                let after = try await state()
+                #expect(after.0 == before.0, "\(when): a replica's rooms changed")
+                #expect(after.1 == before.1 && Set(after.1.map { $0.snapshot() }).count == 1, "\(when): the meta state changed")
+            }
+            try await replayEverywhere("right after")
+            let shard = ShardMap(shardCount: 16).shard(ofRoom: AppScope.scoped("r22", in: Self.appKey))
+            let leader = try #require(await cluster.leader(ofShard: shard))
+            cluster.kill9(leader)
+            try await cluster.eventually("a new leader of the room's shard", seconds: 20) {
+                await cluster.leader(ofShard: shard).map { $0 != leader } ?? false
+            }
+            try cluster.start(leader)
+            try await cluster.eventually("the restarted node to answer the API", seconds: 30) {
+                (try? await api.post(cluster.http(leader), "/v1/room/get", ["roomId": "r22"]).status) == 200
+            }
+            try await replayEverywhere("after the leader was killed and restarted")
+            // The refreshed token is the one the first refresh answered, still: ann logs in with it only.
+            let history = try await api.post(base, "/v1/message/history", ["roomId": "r22", "limit": 100])
+            let bodies = (history.data["items"] as? [[String: Any]] ?? []).compactMap { $0["body"] as? String }
+            #expect(bodies.filter { $0 == "once" }.count == 1, "\(bodies)")
+        }
+    }
 
     /// Issue 24: neither the app secret nor a user's token is kept in clear: not in `meta/state` as it crosses
     /// the peer port on any node, not in any file of any data folder (SQLite, its WAL), while the token
