@@ -33,7 +33,7 @@ public struct APIError: Error, Sendable, Equatable {
         case .roomNotFound, .memberNotFound, .queueElementNotFound: status = .notFound
         case .historyGone: status = .gone
         case .requestReplayed: status = .forbidden  // as the per-node ledger answers a reused Nonce
-        case .tooManyRequests: status = .tooManyRequests
+        case .tooManyRequests, .sendRateLimited: status = .tooManyRequests
         case .alreadyInState, .tooManyFixedMembers, .roomClosed, .tooManyRooms, .queueFull,
              .invalidRoleTransition, .sessionAlreadyEntered:
             status = .conflict

@@ -56,6 +56,13 @@ enum RoomEndpoints {
         var memberChangeEvents: Bool?
     }
 
+    struct BudgetBody: Decodable, Sendable {
+        var userMessagesPerSecond: Int?
+        var userBurst: Int?
+        var roomMessagesPerSecond: Int?
+        var roomBurst: Int?
+    }
+
     struct RoomMute: Decodable, Sendable {
         var roomId: String
         var mute: Bool
@@ -143,6 +150,19 @@ enum RoomEndpoints {
             if let v = b.storeEnterExitInHistory { p.storeEnterExitInHistory = v }
             if let v = b.memberChangeEvents { p.memberChangeEvents = v }
             return ShardsAnswer(shards: try await api.everyShard(.setScopedAppPolicy(namespace: api.namespace(app), p)))
+        },
+        // A1: the app's message budgets, kept in every shard like the policy; fields left out keep their
+        // defaults (SendBudget), not the values set before.
+        .post("/v1/app/setBudgets", BudgetBody.self) { api, b, app in
+            var budget = SendBudget()
+            if let v = b.userMessagesPerSecond { budget.userMessagesPerSecond = v }
+            if let v = b.userBurst { budget.userBurst = v }
+            if let v = b.roomMessagesPerSecond { budget.roomMessagesPerSecond = v }
+            if let v = b.roomBurst { budget.roomBurst = v }
+            guard budget.isValid else {
+                throw APIError(.badField, "rates must be 1 … 1000000 a second and each burst at least its rate")
+            }
+            return ShardsAnswer(shards: try await api.everyShard(.setSendBudget(namespace: api.namespace(app), budget)))
         },
         .post("/v1/room/mute", RoomMute.self) { api, b, _ in
             _ = try await api.room(.setRoomMute(RoomSwitch(roomId: b.roomId, enable: b.mute, needNotify: b.needNotify ?? true,

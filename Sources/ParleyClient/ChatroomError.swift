@@ -3,10 +3,13 @@
 public struct ChatroomError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
     public var code: Int
     public var message: String
+    /// For `rateLimited` (416) and too many failed logins (4017): how long to wait before trying again.
+    public var retryAfterMs: Int64?
 
-    public init(code: Int, message: String) {
+    public init(code: Int, message: String, retryAfterMs: Int64? = nil) {
         self.code = code
         self.message = message
+        self.retryAfterMs = retryAfterMs
     }
 
     public var description: String { "ChatroomError(\(code): \(message))" }
@@ -32,6 +35,8 @@ public struct ChatroomError: Error, Sendable, Hashable, Codable, CustomStringCon
     public static let otherAccount = 4013
     public static let tokenRevoked = 4015
     public static let alreadyInRoom = 4016
+    /// A1: over the connection's request budget or the room's message budgets; wait `retryAfterMs`.
+    public static let rateLimited = 416
     public static let noLeader = 5030
     public static let clusterTimeout = 5040
 

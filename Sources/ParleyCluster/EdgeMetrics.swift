@@ -6,6 +6,7 @@ import Metrics
 /// - `parley_edge_sessions`: authenticated sessions on this node (gauge).
 /// - `parley_edge_fanout_deliveries_total`: room events written to local sessions (one per session per event).
 /// - `parley_edge_fanout_events_total`: room events this edge received to fan out (one per event).
+/// - `parley_edge_requests_over_budget_total`: client requests refused 416 by the per-connection budget (A1).
 public final class EdgeMetrics: Sendable {
     /// `increment()` when a connection opens, `decrement()` when it closes.
     public let connections: Meter
@@ -14,6 +15,7 @@ public final class EdgeMetrics: Sendable {
     /// `increment(by: sessionsWritten)` per fanned-out event.
     public let fanoutDeliveries: Counter
     public let fanoutEvents: Counter
+    public let requestsOverBudget: Counter
     /// `parley_edge_auth_failures_total{reason}`: refused logins (badToken, tokenExpired, tokenRevoked,
     /// unknownApp, throttled).
     private let authFailures: [String: Counter]
@@ -24,6 +26,7 @@ public final class EdgeMetrics: Sendable {
         sessions = Meter(label: "parley_edge_sessions", factory: factory)
         fanoutDeliveries = Counter(label: "parley_edge_fanout_deliveries_total", factory: factory)
         fanoutEvents = Counter(label: "parley_edge_fanout_events_total", factory: factory)
+        requestsOverBudget = Counter(label: "parley_edge_requests_over_budget_total", factory: factory)
         var failures: [String: Counter] = [:]
         for reason in Self.authFailureReasons {
             failures[reason] = Counter(label: "parley_edge_auth_failures_total", dimensions: [("reason", reason)], factory: factory)

@@ -32,6 +32,12 @@ public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {
         command = try r.read()
         requestKey = r.isAtEnd ? nil : try r.read(RequestKey.self)
     }
+
+    /// A1: a client session's message counts against its room's budgets (the app server's never does).
+    var isBudgeted: Bool {
+        guard case .sendMessage = command, case .session = actor else { return false }
+        return true
+    }
 }
 
 /// A meta command sent to the meta leader (`POST /rpc/v1/meta/propose`), with its request key, if any.

@@ -21,6 +21,10 @@ public final class RaftDriver: @unchecked Sendable {
     /// Set when the ready loop fails (the disk): the node stops taking part rather than risk safety.
     private var fatal: Error?
     public private(set) var eventsPublished = 0
+    /// A1: clients' message budgets on the shards this node leads.
+    let throttle = SendThrottle()
+    /// Messages refused over budget here (for /metrics).
+    public private(set) var sendsOverBudget = 0
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
@@ -46,6 +50,7 @@ public final class RaftDriver: @unchecked Sendable {
             }
             self.leaseTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                 self.expireSilentEdges()
+                self.throttle.dropIdle(now: Self.now())
             }
             // N5: durable history older than the retention window goes once a minute.
             self.historyTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(60)) { _ in
@@ -156,10 +161,12 @@ public final class RaftDriver: @unchecked Sendable {
     /// `firstAnswer`: what a proposal already made here answered (`attempt`'s direct path), taken as this
     /// attempt's answer.
     private func route<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, attempt: Int = 0,
-                                firstAnswer: GroupAnswer<Outcome>? = nil) -> EventLoopFuture<Outcome> {
+                                firstAnswer: GroupAnswer<Outcome>? = nil, firstNode: NodeID? = nil) -> EventLoopFuture<Outcome> {
         let first: EventLoopFuture<GroupAnswer<Outcome>>
         if let firstAnswer {
             first = loop.makeSucceededFuture(firstAnswer)
+        } else if let firstNode {
+            first = forward(r, to: firstNode)
         } else if let here = r.here {
             first = here()
         } else if !r.replicas.isEmpty {
@@ -208,6 +215,11 @@ public final class RaftDriver: @unchecked Sendable {
     }
 
     private func attempt(_ request: ForwardedCommand, _ deadline: NIODeadline) -> EventLoopFuture<ApplyOutcome> {
+        // A1: a client's message is budgeted where its room's commands converge, the leader's driver; a
+        // follower here would pass it on inside Raft, past the budget, so it goes to the leader by call.
+        if request.isBudgeted, let leader = host.leader(of: request.shard), leader != nodeID {
+            return route(commandRoute(request, held: false), deadline, firstNode: leader)
+        }
         let held = host.leader(of: request.shard) != nil
         guard held else { return route(commandRoute(request, held: false), deadline) }
         // The common case, a replica here that knows its leader: one promise answered from the proposal's
@@ -252,6 +264,14 @@ public final class RaftDriver: @unchecked Sendable {
     private func proposeHere(_ request: ForwardedCommand,
                              then completion: @escaping ProposalCompletion) {
         loop.preconditionInEventLoop()
+        if request.isBudgeted, host.isLeader(of: request.shard), case .sendMessage(let m) = request.command,
+           case .session(let sender) = request.actor,
+           let wait = throttle.admit(roomId: m.roomId, userId: sender.userId,
+                                     budget: host.sendBudget(shard: request.shard, roomId: m.roomId), now: Self.now()) {
+            sendsOverBudget += 1
+            host.countOverBudget(request.command)
+            return completion(.success(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: [])))
+        }
         host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
                      requestKey: request.requestKey, completion: completion)
         scheduleReady()

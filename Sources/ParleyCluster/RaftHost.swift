@@ -288,6 +288,17 @@ public final class RaftHost {
     /// The edges with sessions in the shard, as this replica has applied it.
     public func edgesWithSessions(shard: ShardID) -> [String] { replicas[shard]?.machine.edgesWithSessions ?? [] }
 
+    /// A1: counts a client message refused over budget, as `parley_room_commands_total{type="sendMessage",
+    /// result="416"}` (it was never proposed, so apply does not count it).
+    func countOverBudget(_ command: RoomCommand) {
+        metrics.commandApplied(kind: command.metricKind, errorCode: .sendRateLimited)
+    }
+
+    /// A1: the message budget of a room's app, as this replica's state has it.
+    func sendBudget(shard: ShardID, roomId: String) -> SendBudget {
+        replicas[shard]?.machine.sendBudget(forRoom: roomId) ?? SendBudget()
+    }
+
     /// The shards this node holds a replica of, ascending.
     public var shards: [ShardID] { shardOrder }
 

@@ -51,7 +51,7 @@ extension RoomCommand {
         "fetchMembersByIds", "updateMyMemberInfo", "markManager", "markCommon", "setBlocked", "setMuted",
         "setTempMute", "kick", "setRoomMute", "updateAllowlist", "setGlobalMute", "queueInit", "queueOffer",
         "queueBatchUpdate", "queuePoll", "queueList", "queueDrop", "claimRoomSlot", "releaseRoomSlot", "listRooms",
-        "yieldRoom", "setScopedAppPolicy",
+        "yieldRoom", "setScopedAppPolicy", "setSendBudget",
     ]
 
     /// Index of this command's case in `metricNames` (a switch, so a new case fails to compile here).
@@ -93,6 +93,7 @@ extension RoomCommand {
         case .listRooms: 33
         case .yieldRoom: 34
         case .setScopedAppPolicy: 35
+        case .setSendBudget: 36
         }
     }
 }

@@ -53,6 +53,10 @@ public actor Edge {
     }
 
     /// Counts one room event fanned out to `deliveries` local sessions.
+    func countOverBudget() {
+        metrics?.requestsOverBudget.increment()
+    }
+
     func countFanout(deliveries: Int) {
         fanoutEvents += 1
         fanoutDeliveries += deliveries
@@ -150,6 +154,16 @@ public actor Edge {
         }
         if !c.helloDone && request.op != "hello" {
             c.send(EventFrame.error(id: request.id, .helloRequired))
+            return
+        }
+        // A1: every request counts against the connection's budget, before any work is done for it.
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var budget = c.requests ?? TokenBucket(burst: settings.requestBurst, now: now)
+        let wait = budget.take(rate: settings.requestsPerSecond, burst: settings.requestBurst, now: now)
+        connections[connection]?.requests = budget
+        if let wait {
+            countOverBudget()
+            c.send(EventFrame.error(id: request.id, .tooManyRequests(retryAfterMillis: wait)))
             return
         }
         // A8: the room id names a room of the connection's app (of the app an enter authenticates for).

@@ -25,6 +25,11 @@ public struct EdgeSettings: Sendable, Hashable {
     /// Bytes written to one connection but not yet taken by its socket beyond which (after a flush) it counts as
     /// too slow: it is sent close 1008 and dropped. Bounds the memory a client that stops reading holds.
     public var maxQueuedBytes = 1 << 20
+    /// SPEC A1: requests one connection may send, all ops together (a token bucket: this many a second,
+    /// bursts of `requestBurst`); beyond it the request is answered 416 with `retryAfterMs` and not run.
+    /// Messages have their own, tighter budgets per user and per room (`SendBudget`, at the shard leader).
+    public var requestsPerSecond: Int = 100
+    public var requestBurst: Int = 200
     /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
     public var servesEcho = false
 

@@ -124,6 +124,7 @@ public enum EventFrame {
         j.beginObject()
         j.field("code", error.code)
         j.field("message", error.message)
+        if let wait = error.retryAfterMillis { j.field("retryAfterMs", wait) }
         j.endObject()
         j.endObject()
         return j.string

@@ -42,6 +42,8 @@ struct ClientConnection {
     var rooms: Set<String> = []
     /// Rooms whose E3 slot (on the user's home shard) this connection holds.
     var slots: Set<String> = []
+    /// A1: the connection's request budget (`EdgeSettings.requestsPerSecond`), made with its first request.
+    var requests: TokenBucket?
 
     func send(_ text: String) {
         send(ByteBuffer(string: text))

@@ -26,6 +26,8 @@ public enum ProtocolError: Error, Sendable, Equatable {
     case badValue(String, String)
     /// 5030 / 5040 / room-domain codes, carried through.
     case cluster(Int, String)
+    /// 416 (A1): this connection sent more requests than `EdgeSettings.requestsPerSecond` allows.
+    case tooManyRequests(retryAfterMillis: Int64)
 
     public var code: Int {
         switch self {
@@ -45,6 +47,7 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .tooManyFailedLogins: return 4017
         case .missingField, .wrongType, .badValue: return RoomErrorCode.badParameter.rawValue
         case .cluster(let code, _): return code
+        case .tooManyRequests: return RoomErrorCode.sendRateLimited.rawValue
         }
     }
 
@@ -68,6 +71,7 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .wrongType(let f, let t): return "field \(f) must be \(t)"
         case .badValue(let f, let why): return "field \(f): \(why)"
         case .cluster(_, let m): return m
+        case .tooManyRequests(let ms): return "too many requests on this connection; retry after \(ms) ms"
         }
     }
 
@@ -80,6 +84,16 @@ public enum ProtocolError: Error, Sendable, Equatable {
     }
 
     /// The protocol error for a failure of `EdgeCluster.submit` or a refused room command.
+    /// How long to wait before trying again (416, 4017): sent as `retryAfterMs`.
+    public var retryAfterMillis: Int64? {
+        switch self {
+        case .tooManyFailedLogins(let ms), .tooManyRequests(let ms): return ms
+        case .cluster(let code, let message) where code == RoomErrorCode.sendRateLimited.rawValue:
+            return RoomError(.sendRateLimited, message).retryAfterMillis
+        default: return nil
+        }
+    }
+
     public static func from(_ error: any Error) -> ProtocolError {
         switch error {
         case let e as ProtocolError: return e

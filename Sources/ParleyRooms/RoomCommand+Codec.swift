@@ -227,6 +227,7 @@ extension RoomCommand: BinaryCodable {
         case .releaseRoomSlot(let id): w.write(UInt8(34)); w.write(id)
         case .yieldRoom(let id): w.write(UInt8(35)); w.write(id)
         case .setScopedAppPolicy(let ns, let p): w.write(UInt8(36)); w.write(ns); w.write(p)
+        case .setSendBudget(let ns, let b): w.write(UInt8(37)); w.write(ns); w.write(b)
         }
     }
 
@@ -268,6 +269,7 @@ extension RoomCommand: BinaryCodable {
         case 34: self = .releaseRoomSlot(roomId: try r.readString())
         case 35: self = .yieldRoom(roomId: try r.readString())
         case 36: self = .setScopedAppPolicy(namespace: try r.readString(), try r.read())
+        case 37: self = .setSendBudget(namespace: try r.readString(), try r.read())
         case let t: throw .badTag("RoomCommand", UInt64(t))
         }
     }

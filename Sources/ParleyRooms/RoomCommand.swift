@@ -11,6 +11,8 @@ public enum RoomCommand: Sendable, Hashable {
     case setAppPolicy(AppPolicy)
     /// A8: sets the policy of one app's rooms (`AppScope` namespace; "" for the legacy rooms).
     case setScopedAppPolicy(namespace: String, AppPolicy)
+    /// A1: the message budgets of an app's rooms in this shard (app server only).
+    case setSendBudget(namespace: String, SendBudget)
     case fetchRoomInfo(roomId: String)
     /// The shard's room ids after `after` (exclusive, "" = from the start), sorted, at most `limit`:
     /// how the server API walks every room for a broadcast.
@@ -80,7 +82,7 @@ public enum RoomCommand: Sendable, Hashable {
         case .setRoomMute(let s), .updateAllowlist(let s): s.roomId
         case .queueOffer(let o): o.roomId
         case .queueBatchUpdate(let b): b.roomId
-        case .setAppPolicy, .setScopedAppPolicy, .listRooms, .sessionLost, .setGlobalMute: nil
+        case .setAppPolicy, .setScopedAppPolicy, .setSendBudget, .listRooms, .sessionLost, .setGlobalMute: nil
         }
     }
 

@@ -50,6 +50,9 @@ public enum RoomErrorCode: Int, Sendable, CaseIterable {
     case requestReplayed = 10406
     /// A7: the app has too many signed writes in the signature window on this shard (the API's 10429).
     case tooManyRequests = 10429
+    /// A1: the sender's or the room's message budget is spent (NIM's frequency-control code); decided by the
+    /// shard leader before proposing, so nothing was written. The message says when to retry.
+    case sendRateLimited = 416
 }
 
 /// A failed command: a stable code and a human-readable message.
@@ -60,5 +63,18 @@ public struct RoomError: Error, Hashable, Sendable {
     public init(_ code: RoomErrorCode, _ message: String) {
         self.code = code
         self.message = message
+    }
+}
+
+extension RoomError {
+    /// A1: a message over budget, to be retried after `retryAfterMillis`.
+    public static func sendRateLimited(retryAfterMillis: Int64) -> RoomError {
+        RoomError(.sendRateLimited, "message budget spent; retry after \(retryAfterMillis) ms")
+    }
+
+    /// The wait a `sendRateLimited` refusal names (it travels between nodes inside the message).
+    public var retryAfterMillis: Int64? {
+        guard code == .sendRateLimited, let after = message.split(separator: " ").dropLast().last else { return nil }
+        return Int64(after)
     }
 }

@@ -6,8 +6,9 @@ import ParleyWire
 extension RoomsState {
     static let snapshotMagic: [UInt8] = [0x50, 0x52, 0x4D, 0x53]  // "PRMS"
     /// Bump when the layout changes; restore refuses versions it does not know.
-    /// 4 adds the apps' own policies (A8); 3 is still read (none had one).
-    public static let snapshotVersion: UInt8 = 4
+    /// 4 adds the apps' own policies (A8); 5 the apps' send budgets (A1); 3 and 4 are still read (none had
+    /// one).
+    public static let snapshotVersion: UInt8 = 5
 
     /// The whole state as bytes.
     public func snapshot() -> [UInt8] {
@@ -21,6 +22,12 @@ extension RoomsState {
         for ns in namespaces {
             w.write(ns)
             w.write(appPolicies[ns]!)
+        }
+        let budgeted = sendBudgets.keys.sorted()
+        w.write(UInt64(budgeted.count))
+        for ns in budgeted {
+            w.write(ns)
+            w.write(sendBudgets[ns]!)
         }
         let mutes = globalMutes.keys.sorted()
         w.write(UInt64(mutes.count))
@@ -45,13 +52,20 @@ extension RoomsState {
         var r = ByteReader(bytes)
         for b in Self.snapshotMagic where try r.readByte() != b { throw .badMagic }
         let version = try r.readByte()
-        guard version == 3 || version == Self.snapshotVersion else { throw .badVersion(version) }
+        guard (3...Self.snapshotVersion).contains(version) else { throw .badVersion(version) }
         self.init(limits: try r.read(), policy: try r.read())
         if version >= 4 {
             for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {
                 let ns = try r.readString()
                 guard appPolicies[ns] == nil else { throw .invalidValue("app policy of \(ns)") }
                 appPolicies[ns] = try r.read()
+            }
+        }
+        if version >= 5 {
+            for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {
+                let ns = try r.readString()
+                guard sendBudgets[ns] == nil else { throw .invalidValue("send budget of \(ns)") }
+                sendBudgets[ns] = try r.read()
             }
         }
         for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {

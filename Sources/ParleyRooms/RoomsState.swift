@@ -7,6 +7,8 @@ public struct RoomsState: Sendable {
     public internal(set) var policy: AppPolicy
     /// A8: each app's own policy, by namespace.
     public internal(set) var appPolicies: [String: AppPolicy] = [:]
+    /// A1: each app's message budgets (by namespace); apps without one have `SendBudget()`.
+    public internal(set) var sendBudgets: [String: SendBudget] = [:]
     var rooms = RoomTable()
     /// E3: for each online user, the rooms (sorted ids) where they have a session.
     var userRooms: [String: [String]] = [:]
@@ -107,6 +109,15 @@ public struct RoomsState: Sendable {
                 throw RoomError(.badParameter, "bad namespace")
             }
             appPolicies[namespace] = p
+        case .setSendBudget(let namespace, let budget):
+            try requireAppServer(env)
+            guard namespace.utf8.count <= limits.maxIdBytes, AppScope.isLocal(namespace) else {
+                throw RoomError(.badParameter, "bad namespace")
+            }
+            guard budget.isValid else {
+                throw RoomError(.badParameter, "send rates must be 1-1000000 a second, each burst at least its rate")
+            }
+            sendBudgets[namespace] = budget
         case .fetchRoomInfo(let roomId):
             let i = try slot(roomId)
             if case .session = env.context.actor {
@@ -231,6 +242,11 @@ public struct RoomsState: Sendable {
     /// The policy a room runs under: its app's own, or the shared one.
     public func policy(forRoom roomId: String) -> AppPolicy {
         appPolicies.isEmpty ? policy : appPolicies[AppScope.namespace(of: roomId)] ?? policy
+    }
+
+    /// A1: the message budget of a room's app.
+    public func sendBudget(forRoom roomId: String) -> SendBudget {
+        sendBudgets.isEmpty ? SendBudget() : sendBudgets[AppScope.namespace(of: roomId)] ?? SendBudget()
     }
 
     private func requireAppServer(_ env: ApplyEnv) throws(RoomError) {

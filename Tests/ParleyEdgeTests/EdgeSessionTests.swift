@@ -204,6 +204,41 @@ struct EdgeSessionTests {
         await b.close()
     }
 
+    /// SPEC A1: a connection that sends faster than its request budget is answered 416 with `retryAfterMs`
+    /// for the requests over it, which do nothing; after the wait it is served again; another connection has
+    /// its own budget.
+    @Test("A1: the per-connection request budget answers 416 with retryAfterMs and runs nothing")
+    func aConnectionOverItsRequestBudgetIsAnswered416() async throws {
+        var settings = EdgeSettings.testing
+        settings.requestsPerSecond = 1
+        settings.requestBurst = 10
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        let (a, b) = try await server.aliceAndBobInRoom()  // hello + enter: 2 of each connection's 10
+        var codes: [Int64?] = []
+        var wait: Int64?
+        // Sent at once, without waiting for answers, so how fast the machine is does not refill the bucket.
+        for i in 0..<12 { a.send(json: ["id": 1_000 + i, "op": "sendMessage", "roomId": "r1", "body": "m\(i)"]) }
+        for i in 0..<12 {
+            let answer = try await a.answer(Int64(1_000 + i))
+            codes.append(answer.errorCode)
+            if answer.errorCode == 416, wait == nil { wait = answer["error"]?["retryAfterMs"]?.intValue }
+        }
+        #expect(codes.prefix(8).allSatisfy { $0 == nil }, "\(codes)")
+        #expect(codes.suffix(4).allSatisfy { $0 == 416 }, "\(codes)")
+        let delay = try #require(wait)
+        #expect((1...1_000).contains(delay))  // 1 a second: under a second to the next token
+        // Only the 8 that were let through were sent.
+        let history = try await b.call("fetchHistory", ["roomId": "r1", "limit": 100])
+        let sent = history["data"]?["messages"]?.array?.filter { $0["body"]?.stringValue?.hasPrefix("m") == true }.count
+        #expect(sent == 8)
+        #expect(try await b.call("sendMessage", ["roomId": "r1", "body": "bob"]).errorCode == nil)
+        try await Task.sleep(for: .milliseconds(delay + 50))
+        #expect(try await a.call("sendMessage", ["roomId": "r1", "body": "later"]).errorCode == nil)
+        await a.close()
+        await b.close()
+    }
+
     /// Issue 16: when the cluster ends a live connection's session (its edge's lease ran out) the client gets a
     /// `status: lost` event for the room and the edge forgets the session; when the event never reaches the
     /// edge (lost from the feed), the first request the cluster answers 13100 is preceded by that event.

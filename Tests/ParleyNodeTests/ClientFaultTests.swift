@@ -38,6 +38,7 @@ actor FaultEventRecorder {
         try await cluster.waitForLeaders()
         try await cluster.meta(.putApp(cluster.secrets.app(app, secret: String(repeating: "e", count: 32))))
         for u in users { try await cluster.meta(.putUser(cluster.secrets.user(appKey: app, account: u, token: "tok-\(u)"))) }
+        try await cluster.unlimitedSends(app: app)
         // A cluster tool names the room as the cluster knows it: in its app's namespace (A8).
         let scoped = AppScope.scoped(room, in: app)
         _ = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: users[0], name: "E2E")), room: scoped, via: 1)
@@ -63,6 +64,9 @@ actor FaultEventRecorder {
         while true {
             do {
                 return try await client.sendMessage(room, body: body, clientMessageId: id).seq
+            } catch let error as ChatroomError where error.code == ChatroomError.rateLimited && Date() < deadline {
+                // A1: over the connection's request budget; wait as told and resend (the same id).
+                try await Task.sleep(for: .milliseconds(error.retryAfterMs ?? 10))
             } catch let error as ChatroomError where Date() < deadline
                 && [5030, 5040, ChatroomError.timeout, ChatroomError.connectionLost, ChatroomError.notEntered].contains(error.code) {
                 try await Task.sleep(for: .milliseconds(100))

@@ -120,6 +120,24 @@ final class LocalCluster: @unchecked Sendable {
 
     // MARK: Commands
 
+    /// A1: lifts the message budgets of an app's rooms on every shard, for tests that send as fast as the
+    /// cluster answers (they test replication, not the abuse limits).
+    func unlimitedSends(app: String) async throws {
+        let lifted = SendBudget(userMessagesPerSecond: 1_000_000, userBurst: 1_000_000,
+                                roomMessagesPerSecond: 1_000_000, roomBurst: 1_000_000)
+        let shardMap = ShardMap(shardCount: shards)
+        var done = Set<Int>()
+        var n = 0
+        // One room id per shard: the command is shard-wide, only its routing needs a room.
+        while done.count < shards {
+            let room = "budget-\(n)"
+            n += 1
+            guard done.insert(shardMap.shard(ofRoom: room)).inserted else { continue }
+            let outcome = try await submit(.setSendBudget(namespace: app, lifted), room: room, via: ids[0])
+            guard outcome.errorCode == nil else { throw LocalClusterError.failed("setSendBudget: \(outcome.result)") }
+        }
+    }
+
     /// Sends a room command to node `via`, which routes it to the shard's leader.
     func submit(_ command: RoomCommand, room: String, as actor: CommandActor = .appServer, via id: UInt64) async throws
         -> ApplyOutcome {

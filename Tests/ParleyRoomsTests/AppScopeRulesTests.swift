@@ -68,17 +68,26 @@ import Testing
         var single = AppPolicy()
         single.devicePolicy = .singleDevice
         shard.run(.setScopedAppPolicy(namespace: "a", single))
+        let budget = SendBudget(userMessagesPerSecond: 3, userBurst: 4, roomMessagesPerSecond: 50, roomBurst: 60)
+        shard.run(.setSendBudget(namespace: "a", budget))
         let restored = try RoomsState(restoring: shard.state.snapshot())
         #expect(restored.appPolicies == ["a": single] && restored.snapshot() == shard.state.snapshot())
-        // A version-3 snapshot is the same bytes without the app policies.
+        #expect(restored.sendBudget(forRoom: AppScope.scoped("x", in: "a")) == budget)
+        #expect(restored.sendBudget(forRoom: AppScope.scoped("x", in: "b")) == SendBudget())
+        // A version-3 snapshot is the same bytes without the app policies and the send budgets (A1, version 5),
+        // a version-4 one without the send budgets.
         var v3 = TestShard()
         v3.createRoom()
         var bytes = v3.state.snapshot()
-        #expect(bytes[4] == 4)
-        bytes[4] = 3
+        #expect(bytes[4] == 5)
         let limitsAndPolicy = 5 + RoomLimits().encoded().count + AppPolicy().encoded().count
-        #expect(bytes[limitsAndPolicy] == 0)
-        bytes.remove(at: limitsAndPolicy)  // the empty map's count (a one-byte varint)
+        #expect(bytes[limitsAndPolicy] == 0 && bytes[limitsAndPolicy + 1] == 0)
+        var v4 = bytes
+        v4[4] = 4
+        v4.remove(at: limitsAndPolicy + 1)  // the empty budget map's count
+        #expect(try RoomsState(restoring: v4).roomIds == ["r1"])
+        bytes[4] = 3
+        bytes.removeSubrange(limitsAndPolicy...(limitsAndPolicy + 1))  // both empty maps' counts
         let old = try RoomsState(restoring: bytes)
         #expect(old.roomIds == ["r1"] && old.appPolicies.isEmpty)
     }

@@ -66,6 +66,12 @@ private func mu(_ user: String, enable: Bool = true, duration: UInt64 = 0, notif
         BadInput("setRoomPolicy unknown", .setRoomPolicy(RoomPolicyUpdate(roomId: "zz")), .roomNotFound),
         BadInput("setRoomPolicy by a client", .setRoomPolicy(RoomPolicyUpdate(roomId: "r1")), by: s("owner"), .noPermission),
         BadInput("setAppPolicy by a client", .setAppPolicy(AppPolicy()), by: s("owner"), .noPermission),
+        BadInput("setSendBudget by a client", .setSendBudget(namespace: "a", SendBudget()), by: s("owner"), .noPermission),
+        BadInput("setSendBudget rate 0", .setSendBudget(namespace: "a", SendBudget(userMessagesPerSecond: 0, userBurst: 1,
+                                                                                   roomMessagesPerSecond: 1, roomBurst: 1)), .badParameter),
+        BadInput("setSendBudget burst below rate", .setSendBudget(namespace: "a", SendBudget(userMessagesPerSecond: 5, userBurst: 4,
+                                                                                             roomMessagesPerSecond: 9, roomBurst: 9)), .badParameter),
+        BadInput("setSendBudget bad namespace", .setSendBudget(namespace: "a\u{1F}b", SendBudget()), .badParameter),
         BadInput("fetchRoomInfo unknown", .fetchRoomInfo(roomId: "zz"), .roomNotFound),
         BadInput("fetchRoomInfo not entered", .fetchRoomInfo(roomId: "r1"), by: s("ghost"), .notEntered),
         // enter / exit / sessionLost
@@ -180,7 +186,8 @@ private func mu(_ user: String, enable: Bool = true, duration: UInt64 = 0, notif
     func everyCommandCovered() {
         func tag(_ c: RoomCommand) -> UInt8 { c.encoded()[0] }
         let covered = Set(Self.cases.map { tag($0.command) })
-        #expect(covered == Set(1 ... 30), "missing tags: \(Set(1 ... 30).subtracting(covered).sorted())")
+        let expected = Set<UInt8>(1 ... 30).union([37])  // 37: setSendBudget (A1)
+        #expect(covered == expected, "missing tags: \(expected.subtracting(covered).sorted())")
     }
 
     @Test("An entry time outside 0 … year 9999 is refused before anything runs")

@@ -87,7 +87,12 @@ class Cluster:
         hosts = [(self.ns(i), self.address(i), [f"node{i}"]) for i in self.ids]
         self.lab.make(hosts + [(CLIENT_NS, f"{SUBNET}.100", ["client"])])
 
+    def running(self, i):
+        return i in self.procs and self.procs[i].poll() is None
+
     def start(self, i):
+        if self.running(i):
+            return  # two overlapping faults on one node: the first restart already brought it back
         peers = ",".join(f"{j}={self.address(j)}:{PEER_PORT}" for j in self.ids)
         data = os.path.join(self.work, f"data-{i}")
         os.makedirs(data, exist_ok=True)
@@ -261,6 +266,8 @@ async def apply_faults(cluster, schedule, rooms_shards, t0, touched):
         log(f"  fault {kind} on node {target} (shard {shard} led by {leader}) for {fault['for']}s")
         if kind.startswith("kill"):
             touched.add(target)
+            if not cluster.running(target):
+                return  # another fault has it down; that fault restarts it
             cluster.kill9(target)
             await asyncio.sleep(fault["for"])
             cluster.start(target)
@@ -376,8 +383,7 @@ async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
         for i in list(cluster.paused):
             cluster.pause(i, False)
         for i in cluster.ids:
-            if cluster.procs[i].poll() is not None:
-                cluster.start(i)
+            cluster.start(i)
     healed = time.time()
     recovery = None
     while time.time() - healed < 60:
