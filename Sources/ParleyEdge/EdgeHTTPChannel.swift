@@ -77,6 +77,10 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableErrorHandling = false  // handled by Hummingbird
             configuration.enableResponseHeaderValidation = false  // HTTPTypes validates already
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            try channel.pipeline.syncOperations.addHandler(
+                RequestHeadDeadline(first: .milliseconds(Int64(edge.settings.requestHeadMillis)),
+                                    between: .milliseconds(Int64(edge.settings.keepAliveMillis))),
+                name: RequestHeadDeadline.name, position: .first)
             return Value(upgradeResult: negotiated, channel: channel)
         }
     }
@@ -113,6 +117,9 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// handler): the idle timeout, then the socket handler. The write buffer's high water mark is the most a
     /// connection may have unsent before it counts as too slow (1008).
     static func installSocket(on channel: any Channel, mode: ClientSocketHandler.Mode, settings: EdgeSettings) throws {
+        if let deadline = try? channel.pipeline.syncOperations.handler(type: RequestHeadDeadline.self) {
+            channel.pipeline.syncOperations.removeHandler(deadline, promise: nil)
+        }
         let high = max(settings.maxQueuedBytes, 1024)
         try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: high / 2, high: high))
         let idle = TimeAmount.milliseconds(Int64(settings.idleTimeoutMillis))

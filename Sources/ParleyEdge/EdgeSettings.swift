@@ -30,6 +30,11 @@ public struct EdgeSettings: Sendable, Hashable {
     /// Messages have their own, tighter budgets per user and per room (`SendBudget`, at the shard leader).
     public var requestsPerSecond: Int = 100
     public var requestBurst: Int = 200
+    /// SPEC A2: an HTTP connection must finish its first request head within this many ms of opening, and
+    /// each later one (a keep-alive connection's next request) within `keepAliveMillis` of the previous
+    /// head; otherwise it is closed (`RequestHeadDeadline`).
+    public var requestHeadMillis: Int = 10_000
+    public var keepAliveMillis: Int = 30_000
     /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
     public var servesEcho = false
 

@@ -107,6 +107,32 @@ struct ProtocolFrameTests {
         #expect(big["ok"] == .bool(true))
     }
 
+    @Test("A2: a half-sent request head, or an idle keep-alive connection, is closed by its deadline; a WebSocket is not")
+    func slowLorisIsClosed() async throws {
+        var settings = EdgeSettings.testing
+        settings.requestHeadMillis = 400
+        settings.keepAliveMillis = 700
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        // The slow loris: a head that never ends. Closed after the head deadline, not before.
+        var began = ContinuousClock.now
+        let loris = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n".utf8))
+        _ = try loris.readToEnd(timeout: .seconds(5))
+        var held = ContinuousClock.now - began
+        #expect(held >= .milliseconds(350) && held < .seconds(3), "held \(held)")
+        // A whole request is answered; the connection then idles and is closed after the keep-alive deadline.
+        began = ContinuousClock.now
+        let polite = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        let answered = try polite.readToEnd(timeout: .seconds(5))
+        held = ContinuousClock.now - began
+        #expect(answered > 0 && held >= .milliseconds(600) && held < .seconds(3), "\(answered) bytes, held \(held)")
+        // A WebSocket outlives both deadlines (it has hello's and the idle timeout instead).
+        let client = try await server.client()
+        try await Task.sleep(for: .milliseconds(1_200))
+        #expect(try await client.call("ping")["ok"] == .bool(true))
+        await client.close()
+    }
+
     @Test("a client that stops reading is dropped once its unsent bytes pass maxQueuedBytes; a reading one is not")
     func slowConsumer() async throws {
         var settings = EdgeSettings.testing

@@ -9,7 +9,29 @@ final class StalledClient {
     private let fd: Int32
 
     init(port: Int, receiveBuffer: Int32 = 4096) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connected(port: port, receiveBuffer: receiveBuffer)
+        try write(Array("GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n".utf8)
+                  + Array("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8))
+        // The 101 answer, byte by byte up to the blank line (frames may follow it).
+        var head: [UInt8] = []
+        while !head.suffix(4).elementsEqual("\r\n\r\n".utf8) {
+            var byte: UInt8 = 0
+            guard recv(fd, &byte, 1, 0) == 1 else { throw EdgeTestError.unexpected("no upgrade answer") }
+            head.append(byte)
+        }
+        guard String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 101") else {
+            throw EdgeTestError.unexpected("upgrade refused: \(String(decoding: head, as: UTF8.self))")
+        }
+    }
+
+    /// A plain HTTP connection that sends `bytes` and then nothing (a slow-loris client, SPEC A2).
+    init(port: Int, sending bytes: [UInt8]) throws {
+        fd = try Self.connected(port: port, receiveBuffer: 65_536)
+        try write(bytes)
+    }
+
+    private static func connected(port: Int, receiveBuffer: Int32) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw EdgeTestError.unexpected("socket() failed") }
         var size = receiveBuffer
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -23,18 +45,7 @@ final class StalledClient {
         guard connected == 0 else { throw EdgeTestError.unexpected("connect() failed") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        try write(Array("GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n".utf8)
-                  + Array("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8))
-        // The 101 answer, byte by byte up to the blank line (frames may follow it).
-        var head: [UInt8] = []
-        while !head.suffix(4).elementsEqual("\r\n\r\n".utf8) {
-            var byte: UInt8 = 0
-            guard recv(fd, &byte, 1, 0) == 1 else { throw EdgeTestError.unexpected("no upgrade answer") }
-            head.append(byte)
-        }
-        guard String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 101") else {
-            throw EdgeTestError.unexpected("upgrade refused: \(String(decoding: head, as: UTF8.self))")
-        }
+        return fd
     }
 
     deinit { Glibc.close(fd) }
