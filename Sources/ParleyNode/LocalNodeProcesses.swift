@@ -40,16 +40,29 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         self.layout = layout
     }
 
+    /// The file the nodes read the cluster secret from (SPEC A5: never on a command line).
+    public var secretFile: String { layout.dataDirectory + "/cluster-secret" }
+
     public func arguments(for id: UInt64) -> [String] {
         let peers = layout.ids.map { "\($0)=127.0.0.1:\(layout.peerPort($0))" }.joined(separator: ",")
         return ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(layout.httpPorts[Int(id) - 1])",
                 "--peer-listen", "127.0.0.1:\(layout.peerPort(id))", "--peers", peers,
-                "--data", "\(layout.dataDirectory)/node-\(id)", "--secret", layout.secret,
+                "--data", "\(layout.dataDirectory)/node-\(id)", "--secret-file", secretFile,
                 "--shards", "\(layout.shards)"] + layout.extraArguments
+    }
+
+    /// Writes the cluster secret where `--secret-file` points (0600, in the folder the layout owns).
+    private func writeSecretFile() throws {
+        try FileManager.default.createDirectory(atPath: layout.dataDirectory, withIntermediateDirectories: true)
+        let current = try? String(contentsOfFile: secretFile, encoding: .utf8)
+        guard current?.trimmingCharacters(in: .whitespacesAndNewlines) != layout.secret else { return }
+        FileManager.default.createFile(atPath: secretFile, contents: Data(layout.secret.utf8),
+                                       attributes: [.posixPermissions: 0o600])
     }
 
     /// Starts node `id`; its output goes to `log` (appended) or to this process's own output.
     public func start(_ id: UInt64, log: URL? = nil) throws {
+        try writeSecretFile()
         let p = Process()
         p.executableURL = executable
         p.arguments = arguments(for: id)

@@ -25,7 +25,11 @@ struct DevCommand: AsyncParsableCommand {
             count: nodes, httpPorts: (0..<nodes).map { httpPort + $0 }, peerPorts: (0..<nodes).map { peerPort + $0 },
             dataDirectory: data, secret: try secret ?? Self.devSecret(in: data), shards: shards)
         let appSecret = try Self.devAppSecret(in: data)
-        layout.extraArguments += ["--app", "\(Self.devAppKey):\(appSecret)"]
+        // A5: the nodes read both secrets from files in the data folder (0600), none from a command line.
+        let appFile = data + "/dev-apps"
+        FileManager.default.createFile(atPath: appFile, contents: Data("\(Self.devAppKey):\(appSecret)\n".utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        layout.extraArguments += ["--app-file", appFile]
         let processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
         let exits = ExitCounter(count: nodes)
         processes.onExit = { _, _ in exits.exited() }

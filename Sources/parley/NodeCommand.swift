@@ -17,7 +17,9 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(name: .customLong("peer-listen"), help: "host:port for other nodes (HTTP/2).") var peerListen: String?
     @Option(help: "Every node with its peer address: 1=127.0.0.1:7101,2=127.0.0.1:7102,…") var peers: String?
     @Option(help: "Data folder (the node's SQLite database lives here).") var data: String?
-    @Option(help: "The cluster secret shared by all nodes (≥ 8 bytes).") var secret: String?
+    @Option(help: "The cluster secret shared by all nodes (≥ 8 bytes). Prefer --secret-file: a command line is readable by every user of the machine.") var secret: String?
+    @Option(name: .customLong("secret-file"), help: "A file holding the cluster secret (PARLEY_SECRET_FILE; a Kubernetes or Compose secret file).") var secretFile: String?
+    @Option(name: .customLong("app-file"), help: "A file of server-API apps, one KEY:SECRET per line (PARLEY_APP_FILE); added to --app.") var appFile: String?
     @Option(help: "Shard count, fixed when the cluster is created (default 64).") var shards: Int?
     @Option(help: "Replicas per shard (default 3).") var replicas: Int?
     @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
@@ -50,7 +52,15 @@ struct NodeCommand: AsyncParsableCommand {
         }
         let peerList = try NodeConfig.parsePeers(value("peers", peers) ?? "\(nodeID)=\(peerAddress)")
         guard let dataDirectory = value("data", data) else { throw ValidationError("--data is required") }
-        guard let clusterSecret = value("secret", secret) else { throw ValidationError("--secret is required") }
+        // A5: the secret from a file (or the environment) keeps it out of every process listing.
+        var secretText = value("secret", secret)
+        if secretText == nil, let path = value("secret-file", secretFile) {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ValidationError("--secret-file \(path) cannot be read")
+            }
+            secretText = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let clusterSecret = secretText else { throw ValidationError("--secret-file, PARLEY_SECRET or --secret is required") }
 
         var nodeConfig = NodeConfig(id: nodeID, listen: listenAddress, peerListen: peerAddress, peers: peerList,
                                     dataDirectory: dataDirectory, secret: clusterSecret)
@@ -65,7 +75,15 @@ struct NodeCommand: AsyncParsableCommand {
                                                              ca: value("peer-tls-ca", peerTLSCA))
         } catch { throw ValidationError("\(error)") }
         do {
-            nodeConfig.apps = try NodeConfig.parseApps(apps.isEmpty ? settings.value("apps").map { [$0] } ?? [] : apps)
+            var appList = apps.isEmpty ? settings.value("apps").map { [$0] } ?? [] : apps
+            if let path = value("app-file", appFile) {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw ValidationError("--app-file \(path) cannot be read")
+                }
+                appList += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            }
+            nodeConfig.apps = try NodeConfig.parseApps(appList)
         } catch { throw ValidationError("\(error)") }
         do { try nodeConfig.validate() } catch { throw ValidationError("\(error)") }
 

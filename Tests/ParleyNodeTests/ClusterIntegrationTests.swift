@@ -209,7 +209,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         }
     }
 
-    /// Issue 24: the data folder holds app secrets and user tokens: the node's user's alone (0700 / 0600),
+    /// Issue 24 and SPEC A5: the data folder holds app secrets and user tokens: the node's user's alone (0700 / 0600),
     /// the SQLite WAL and shared-memory files included, and a folder left world-readable by an older version
     /// is repaired when the node starts.
     @Test func theDataFolderIsReadableByTheNodesUserAlone() async throws {
@@ -231,6 +231,22 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
                 let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
                 #expect(mode & 0o077 == 0, "\(path) is mode \(String(mode, radix: 8))")
             }
+        }
+        // SPEC A5: the cluster secret is in no process's command line (it comes from a 0600 file), no log
+        // line and no /status.
+        let secret = cluster.nodes.layout.secret
+        for id in cluster.ids {
+            let pid = try #require(cluster.nodes.pid(id))
+            let cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+            #expect(!cmdline.isEmpty && cmdline.range(of: Data(secret.utf8)) == nil, "node \(id)'s command line holds the secret")
+            let status = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/status")!).0
+            #expect(status.range(of: Data(secret.utf8)) == nil)
+        }
+        let secretFile = try FileManager.default.attributesOfItem(atPath: cluster.nodes.secretFile)
+        #expect((secretFile[.posixPermissions] as? Int).map { $0 & 0o077 == 0 } == true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: cluster.directory.path) where name.hasSuffix(".log") {
+            let log = try Data(contentsOf: cluster.directory.appendingPathComponent(name))
+            #expect(log.range(of: Data(secret.utf8)) == nil, "\(name) holds the secret")
         }
         }
     }

@@ -192,32 +192,41 @@ async def resume_bound(port, app_key, roomSeqWanted=3000):
         return answer, replayed
 
 
-def fill_room(base, app_key, secret, count):
-    """A room with `count` messages, sent over one WebSocket as the room's creator (the server API's rate is
-    one signed call per message; a client pipelines)."""
+def fill_room(base, app_key, secret, count, connections=15):
+    """A room with `count` messages, sent over WebSockets as the room's creator (the server API's rate is one
+    signed call per message). The app's message budgets (A1) are lifted first, as an operator would for a
+    busy room; each connection keeps under its own request budget by retrying a 416 after `retryAfterMs`."""
     import websockets
+    status, answer = signed(base, app_key, secret, "/v1/app/setBudgets",
+                            {"userMessagesPerSecond": 1000000, "userBurst": 1000000,
+                             "roomMessagesPerSecond": 1000000, "roomBurst": 1000000})
+    if status != 200:
+        raise SystemExit(f"setBudgets: {status} {answer}")
+
+    async def one(lane, share):
+        async with websockets.connect(f"ws://{base.split('//')[1]}/ws", max_size=4 << 20) as ws:
+            async def call(i, **fields):
+                await ws.send(json.dumps({"id": i, **fields}))
+                while True:
+                    f = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                    if f.get("id") == i and "event" not in f:
+                        return f
+            await call(1, op="hello", versions=[1])
+            auth = {"mode": "independent", "appKey": app_key, "account": "filler", "token": "filler-token"}
+            await call(2, op="enter", roomId="big", auth=auth, nickname="F")
+            i = 0
+            while i < share:
+                f = await call(10 + i, op="sendMessage", roomId="big", body=f"m{lane}-{i}")
+                if f.get("ok"):
+                    i += 1
+                elif (f.get("error") or {}).get("code") == 416:
+                    await asyncio.sleep(f["error"].get("retryAfterMs", 10) / 1000)
+                else:
+                    raise SystemExit(f"sendMessage refused: {f}")
 
     async def send_all():
-        async with websockets.connect(f"ws://{base.split('//')[1]}/ws", max_size=4 << 20) as ws:
-            await ws.send(json.dumps({"id": 1, "op": "hello", "versions": [1]}))
-            await ws.recv()
-            auth = {"mode": "independent", "appKey": app_key, "account": "filler", "token": "filler-token"}
-            await ws.send(json.dumps({"id": 2, "op": "enter", "roomId": "big", "auth": auth, "nickname": "F"}))
-            while json.loads(await ws.recv()).get("id") != 2:
-                pass
-            pending = 0
-            for i in range(count):
-                await ws.send(json.dumps({"id": 10 + i, "op": "sendMessage", "roomId": "big", "body": f"m{i}"}))
-                pending += 1
-                if pending >= 64:
-                    while pending > 32:
-                        f = json.loads(await ws.recv())
-                        if "id" in f and f["id"] >= 10:
-                            pending -= 1
-            while pending > 0:
-                f = json.loads(await asyncio.wait_for(ws.recv(), 10))
-                if "id" in f and f["id"] >= 10:
-                    pending -= 1
+        shares = [count // connections + (1 if k < count % connections else 0) for k in range(connections)]
+        await asyncio.gather(*(one(k, n) for k, n in enumerate(shares)))
     asyncio.run(send_all())
 
 
