@@ -37,7 +37,11 @@ public struct ClusterStatusReport: Codable, Sendable, Equatable {
 
     /// Asks every registered node for its `/status` concurrently (`timeout` each) and answers for this node
     /// from `local` without a network hop. Without a meta view, the report holds only this node.
-    public static func gather(local: NodeStatusReport, timeout: TimeInterval = 1.5) async -> ClusterStatusReport {
+    /// `fetch` asks node `id` for its status (over the authenticated peer port: a node's `/status` may be on
+    /// an operator address no registry lists, `--ops-listen`).
+    public static func gather(local: NodeStatusReport, timeout: TimeInterval = 1.5,
+                              fetch: @escaping @Sendable (UInt64, String) async throws -> NodeStatusReport)
+        async -> ClusterStatusReport {
         guard let registry = local.meta?.nodes, !registry.isEmpty else {
             return ClusterStatusReport(gatheredBy: local.node, nodes: [
                 Node(id: local.node, httpAddress: local.httpAddress, state: nil, status: local, error: nil),
@@ -51,7 +55,7 @@ public struct ClusterStatusReport: Codable, Sendable, Equatable {
                         return Node(id: entry.id, httpAddress: address, state: entry.state, status: local, error: nil)
                     }
                     do {
-                        let status = try await fetchStatus(address, timeout: timeout)
+                        let status = try await fetch(entry.id, address)
                         return Node(id: entry.id, httpAddress: address, state: entry.state, status: status, error: nil)
                     } catch {
                         return Node(id: entry.id, httpAddress: address, state: entry.state, status: nil,
@@ -74,16 +78,5 @@ public struct ClusterStatusReport: Codable, Sendable, Equatable {
         let host = http[..<colon]
         guard ["0.0.0.0", "[::]", "::", ""].contains(host), let peerColon = peer.lastIndex(of: ":") else { return http }
         return String(peer[..<peerColon]) + String(http[colon...])
-    }
-
-    static func fetchStatus(_ address: String, timeout: TimeInterval) async throws -> NodeStatusReport {
-        guard let url = URL(string: "http://\(address)/status") else { throw URLError(.badURL) }
-        var request = URLRequest(url: url)
-        request.timeoutInterval = timeout
-        let (data, response) = try await URLSession.shared.data(for: request)
-        if let http = response as? HTTPURLResponse, http.statusCode != 200 {
-            throw URLError(.badServerResponse)
-        }
-        return try JSONDecoder().decode(NodeStatusReport.self, from: data)
     }
 }

@@ -6,6 +6,8 @@ public protocol MetricsSource: StatusSource {
     /// The Prometheus text exposition of this node's registry, with the gauges that are read at scrape time
     /// (apply lag, rooms, queue depths) brought up to date first.
     func metricsExposition() async -> [UInt8]
+    /// Another node's `/status`, asked over the peer port.
+    func peerStatus(_ node: UInt64) async throws -> NodeStatusReport
 }
 
 /// `GET /metrics` (Prometheus text format 0.0.4), `GET /status/cluster` (every registered node's
@@ -20,7 +22,7 @@ public enum ObservabilityRoutes {
         }
         router.get("/status/cluster") { _, _ -> Response in
             let local = await source.statusReport(withDigests: false)
-            return try StatusRoutes.json(await ClusterStatusReport.gather(local: local))
+            return try StatusRoutes.json(await ClusterStatusReport.gather(local: local) { id, _ in try await source.peerStatus(id) })
         }
         router.get("/dashboard") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],

@@ -31,6 +31,12 @@ public struct ShardPlacementReport: Codable, Sendable, Equatable {
 /// the meta group and every hosted shard knows its leader; 503 with the reason until then).
 public enum StatusRoutes {
     public static func add<Context: RequestContext>(to router: Router<Context>, source: some StatusSource) {
+        addOperatorRoutes(to: router, source: source)
+        addProbes(to: router, source: source)
+    }
+
+    /// `/status` and `/placement/…`: for operators (SPEC A4: on `--ops-listen` when it is set).
+    public static func addOperatorRoutes<Context: RequestContext>(to router: Router<Context>, source: some StatusSource) {
         router.get("/status") { request, _ -> Response in
             let digests = request.uri.queryParameters.get("digest") == "true"
             let report = await source.statusReport(withDigests: digests)
@@ -55,6 +61,10 @@ public enum StatusRoutes {
             }
             return try json(try await source.placement(ofShard: shard))
         }
+    }
+
+    /// `/healthz` and `/readyz`: for load balancers and orchestrators, on every listener.
+    public static func addProbes<Context: RequestContext>(to router: Router<Context>, source: some StatusSource) {
         router.get("/healthz") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }

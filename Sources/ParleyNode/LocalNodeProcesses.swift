@@ -12,6 +12,8 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         public var shards: Int
         /// Extra `parley node` flags (e.g. `--no-fsync`).
         public var extraArguments: [String] = []
+        /// Operator listeners (`--ops-listen`), one port per node; empty serves them on the HTTP port.
+        public var opsPorts: [Int] = []
 
         public init(count: Int, httpPorts: [Int], peerPorts: [Int], dataDirectory: String, secret: String, shards: Int) {
             precondition(httpPorts.count == count && peerPorts.count == count)
@@ -48,7 +50,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         return ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(layout.httpPorts[Int(id) - 1])",
                 "--peer-listen", "127.0.0.1:\(layout.peerPort(id))", "--peers", peers,
                 "--data", "\(layout.dataDirectory)/node-\(id)", "--secret-file", secretFile,
-                "--shards", "\(layout.shards)"] + layout.extraArguments
+                "--shards", "\(layout.shards)"]
+            + (layout.opsPorts.isEmpty ? [] : ["--ops-listen", "127.0.0.1:\(layout.opsPorts[Int(id) - 1])"])
+            + layout.extraArguments
     }
 
     /// Writes the cluster secret where `--secret-file` points (0600, in the folder the layout owns).

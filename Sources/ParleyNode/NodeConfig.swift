@@ -42,6 +42,10 @@ public struct NodeConfig: Sendable, Equatable {
     public var quiesceAfterTicks: Int? = 100
     /// fsync every group commit (always on in production; benchmarks say when it is off).
     public var durable = true
+    /// SPEC A4: where `/status`, `/status/cluster`, `/metrics`, `/dashboard` and `/placement/…` are served
+    /// (`--ops-listen`); nil serves them on `listen` with everything else. When set, the client port serves
+    /// only `/ws`, `/v1/…`, `/healthz` and `/readyz`.
+    public var opsListen: Address?
     /// Server-API apps (AppKey → AppSecret) this node puts into the meta group when missing (`--app`).
     public var apps: [String: String] = [:]
     /// The app that keeps the rooms made before apps were tenants (A8, `AppScope`): its rooms live in the

@@ -53,7 +53,10 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             config: peerConfig, group: raftLoop,
             onRaft: { from, batch in ref.driver?.receive(from: from, batch) },
             onRequest: { request, loop in
-                ref.driver?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))
+                if request.path == NodeRuntime.statusPath, let status = ref.status {
+                    return loop.makeFutureWithTask { PeerResponse(status: 200, body: await status()) }
+                }
+                return ref.driver?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))
             },
             onPeerDown: { peer in ref.driver?.peerUnreachable(peer) }, metrics: metrics.factory, logger: logger)
         var peers: [NodeID: (host: String, port: Int)] = [:]
@@ -76,6 +79,10 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         ref.driver = driver
         edgeCluster = NodeEdgeCluster(driver: driver, transport: transport, boot: hostConfig.boot,
                                       metaSecrets: MetaSecrets(clusterSecret: config.secret))
+        ref.status = { [weak self] in
+            guard let self else { return [] }
+            return Array((try? JSONEncoder().encode(await self.statusReport(withDigests: false))) ?? Data())
+        }
     }
 
     /// Serves the HTTP port and drives Raft until asked to stop.
@@ -91,8 +98,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
         ])
         let router = Router()
-        StatusRoutes.add(to: router, source: self)
-        ObservabilityRoutes.add(to: router, source: self)
+        // SPEC A4: operator pages on their own listener when one is set; probes on both.
+        let opsRouter = config.opsListen == nil ? router : Router()
+        StatusRoutes.addOperatorRoutes(to: opsRouter, source: self)
+        ObservabilityRoutes.add(to: opsRouter, source: self)
+        StatusRoutes.addProbes(to: router, source: self)
+        if opsRouter !== router { StatusRoutes.addProbes(to: opsRouter, source: self) }
         ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster),
                   legacyRoomsApp: config.legacyRoomsApp, logger: logger, metrics: metrics.factory).add(to: router)
         // Client WebSockets (`/ws`) are upgraded on the same port and then served by NIO handlers (EdgeHTTPChannel).
@@ -106,7 +117,13 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                                    serverName: "parley"),
                               eventLoopGroupProvider: .shared(network), logger: logger)
         // SIGTERM / SIGINT end the HTTP server gracefully; then Raft and the transport stop.
-        let services = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint],
+        var listeners: [any Service] = [app]
+        if let ops = config.opsListen {
+            listeners.append(Application(router: opsRouter,
+                                         configuration: .init(address: .hostname(ops.host, port: ops.port), serverName: "parley-ops"),
+                                         eventLoopGroupProvider: .shared(network), logger: logger))
+        }
+        let services = ServiceGroup(configuration: .init(services: listeners, gracefulShutdownSignals: [.sigterm, .sigint],
                                                          logger: logger))
         try await services.run()
         joining.cancel()
@@ -262,4 +279,6 @@ public enum ParleyNodeVersion {
 private final class DriverReference: @unchecked Sendable {
     // Written once during start-up, before any peer can reach the transport's callbacks with data.
     var driver: RaftDriver?
+    /// This node's `/status` as JSON, for `/rpc/v1/status`.
+    var status: (@Sendable () async -> [UInt8])?
 }

@@ -11,6 +11,7 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Folder for the nodes' data (kept between runs).") var data = ".parley-dev"
     @Option(name: .customLong("http-port"), help: "HTTP port of node 1; node n uses this + n - 1.") var httpPort = 8101
     @Option(name: .customLong("peer-port"), help: "Peer (HTTP/2) port of node 1; node n uses this + n - 1.") var peerPort = 7101
+    @Option(name: .customLong("ops-port"), help: "Operator port of node 1 (/status, /metrics, /dashboard); node n uses this + n - 1.") var opsPort = 8201
     @Option(help: "Shard count.") var shards = 64
     @Option(help: "The cluster secret (default: one kept in the data folder).") var secret: String?
 
@@ -24,6 +25,7 @@ struct DevCommand: AsyncParsableCommand {
         var layout = LocalNodeProcesses.Layout(
             count: nodes, httpPorts: (0..<nodes).map { httpPort + $0 }, peerPorts: (0..<nodes).map { peerPort + $0 },
             dataDirectory: data, secret: try secret ?? Self.devSecret(in: data), shards: shards)
+        layout.opsPorts = (0..<nodes).map { opsPort + $0 }  // A4: operator pages off the client port
         let appSecret = try Self.devAppSecret(in: data)
         // A5: the nodes read both secrets from files in the data folder (0600), none from a command line.
         let appFile = data + "/dev-apps"
@@ -37,10 +39,10 @@ struct DevCommand: AsyncParsableCommand {
 
         var banner = "Parley dev cluster: \(nodes) nodes, \(shards) shards, data in \(data)/\n"
         for id in layout.ids {
-            banner += "  node \(id): \(layout.httpURL(id))  (status: /status, peer port \(layout.peerPort(id)))\n"
+            banner += "  node \(id): \(layout.httpURL(id))  (operator: http://127.0.0.1:\(layout.opsPorts[Int(id) - 1])/status, /dashboard; peer port \(layout.peerPort(id)))\n"
         }
         banner += DevAppBanner(appKey: Self.devAppKey, secret: appSecret, url: layout.httpURL(1)).text
-        banner += "Watch it: parley status --node \(layout.httpURL(1)) --watch      Stop: Ctrl-C\n"
+        banner += "Watch it: parley status --node http://127.0.0.1:\(opsPort) --watch      Stop: Ctrl-C\n"
         Self.say(banner)
 
         // Ctrl-C (or SIGTERM) asks every node to stop gracefully; this process ends when they have.

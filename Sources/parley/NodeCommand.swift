@@ -15,6 +15,7 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "This node's id (a positive number, unique in the cluster).") var id: UInt64?
     @Option(help: "host:port for clients, the server API and /status (HTTP/1.1).") var listen: String?
     @Option(name: .customLong("peer-listen"), help: "host:port for other nodes (HTTP/2).") var peerListen: String?
+    @Option(name: .customLong("ops-listen"), help: "host:port for /status, /status/cluster, /metrics and /dashboard (then off the client port).") var opsListen: String?
     @Option(help: "Every node with its peer address: 1=127.0.0.1:7101,2=127.0.0.1:7102,…") var peers: String?
     @Option(help: "Data folder (the node's SQLite database lives here).") var data: String?
     @Option(help: "The cluster secret shared by all nodes (≥ 8 bytes). Prefer --secret-file: a command line is readable by every user of the machine.") var secret: String?
@@ -69,6 +70,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
         if let app = value("legacy-rooms-app", legacyRoomsApp), !app.isEmpty { nodeConfig.legacyRoomsApp = app }
+        if let ops = value("ops-listen", opsListen), !ops.isEmpty {
+            guard let address = NodeConfig.Address(Substring(ops)) else { throw ValidationError("--ops-listen must be host:port") }
+            nodeConfig.opsListen = address
+        }
         do {
             nodeConfig.peerTLS = try NodeConfig.parsePeerTLS(cert: value("peer-tls-cert", peerTLSCert),
                                                              key: value("peer-tls-key", peerTLSKey),

@@ -9,7 +9,7 @@ import ParleyAPI
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "status", abstract: "Show a node's /status as a table.")
 
-    @Option(help: "The node's HTTP address.") var node = "http://127.0.0.1:8101"
+    @Option(help: "The node's operator address (--ops-listen; its HTTP address when it has none). parley dev: 8201.") var node = "http://127.0.0.1:8201"
     @Flag(help: "Refresh every second until Ctrl-C.") var watch = false
 
     func run() async throws {

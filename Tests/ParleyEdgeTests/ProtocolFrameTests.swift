@@ -110,8 +110,8 @@ struct ProtocolFrameTests {
     @Test("A2: a half-sent request head, or an idle keep-alive connection, is closed by its deadline; a WebSocket is not")
     func slowLorisIsClosed() async throws {
         var settings = EdgeSettings.testing
-        settings.requestHeadMillis = 400
-        settings.keepAliveMillis = 700
+        settings.requestHeadMillis = 1_000
+        settings.keepAliveMillis = 2_000
         let server = try await Fixture.server(settings: settings)
         defer { Task { await server.stop() } }
         // The slow loris: a head that never ends. Closed after the head deadline, not before.
@@ -119,16 +119,17 @@ struct ProtocolFrameTests {
         let loris = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n".utf8))
         _ = try loris.readToEnd(timeout: .seconds(5))
         var held = ContinuousClock.now - began
-        #expect(held >= .milliseconds(350) && held < .seconds(3), "held \(held)")
+        #expect(held >= .milliseconds(900) && held < .seconds(10), "held \(held)")
         // A whole request is answered; the connection then idles and is closed after the keep-alive deadline.
         began = ContinuousClock.now
         let polite = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
-        let answered = try polite.readToEnd(timeout: .seconds(5))
+        let answered = try polite.readToEnd(timeout: .seconds(15))
         held = ContinuousClock.now - began
-        #expect(answered > 0 && held >= .milliseconds(600) && held < .seconds(3), "\(answered) bytes, held \(held)")
+        #expect(answered > 0, "no answer")
+        #expect(held >= .milliseconds(1_900) && held < .seconds(12), "held \(held)")
         // A WebSocket outlives both deadlines (it has hello's and the idle timeout instead).
         let client = try await server.client()
-        try await Task.sleep(for: .milliseconds(1_200))
+        try await Task.sleep(for: .milliseconds(2_500))
         #expect(try await client.call("ping")["ok"] == .bool(true))
         await client.close()
     }

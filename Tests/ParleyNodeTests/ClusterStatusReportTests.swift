@@ -1,4 +1,8 @@
 import Testing
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 @testable import ParleyAPI
 
 /// How `/status/cluster` finds a node's HTTP port from what the node registered.
@@ -13,8 +17,41 @@ import Testing
     @Test func withoutAMetaViewOnlyTheLocalNodeIsListed() async {
         let local = NodeStatusReport(node: 4, version: "t", uptimeSeconds: 1, httpAddress: "127.0.0.1:1", peerAddress: "127.0.0.1:2",
                                      shardCount: 1, healthy: true, peers: [], shards: [], meta: nil)
-        let report = await ClusterStatusReport.gather(local: local)
+        let report = await ClusterStatusReport.gather(local: local) { _, _ in throw URLError(.badURL) }
         #expect(report == ClusterStatusReport(gatheredBy: 4, nodes: [.init(id: 4, httpAddress: "127.0.0.1:1", state: nil,
                                                                            status: local, error: nil)]))
+    }
+}
+
+/// SPEC A4 on real nodes: with `--ops-listen` the client port serves no operator page, the operator port
+/// serves them all, and `/status/cluster` gathers every node's status over the peer port (no node's
+/// operator address is in the registry).
+@Suite(.serialized, .timeLimit(.minutes(3))) struct OperatorListenerTests {
+    static func get(_ url: String) async -> (Int, Data) {
+        var request = URLRequest(url: URL(string: url)!)
+        request.timeoutInterval = 5
+        guard let (data, response) = try? await URLSession.shared.data(for: request) else { return (0, Data()) }
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    @Test func A4_operatorPagesLiveOnTheirOwnListenerOnly() async throws {
+        try await withLocalCluster(opsListeners: true) { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            for id in cluster.ids {
+                for path in ["/status", "/status/cluster", "/metrics", "/dashboard", "/placement/shards/0"] {
+                    #expect(await Self.get(cluster.http(id) + path).0 == 404, "client port of node \(id) serves \(path)")
+                    #expect(await Self.get(cluster.ops(id) + path).0 == 200, "ops port of node \(id) lacks \(path)")
+                }
+                for path in ["/healthz", "/readyz"] {
+                    #expect(await Self.get(cluster.http(id) + path).0 == 200)
+                    #expect(await Self.get(cluster.ops(id) + path).0 == 200)
+                }
+            }
+            let (_, body) = await Self.get(cluster.ops(2) + "/status/cluster")
+            let report = try JSONDecoder().decode(ClusterStatusReport.self, from: body)
+            #expect(report.nodes.map(\.id) == cluster.ids)
+            #expect(report.nodes.allSatisfy { $0.status != nil && $0.error == nil }, "\(report.nodes.map(\.error))")
+        }
     }
 }

@@ -24,21 +24,27 @@ final class LocalCluster: @unchecked Sendable {
     /// TLS for the test's own peer client, when the nodes run with `--peer-tls-*`.
     private let clientTLS: PeerTLS?
 
-    init(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil) throws {
+    init(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
+         opsListeners: Bool = false) throws {
         self.shards = shards
         self.clientTLS = clientTLS
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let ports = try LocalNodeProcesses.freePorts(2 * size)
-        var layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size...]),
+        let ports = try LocalNodeProcesses.freePorts((opsListeners ? 3 : 2) * size)
+        var layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size..<(2 * size)]),
                                                dataDirectory: directory.path,
                                                secret: "integration-secret-\(UUID().uuidString.prefix(8))", shards: shards)
         layout.extraArguments = extraArguments
+        if opsListeners { layout.opsPorts = Array(ports[(2 * size)...]) }
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
 
     var ids: [UInt64] { nodes.layout.ids }
     func http(_ id: UInt64) -> String { nodes.layout.httpURL(id) }
+    /// The operator listener of node `id` (its HTTP port when the cluster has none).
+    func ops(_ id: UInt64) -> String {
+        nodes.layout.opsPorts.isEmpty ? http(id) : "http://127.0.0.1:\(nodes.layout.opsPorts[Int(id) - 1])"
+    }
     var running: Set<UInt64> { Set(nodes.runningIDs) }
 
     func start(_ id: UInt64) throws { try nodes.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
@@ -58,7 +64,7 @@ final class LocalCluster: @unchecked Sendable {
     // MARK: Observation
 
     func status(_ id: UInt64, digests: Bool = false) async throws -> NodeStatusReport {
-        let url = URL(string: http(id) + "/status" + (digests ? "?digest=true" : ""))!
+        let url = URL(string: ops(id) + "/status" + (digests ? "?digest=true" : ""))!
         var request = URLRequest(url: url)
         request.timeoutInterval = 2
         let (data, _) = try await URLSession.shared.data(for: request)
@@ -249,8 +255,9 @@ final class LocalCluster: @unchecked Sendable {
 
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
 func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
-                      _ body: (LocalCluster) async throws -> Void) async throws {
-    let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS)
+                      opsListeners: Bool = false, _ body: (LocalCluster) async throws -> Void) async throws {
+    let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS,
+                                   opsListeners: opsListeners)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {
