@@ -7,6 +7,7 @@ import Metrics
 /// - `parley_edge_fanout_deliveries_total`: room events written to local sessions (one per session per event).
 /// - `parley_edge_fanout_events_total`: room events this edge received to fan out (one per event).
 /// - `parley_edge_requests_over_budget_total`: client requests refused 416 by the per-connection budget (A1).
+/// - `parley_edge_connections_refused_total`: client-port connections refused 503 by the caps (A2).
 public final class EdgeMetrics: Sendable {
     /// `increment()` when a connection opens, `decrement()` when it closes.
     public let connections: Meter
@@ -16,6 +17,7 @@ public final class EdgeMetrics: Sendable {
     public let fanoutDeliveries: Counter
     public let fanoutEvents: Counter
     public let requestsOverBudget: Counter
+    public let connectionsRefused: Counter
     /// `parley_edge_auth_failures_total{reason}`: refused logins (badToken, tokenExpired, tokenRevoked,
     /// unknownApp, throttled).
     private let authFailures: [String: Counter]
@@ -27,6 +29,7 @@ public final class EdgeMetrics: Sendable {
         fanoutDeliveries = Counter(label: "parley_edge_fanout_deliveries_total", factory: factory)
         fanoutEvents = Counter(label: "parley_edge_fanout_events_total", factory: factory)
         requestsOverBudget = Counter(label: "parley_edge_requests_over_budget_total", factory: factory)
+        connectionsRefused = Counter(label: "parley_edge_connections_refused_total", factory: factory)
         var failures: [String: Counter] = [:]
         for reason in Self.authFailureReasons {
             failures[reason] = Counter(label: "parley_edge_auth_failures_total", dimensions: [("reason", reason)], factory: factory)

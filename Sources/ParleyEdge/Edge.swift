@@ -31,6 +31,8 @@ public actor Edge {
 
     /// Where the edge's figures go on `/metrics` (nil: nowhere, as in tests).
     let metrics: EdgeMetrics?
+    /// A2: the connections the client port holds (counted before the HTTP pipeline exists).
+    public nonisolated let gate: ConnectionGate
     /// Room events fanned out and deliveries written since start (for `/status`).
     private(set) var fanoutEvents = 0
     private(set) var fanoutDeliveries = 0
@@ -42,6 +44,7 @@ public actor Edge {
         self.logger = logger
         self.metrics = metrics
         refusedLogins = RateLimitedWarning(logger: logger, message: "refused client logins")
+        gate = ConnectionGate(maxTotal: settings.maxConnections, maxPerAddress: settings.maxConnectionsPerAddress)
     }
 
     /// Keeps the connection and session gauges equal to the edge's own state.

@@ -43,6 +43,16 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let edge = self.edge
+        // A2: over the node's or the address's connection cap, the connection gets 503 and nothing else.
+        let address = channel.remoteAddress?.ipAddress ?? "?"
+        guard edge.gate.admit(address) else {
+            edge.metrics?.connectionsRefused.increment()
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
+                return Value(upgradeResult: channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel), channel: channel)
+            }
+        }
+        channel.closeFuture.whenComplete { _ in edge.gate.release(address) }
         return channel.eventLoop.makeCompletedFuture {
             let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
@@ -135,3 +145,29 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         ])
     }
 }
+
+/// A2: what a connection over the caps gets once it is active: 503 with `Retry-After`, then the close.
+final class OverCapRefusal: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private var done = false
+
+    func channelActive(context: ChannelHandlerContext) {
+        refuse(context)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { refuse(context) }
+    }
+
+    private func refuse(_ context: ChannelHandlerContext) {
+        guard !done else { return }
+        done = true
+        let text = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(ByteBuffer(string: text))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // nothing it sends is read
+}
+

@@ -35,6 +35,11 @@ public struct EdgeSettings: Sendable, Hashable {
     /// head; otherwise it is closed (`RequestHeadDeadline`).
     public var requestHeadMillis: Int = 10_000
     public var keepAliveMillis: Int = 30_000
+    /// SPEC A2: client-port connections this node holds at most, in all and from one remote address (a
+    /// carrier NAT puts many phones behind one address: keep the second generous). Size the process's
+    /// descriptor limit above `maxConnections` plus the peer links and the database (docs/operations.md).
+    public var maxConnections: Int = 15_000
+    public var maxConnectionsPerAddress: Int = 2_000
     /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
     public var servesEcho = false
 

@@ -107,6 +107,25 @@ struct ProtocolFrameTests {
         #expect(big["ok"] == .bool(true))
     }
 
+    @Test("A2: connections over the per-address cap are answered 503 and closed; a slot frees when one closes")
+    func connectionsOverTheCapAreRefused() async throws {
+        var settings = EdgeSettings.testing
+        settings.maxConnectionsPerAddress = 3
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        var held = [try await server.client(), try await server.client(), try await server.client()]
+        #expect(server.edge.gate.open == 3)
+        let refused = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        let answer = try refused.readAllToEnd(timeout: .seconds(10))
+        #expect(answer.hasPrefix("HTTP/1.1 503") && answer.contains("Retry-After"), "\(answer)")
+        #expect(server.edge.gate.open == 3)
+        await held.removeLast().close()
+        try await eventually { server.edge.gate.open == 2 }
+        held.append(try await server.client())  // the freed slot is usable
+        #expect(try await held[2].call("ping")["ok"] == .bool(true))
+        for c in held { await c.close() }
+    }
+
     @Test("A2: a half-sent request head, or an idle keep-alive connection, is closed by its deadline; a WebSocket is not")
     func slowLorisIsClosed() async throws {
         var settings = EdgeSettings.testing

@@ -71,6 +71,23 @@ final class StalledClient {
         shutdown(fd, Int32(SHUT_WR))
     }
 
+    /// Reads until the server ends the connection; returns what it sent (throws if it does not end in time).
+    func readAllToEnd(timeout: Duration = .seconds(10)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        var all: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n == 0 { return String(decoding: all, as: UTF8.self) }
+            if n < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
+                return String(decoding: all, as: UTF8.self)
+            }
+            all += buffer[0..<n]
+        }
+        throw EdgeTestError.timeout("the server kept the connection open")
+    }
+
     /// Reads until the server ends the connection; returns the bytes read (throws if it does not end in time).
     func readToEnd(timeout: Duration = .seconds(10)) throws -> Int {
         let deadline = ContinuousClock.now + timeout
