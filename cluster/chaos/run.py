@@ -96,10 +96,17 @@ class Cluster:
         peers = ",".join(f"{j}={self.address(j)}:{PEER_PORT}" for j in self.ids)
         data = os.path.join(self.work, f"data-{i}")
         os.makedirs(data, exist_ok=True)
+        # Secrets from files (SPEC A5): nothing secret on a command line.
+        secret_file, app_file = os.path.join(self.work, "cluster-secret"), os.path.join(self.work, "apps")
+        for path, text in ((secret_file, self.secret), (app_file, f"{APP}:{self.app_secret}\n")):
+            if not os.path.exists(path):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.write(fd, text.encode())
+                os.close(fd)
         argv = [*netns(self.ns(i)), self.parley, "node", "--id", str(i),
                 "--listen", f"{self.address(i)}:{HTTP_PORT}", "--peer-listen", f"{self.address(i)}:{PEER_PORT}",
-                "--peers", peers, "--data", data, "--secret", self.secret, "--shards", str(SHARDS),
-                "--app", f"{APP}:{self.app_secret}"]
+                "--peers", peers, "--data", data, "--secret-file", secret_file, "--shards", str(SHARDS),
+                "--app-file", app_file]
         out = open(os.path.join(self.work, f"node-{i}.log"), "ab")
         self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.expected_exit.discard(i)
