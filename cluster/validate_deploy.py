@@ -54,9 +54,13 @@ def check_compose():
         check(env["PARLEY_LISTEN"].startswith("0.0.0.0:"), "compose: %s must listen on all interfaces" % name)
         check("/healthz" in " ".join(service["healthcheck"]["test"]), "compose: %s: health check must use /healthz" % name)
         for port in service["ports"]:
-            host = str(port).split(":")[0]
+            parts = str(port).split(":")
+            host = ":".join(parts[:-1])  # [address:]host-port
             check(host not in host_ports, "compose: host port %s published twice" % host)
             host_ports.add(host)
+            if parts[-1] == env.get("PARLEY_OPS_LISTEN", "").rsplit(":", 1)[-1]:
+                check(len(parts) == 3 and parts[0] == "127.0.0.1",
+                      "compose: %s: the operator port is published on 127.0.0.1 only (SPEC A4)" % name)
         mounts = service["volumes"]
         check(len(mounts) == 1, "compose: %s: expected one data volume" % name)
         volume, target = mounts[0].split(":")[:2]
@@ -143,6 +147,9 @@ def check_k8s():
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     check(str(ports["peer"]) == peer_port, "k8s: container peer port differs from PARLEY_PEER_LISTEN")
     check(str(ports["http"]) == env["PARLEY_LISTEN"].rsplit(":", 1)[1], "k8s: container http port differs from PARLEY_LISTEN")
+    if "PARLEY_OPS_LISTEN" in env:
+        check(str(ports.get("ops")) == env["PARLEY_OPS_LISTEN"].rsplit(":", 1)[1],
+              "k8s: container ops port differs from PARLEY_OPS_LISTEN")
     # Run the container's start command with `parley` replaced by echo, as each pod would.
     script = " ".join(container["args"])
     check("/usr/local/bin/parley node" in script, "k8s: the start command must run `parley node`")

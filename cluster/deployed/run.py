@@ -100,6 +100,7 @@ def compose_nodes(outside):
         nodes.append({"name": name, "hostname": service.get("hostname", name), "env": env,
                       "argv": entry[1:], "workdir": workdir,
                       "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]),
+                      "ops": int(env.get("PARLEY_OPS_LISTEN", env["PARLEY_LISTEN"]).rsplit(":", 1)[1]),
                       "mount": next(v.split(":", 1)[1] for v in service.get("volumes", []))})
     return nodes
 
@@ -132,7 +133,8 @@ def k8s_nodes(outside):
         host = f"{sts['metadata']['name']}-{ordinal}"
         nodes.append({"name": host, "hostname": f"{host}.{service}", "env": dict(env, HOSTNAME=host),
                       "argv": None, "command": container["command"] + container["args"], "workdir": workdir,
-                      "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]), "mount": mount})
+                      "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]),
+                      "ops": int(env.get("PARLEY_OPS_LISTEN", env["PARLEY_LISTEN"]).rsplit(":", 1)[1]), "mount": mount})
     return nodes
 
 
@@ -260,6 +262,10 @@ class Deployment:
     def url(self, i, path=""):
         return f"http://{self.nodes[i]['address']}:{self.nodes[i]['http']}{path}"
 
+    def ops(self, i, path=""):
+        """The node's operator listener (PARLEY_OPS_LISTEN, SPEC A4)."""
+        return f"http://{self.nodes[i]['address']}:{self.nodes[i]['ops']}{path}"
+
     def tail(self, lines=15):
         out = []
         for node in self.nodes:
@@ -320,7 +326,12 @@ async def smoke_and_kill(d, app_key, app_secret):
         answers = [http(d.url(i, "/readyz")) for i in range(3)]
         return True if all(s == 200 for s, _ in answers) else answers
     wait_for("every node to be ready (/readyz)", 90, all_ready)
-    status = json.loads(http(d.url(0, "/status"))[1])
+    status = json.loads(http(d.ops(0, "/status"))[1])
+    # A4: the deployment serves operator pages on their own listener and none on the client port.
+    if d.nodes[0]["ops"] != d.nodes[0]["http"]:
+        for path in ("/status", "/metrics", "/dashboard", "/status/cluster"):
+            check(http(d.url(0, path))[0] == 404, f"the client port serves {path}")
+            check(http(d.ops(0, path))[0] == 200, f"the operator port does not serve {path}")
     check(all(p["connected"] for p in status["peers"]) and len(status["peers"]) == 2, f"peers: {status['peers']}")
     check(status["meta"] and len(status["meta"]["nodes"]) == 3, f"meta registry: {status['meta']}")
     log(f"{d.layout}: formed; shards led by node 1: {sum(s['role'] == 'leader' for s in status['shards'])}")
@@ -341,28 +352,28 @@ async def smoke_and_kill(d, app_key, app_secret):
     log(f"{d.layout}: room smoke test passed (alice on {d.nodes[0]['name']}, bob on {d.nodes[1]['name']})")
 
     # kill -9 the third node: the clients on the other two keep talking; the API keeps answering.
-    placement = json.loads(http(d.url(0, f"/placement/rooms/{room}?app={app_key}"))[1])
+    placement = json.loads(http(d.ops(0, f"/placement/rooms/{room}?app={app_key}"))[1])
     d.kill9(2)
     log(f"{d.layout}: killed {d.nodes[2]['name']} (the room's shard was led by node {placement['leader']})")
     await exchange(a, b, room, "after kill")
     code, answer = signed(d.url(1), app_key, app_secret, "/v1/room/get", {"roomId": room})
     check(code == 200 and answer.get("code") == 200, f"room/get after the kill: {code} {answer}")
     wait_for("node 1 to report the killed node's link down with an error", 20,
-             lambda: True if any(p.get("lastError") for p in json.loads(http(d.url(0, "/status"))[1])["peers"]
-                                 if not p["connected"]) else json.loads(http(d.url(0, "/status"))[1])["peers"])
+             lambda: True if any(p.get("lastError") for p in json.loads(http(d.ops(0, "/status"))[1])["peers"]
+                                 if not p["connected"]) else json.loads(http(d.ops(0, "/status"))[1])["peers"])
 
     # It comes back with its data and catches up: ready, linked, and holding the messages sent without it.
     d.start(2)
     wait_for("the restarted node to be ready", 90, lambda: True if http(d.url(2, "/readyz"))[0] == 200 else http(d.url(2, "/readyz")))
     wait_for("the restarted node to reach both peers", 30,
-             lambda: True if all(p["connected"] for p in json.loads(http(d.url(2, "/status"))[1])["peers"]) else False)
+             lambda: True if all(p["connected"] for p in json.loads(http(d.ops(2, "/status"))[1])["peers"]) else False)
     c = await enter(ws[2], app_key, room, "bob", "bob-token")
     await send_until_ok(c, room, "after restart")
     await a.message("after restart")
 
     def caught_up():
         shard = placement["shard"]
-        views = [json.loads(http(d.url(i, "/status"))[1]) for i in range(3)]
+        views = [json.loads(http(d.ops(i, "/status"))[1]) for i in range(3)]
         rows = [next(s for s in v["shards"] if s["shard"] == shard) for v in views]
         commit = max(r["commit"] for r in rows)
         return True if all(r["applied"] == commit for r in rows) else rows
