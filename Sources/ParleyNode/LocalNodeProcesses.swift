@@ -108,11 +108,13 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         kill(p.processIdentifier, paused ? SIGSTOP : SIGCONT)
     }
 
-    /// A graceful stop (SIGTERM), waiting for the process to end.
-    public func stop(_ id: UInt64) {
-        guard let p = lock.withLock({ running.removeValue(forKey: id) }) else { return }
+    /// A graceful stop (SIGTERM), waiting for the process to end; its exit status (nil: it was not running).
+    @discardableResult
+    public func stop(_ id: UInt64) -> Int32? {
+        guard let p = lock.withLock({ running.removeValue(forKey: id) }) else { return nil }
         p.terminate()
         p.waitUntilExit()
+        return p.terminationStatus
     }
 
     /// Asks every node to stop (SIGTERM) without waiting.

@@ -52,7 +52,8 @@ final class LocalCluster: @unchecked Sendable {
     func kill9(_ id: UInt64) { nodes.kill9(id) }
     func pause(_ id: UInt64) { nodes.pause(id, true) }
     func resume(_ id: UInt64) { nodes.pause(id, false) }
-    func stop(_ id: UInt64) { nodes.stop(id) }
+    @discardableResult
+    func stop(_ id: UInt64) -> Int32? { nodes.stop(id) }
 
     func shutdown() async {
         nodes.killAll()
