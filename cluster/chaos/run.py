@@ -365,7 +365,7 @@ def check_schedule(cluster, workload, rooms, touched):
         if client.edge not in touched and client.closed_by_healthy_edge:
             figures["sessions_lost_silently"] += 1
             problems.append(f"{client.name}: its edge (node {client.edge}) was never faulted, yet closed the "
-                            f"connection {client.closed_by_healthy_edge} time(s)")
+                            f"connection {client.closed_by_healthy_edge} time(s); journal: {client.journal[-6:]}")
     problems += [f"crash: {c}" for c in cluster.crashes()]
     return problems, figures
 

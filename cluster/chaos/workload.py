@@ -49,7 +49,14 @@ class ChaosClient:
         except Exception:
             pass
         if ws is self.ws and not getattr(self, "closing", False):
-            self.closed_by_healthy_edge += 1 if self.connected_edge == self.edge else 0
+            # Counted against the edge only when the edge ended it (its close frame, or its end of the TCP
+            # connection), never when this side gave up.
+            received = getattr(ws, "close_rcvd", None)
+            sent = getattr(ws, "close_sent", None)
+            by_edge = received is not None or sent is None
+            if self.connected_edge == self.edge and by_edge:
+                self.closed_by_healthy_edge += 1
+                self.journal.append((round(time.time(), 2), f"closed by the edge: received {received}, sent {sent}"))
             self.must_reenter = True
         for future in self.pending.values():
             if not future.done():
@@ -88,7 +95,10 @@ class ChaosClient:
             node, url = self.urls[index]
             try:
                 self.closing = False
-                self.ws = await websockets.connect(url, open_timeout=3, close_timeout=1, max_size=4 << 20)
+                # No client pings: the client sends every 150 ms anyway, and a ping answered late because this
+                # process was starved of CPU would close the connection from this side.
+                self.ws = await websockets.connect(url, open_timeout=3, close_timeout=1, max_size=4 << 20,
+                                                   ping_interval=None)
                 self.connected_edge = node
                 self.reader = asyncio.create_task(self._read(self.ws))
                 hello = await self._call("hello", versions=[1])
@@ -146,7 +156,8 @@ class ChaosClient:
         code = (answer.get("error") or {}).get("code", 0)
         if code == 13100:
             if not self.told_since_enter:
-                self.silent_losses.append(f"13100 answered to {cmid} on node {self.connected_edge} without status lost")
+                self.silent_losses.append(f"13100 answered to {cmid} on node {self.connected_edge} without status lost "
+                                          f"({answer.get('error')}); journal: {self.journal[-6:]}")
             self.must_reenter = True
         if code in DEFINITE:
             self.refused[cmid] = code
