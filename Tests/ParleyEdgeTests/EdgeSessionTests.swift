@@ -229,7 +229,9 @@ struct EdgeSessionTests {
         let took = ContinuousClock.now - began
         let passed = codes.filter { $0 == nil }.count
         #expect(codes.allSatisfy { $0 == nil || $0 == 416 }, "\(codes)")
-        #expect(passed >= 8 && passed <= 8 + Int(took.components.seconds) + 1, "\(passed) passed in \(took)")
+        // The bucket refilled (up to its burst of 10) while hello and enter were answered, and goes on at 1 a
+        // second while the 40 are worked through.
+        #expect(passed >= 8 && passed <= 10 + Int(took.components.seconds) + 1, "\(passed) passed in \(took)")
         #expect(codes.prefix(8).allSatisfy { $0 == nil }, "the burst goes first: \(codes)")
         let delay = try #require(wait)
         #expect((1...1_000).contains(delay))  // 1 a second: under a second to the next token
