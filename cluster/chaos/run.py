@@ -52,6 +52,7 @@ CLIENT_NS = f"{PREFIX}-c"
 HTTP_PORT, PEER_PORT = 8080, 7000
 APP = "chaos"
 SHARDS = 16
+REPLICAS = 3  # the node's default replication factor
 FAULT_KINDS = ["kill-leader", "kill-follower", "pause-leader", "pause-follower", "pause-edge",
                "isolate-leader", "isolate-follower", "split", "one-way", "full-restart"]
 
@@ -173,15 +174,17 @@ class Cluster:
         return out
 
     def leaders(self):
-        """{shard: leader} for the shards whose leader a majority of the cluster names (a node still starting
-        or cut off does not hold the others back; two leaders named by a majority cannot both be)."""
+        """{shard: leader} for the shards whose leader a majority of the shard's replicas names (a shard has a
+        leader when a quorum follows it: a replica still starting, cut off or not yet told does not hold the
+        others back, and two leaders cannot both be named by a majority)."""
         seen = {}
         for status in self.statuses().values():
             for shard in status["shards"]:
                 if shard["leader"]:
                     key = (shard["shard"], shard["leader"])
                     seen[key] = seen.get(key, 0) + 1
-        return {shard: leader for (shard, leader), n in seen.items() if n >= self.size // 2 + 1}
+        quorum = min(REPLICAS, self.size) // 2 + 1
+        return {shard: leader for (shard, leader), n in seen.items() if n >= quorum}
 
     def converged(self):
         """Whether every node answers and each shard's replicas have applied the same index."""
