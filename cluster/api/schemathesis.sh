@@ -48,6 +48,10 @@ echo
 
 export SCHEMATHESIS_HOOKS=signing_hooks
 export PYTHONPATH="cluster/api${PYTHONPATH:+:$PYTHONPATH}"
+# /v1/app/setSigning is left out: a generated `requireSignedBody: true` switches the test app to CheckSum2
+# only, and every later case (signed with NIM's CheckSum by the hook) would be refused 10407 and reach no
+# endpoint. ServerAPITests covers it.
 timeout "$seconds" schemathesis run docs/openapi.yaml --url "http://127.0.0.1:$http" \
+  --exclude-path /v1/app/setSigning \
   --checks not_a_server_error,response_schema_conformance --max-examples "$examples" \
   --phases examples,coverage,fuzzing --workers 1 --seed 6 --suppress-health-check all
