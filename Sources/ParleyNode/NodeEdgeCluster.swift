@@ -67,6 +67,8 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         if order.isEmpty { order = [driver.nodeID] }
         var lastError: Error = EdgeClusterError.unavailable("no replica of shard \(shard)")
         for node in order {
+            // Checked again before each call: the node may have begun stopping while this feed waited.
+            try requireOpen()
             do {
                 let page = try await driver.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis,
                                                    at: node).get()
