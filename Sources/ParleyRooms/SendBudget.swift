@@ -24,6 +24,11 @@ public struct SendBudget: Sendable, Hashable {
         self.roomBurst = roomBurst
     }
 
+    /// The highest budgets there are: what benchmarks and load tests give their apps, which measure
+    /// replication and fan-out rather than the abuse limits.
+    public static let unlimited = SendBudget(userMessagesPerSecond: 1_000_000, userBurst: 1_000_000,
+                                             roomMessagesPerSecond: 1_000_000, roomBurst: 1_000_000)
+
     /// Rates 1 … 1,000,000 a second, bursts at least the rate and at most 1,000,000.
     public var isValid: Bool {
         let range = 1...1_000_000

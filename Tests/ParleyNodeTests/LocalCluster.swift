@@ -130,8 +130,7 @@ final class LocalCluster: @unchecked Sendable {
     /// A1: lifts the message budgets of an app's rooms on every shard, for tests that send as fast as the
     /// cluster answers (they test replication, not the abuse limits).
     func unlimitedSends(app: String) async throws {
-        let lifted = SendBudget(userMessagesPerSecond: 1_000_000, userBurst: 1_000_000,
-                                roomMessagesPerSecond: 1_000_000, roomBurst: 1_000_000)
+        let lifted = SendBudget.unlimited
         let shardMap = ShardMap(shardCount: shards)
         var done = Set<Int>()
         var n = 0
