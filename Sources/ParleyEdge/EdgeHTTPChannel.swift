@@ -124,8 +124,8 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     /// The pipeline after the upgrade (the upgrader already added the frame codec and its protocol error
-    /// handler): the idle timeout, then the socket handler. The write buffer's high water mark is the most a
-    /// connection may have unsent before it counts as too slow (1008).
+    /// handler): the frame deadline ahead of the decoder, the idle timeout, then the socket handler. The write
+    /// buffer's high water mark is the most a connection may have unsent before it counts as too slow (1008).
     static func installSocket(on channel: any Channel, mode: ClientSocketHandler.Mode, settings: EdgeSettings) throws {
         if let deadline = try? channel.pipeline.syncOperations.handler(type: RequestHeadDeadline.self) {
             channel.pipeline.syncOperations.removeHandler(deadline, promise: nil)
@@ -138,6 +138,9 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         case .chat: maxMessage = settings.maxFrameBytes
         case .echo: maxMessage = max(transportFrameLimit, settings.maxFrameBytes)
         }
+        let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
+        try channel.pipeline.syncOperations.addHandler(FrameDeadline(limit: .milliseconds(Int64(settings.frameMillis))),
+                                                       position: .before(decoder))
         try channel.pipeline.syncOperations.addHandlers([
             IdleStateHandler(readTimeout: idle),
             ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage, preHelloMessageBytes: settings.preHelloMessageBytes,

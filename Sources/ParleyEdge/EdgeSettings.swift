@@ -16,6 +16,9 @@ public struct EdgeSettings: Sendable, Hashable {
     /// answered `gapTooOld` with the newest this many, and the client pages history for the rest.
     public var maxResumeEvents: Int = 100
     public var helloDeadlineMillis: Int = 10_000
+    /// SPEC A2: a WebSocket frame must arrive whole within this many ms of its first byte, else close 1008
+    /// (`FrameDeadline`): a legitimate 64 KiB message needs 6.5 KB/s for it.
+    public var frameMillis: Int = 10_000
     /// How long one event-feed poll waits at the replica for new events.
     public var pollWaitMillis: Int = 5_000
     /// Items per `historySince` page when filling a gap or resuming.

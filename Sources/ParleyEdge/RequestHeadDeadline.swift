@@ -2,13 +2,17 @@ import NIOCore
 
 /// SPEC A2 at the front of every client-port connection, until it becomes a WebSocket: a request head must
 /// be complete (its blank line seen) within `first` of the connection opening, and the next one within
-/// `between` of the previous head. A slow-loris client that drips a head, or parks a half-sent request, or
-/// holds an idle keep-alive connection, is closed instead of holding a descriptor for ever. Bodies are
-/// read within the same `between` (the server API reads at most 256 KiB, signature first). Removed when the
-/// connection upgrades: the WebSocket has its own hello deadline and idle timeout.
-final class RequestHeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
+/// `between` of the previous head or of the last bytes the node wrote back, whichever is later (a slow
+/// answer on a loaded node does not count against the client). A slow-loris client that drips a head, or
+/// parks a half-sent request, or holds an idle keep-alive connection, is closed instead of holding a
+/// descriptor for ever. Bodies are read within the same `between` (the server API reads at most 256 KiB,
+/// signature first). Removed when the connection upgrades: the WebSocket has its own hello deadline and
+/// idle timeout.
+final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    /// Passed on untouched (never unwrapped): what the HTTP encoder writes.
+    typealias OutboundIn = IOData
 
     static let name = "parley.request-head-deadline"
 
@@ -38,6 +42,11 @@ final class RequestHeadDeadline: ChannelInboundHandler, RemovableChannelHandler 
         if Self.holdsBlankLine(bytes) { arm(between, context: context) }
         tail = Array(bytes.suffix(3))
         context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if timer != nil { arm(between, context: context) }
+        context.write(data, promise: promise)
     }
 
     private func arm(_ delay: TimeAmount, context: ChannelHandlerContext) {

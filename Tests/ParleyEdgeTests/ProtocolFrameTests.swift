@@ -116,7 +116,7 @@ struct ProtocolFrameTests {
         var held = [try await server.client(), try await server.client(), try await server.client()]
         #expect(server.edge.gate.open == 3)
         let refused = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
-        let answer = try refused.readAllToEnd(timeout: .seconds(10))
+        let answer = try await offThePool { try refused.readAllToEnd(timeout: .seconds(10)) }
         #expect(answer.hasPrefix("HTTP/1.1 503") && answer.contains("Retry-After"), "\(answer)")
         #expect(server.edge.gate.open == 3)
         await held.removeLast().close()
@@ -136,21 +136,60 @@ struct ProtocolFrameTests {
         // The slow loris: a head that never ends. Closed after the head deadline, not before.
         var began = ContinuousClock.now
         let loris = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n".utf8))
-        _ = try loris.readToEnd(timeout: .seconds(5))
+        _ = try await offThePool { try loris.readToEnd(timeout: .seconds(5)) }
         var held = ContinuousClock.now - began
         #expect(held >= .milliseconds(900) && held < .seconds(10), "held \(held)")
         // A whole request is answered; the connection then idles and is closed after the keep-alive deadline.
         began = ContinuousClock.now
         let polite = try StalledClient(port: server.port, sending: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
-        let answered = try polite.readToEnd(timeout: .seconds(15))
+        let answered = try await offThePool { try polite.readAllToEnd(timeout: .seconds(15)) }
         held = ContinuousClock.now - began
-        #expect(answered > 0, "no answer")
+        #expect(answered.hasPrefix("HTTP/1.1 404"), "no answer (\(held)): \(answered)")
         #expect(held >= .milliseconds(1_900) && held < .seconds(12), "held \(held)")
         // A WebSocket outlives both deadlines (it has hello's and the idle timeout instead).
         let client = try await server.client()
         try await Task.sleep(for: .milliseconds(2_500))
         #expect(try await client.call("ping")["ok"] == .bool(true))
         await client.close()
+    }
+
+    @Test("A2: a frame not whole within frameMillis of its first byte is closed 1008; a slow frame in time is served")
+    func aDrippedFrameIsClosed() async throws {
+        var settings = EdgeSettings.testing
+        settings.frameMillis = 1_500
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        // A member announces a 1 MiB frame (the most the decoder would buffer) and drips it a byte every 100 ms,
+        // so the idle timeout never fires.
+        let dripper = try StalledClient(port: server.port, receiveBuffer: 65_536)
+        try dripper.send(json: ["id": 1, "op": "hello", "versions": [1]])
+        _ = try await offThePool { try dripper.read(until: #""id":1"#) }
+        let length: [UInt8] = (0..<8).map { UInt8(truncatingIfNeeded: (1 << 20) >> (8 * (7 - $0))) }
+        let began = ContinuousClock.now
+        try dripper.send(bytes: [0x81, 0x80 | 127] + length + [1, 2, 3, 4] + Array(repeating: 0x20, count: 100))
+        var refusedAfter: Duration?
+        while ContinuousClock.now - began < .seconds(8) {
+            try await Task.sleep(for: .milliseconds(100))
+            do { try dripper.send(bytes: [0x20]) } catch { refusedAfter = ContinuousClock.now - began; break }
+        }
+        let refused = try #require(refusedAfter, "the dripped frame was held for 8 s")
+        #expect(refused >= .milliseconds(1_500), "closed before the deadline: \(refused)")
+        let rest = try await offThePool { try dripper.readBytesToEnd() }
+        let close1008: [UInt8] = [0x88, 16, 0x03, 0xF0]
+        #expect(rest.indices.contains { rest[$0...].starts(with: close1008) }, "no close 1008 in \(rest)")
+
+        // A 20 KB message in two halves 500 ms apart (within the deadline), then 2 s later another: served.
+        let slow = try StalledClient(port: server.port, receiveBuffer: 65_536)
+        try slow.send(json: ["id": 1, "op": "hello", "versions": [1]])
+        _ = try await offThePool { try slow.read(until: #""id":1"#) }
+        let ping = StalledClient.maskedTextFrame(Array(#"{"id": 7, "op": "ping", "pad": "\#(String(repeating: "z", count: 20_000))"}"#.utf8))
+        try slow.send(bytes: Array(ping[..<10_000]))
+        try await Task.sleep(for: .milliseconds(500))
+        try slow.send(bytes: Array(ping[10_000...]))
+        _ = try await offThePool { try slow.read(until: #""id":7"#) }
+        try await Task.sleep(for: .milliseconds(2_000))
+        try slow.send(json: ["id": 8, "op": "ping"])
+        _ = try await offThePool { try slow.read(until: #""id":8"#) }
     }
 
     @Test("a client that stops reading is dropped once its unsent bytes pass maxQueuedBytes; a reading one is not")
@@ -176,7 +215,7 @@ struct ProtocolFrameTests {
         }
         try await eventually { await server.edge.counts.connections == 1 }
         #expect(sent < 2000)
-        #expect(try stalled.readToEnd() > 0)  // what the kernel held, then the end of the connection
+        #expect(try await offThePool { try stalled.readToEnd() } > 0)  // what the kernel held, then the end of the connection
         // The reading client got every message, in order.
         for i in 0..<sent {
             let m = try await reader.event("message", timeout: .seconds(10))

@@ -5,7 +5,9 @@ import Glibc
 
 /// A WebSocket client on a plain blocking socket that sends what it is told and reads only when asked: with a
 /// small receive buffer and no reads it is the client that stops reading (the bounded-outbox test).
-final class StalledClient {
+/// Its reads block: call them through `offThePool`, so that two tests waiting at once do not hold both of a
+/// 2-core machine's concurrency threads while the server's own tasks need one.
+final class StalledClient: @unchecked Sendable {
     private let fd: Int32
 
     init(port: Int, receiveBuffer: Int32 = 4096) throws {
@@ -52,7 +54,11 @@ final class StalledClient {
 
     /// Sends one masked text frame.
     func send(json object: [String: Any]) throws {
-        let payload = Array(try JSONSerialization.data(withJSONObject: object))
+        try write(Self.maskedTextFrame(Array(try JSONSerialization.data(withJSONObject: object))))
+    }
+
+    /// A client's text frame (masked) holding `payload` (under 64 KiB).
+    static func maskedTextFrame(_ payload: [UInt8]) -> [UInt8] {
         var frame: [UInt8] = [0x81]
         if payload.count < 126 {
             frame.append(0x80 | UInt8(payload.count))
@@ -63,7 +69,12 @@ final class StalledClient {
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
-        try write(frame)
+        return frame
+    }
+
+    /// Sends `bytes` as they are (a frame cut anywhere, say).
+    func send(bytes: [UInt8]) throws {
+        try write(bytes)
     }
 
     /// Half-closes: the client's end sends FIN (as a process that exits does), no WebSocket close frame.
@@ -71,17 +82,40 @@ final class StalledClient {
         shutdown(fd, Int32(SHUT_WR))
     }
 
-    /// Reads until the server ends the connection; returns what it sent (throws if it does not end in time).
-    func readAllToEnd(timeout: Duration = .seconds(10)) throws -> String {
+    /// Reads what has arrived, waiting until `text` is among it (throws if it never comes).
+    func read(until text: String, timeout: Duration = .seconds(10)) throws -> String {
         let deadline = ContinuousClock.now + timeout
         var all: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while ContinuousClock.now < deadline {
             let n = recv(fd, &buffer, buffer.count, 0)
-            if n == 0 { return String(decoding: all, as: UTF8.self) }
+            if n == 0 { break }
             if n < 0 {
                 if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
-                return String(decoding: all, as: UTF8.self)
+                break
+            }
+            all += buffer[0..<n]
+            if String(decoding: all, as: UTF8.self).contains(text) { return String(decoding: all, as: UTF8.self) }
+        }
+        throw EdgeTestError.timeout("never read \(text)")
+    }
+
+    /// Reads until the server ends the connection; returns what it sent (throws if it does not end in time).
+    func readAllToEnd(timeout: Duration = .seconds(10)) throws -> String {
+        String(decoding: try readBytesToEnd(timeout: timeout), as: UTF8.self)
+    }
+
+    /// Reads until the server ends the connection; returns the bytes it sent (throws if it does not end in time).
+    func readBytesToEnd(timeout: Duration = .seconds(10)) throws -> [UInt8] {
+        let deadline = ContinuousClock.now + timeout
+        var all: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n == 0 { return all }
+            if n < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
+                return all
             }
             all += buffer[0..<n]
         }
@@ -112,5 +146,12 @@ final class StalledClient {
             guard n > 0 else { throw EdgeTestError.unexpected("send() failed") }
             sent += n
         }
+    }
+}
+
+/// Runs a blocking `body` on a thread of its own and waits for it without holding a concurrency thread.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }

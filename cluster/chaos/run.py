@@ -472,6 +472,8 @@ def main():
     parser.add_argument("--schedules", type=int, default=10)
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100000,
                         help="schedule i runs with seed SEED*1000+i")
+    parser.add_argument("--first", type=int, default=0,
+                        help="start at schedule FIRST (to finish a long run that was cut short)")
     parser.add_argument("--replay", type=int, help="run only the schedule with this seed")
     parser.add_argument("--load-seconds", type=float, default=24)
     parser.add_argument("--recovery-bound", type=float, default=10.0,
@@ -484,7 +486,7 @@ def main():
     if not shutil.which("nft"):
         sys.exit("chaos needs nft (apt-get install nftables)")
     args.parley = os.path.abspath(args.parley)
-    seeds = [args.replay] if args.replay is not None else [args.seed * 1000 + i for i in range(args.schedules)]
+    seeds = [args.replay] if args.replay is not None else [args.seed * 1000 + i for i in range(args.first, args.schedules)]
     deadline = time.time() + args.budget_minutes * 60
     results = []
     for seed in seeds:

@@ -1,0 +1,60 @@
+import NIOCore
+import NIOWebSocket
+
+/// SPEC A2 on an upgraded WebSocket: every frame must arrive whole within `limit` of its first byte. The
+/// frame decoder holds a frame's bytes until the last one (up to `EdgeSettings.transportFrameLimit`, 1 MiB),
+/// and the idle timeout is reset by any byte: without this a client could announce a 1 MiB frame and drip
+/// it for ever, holding the buffer. A late frame gets close 1008 and the connection ends. Sits just ahead of
+/// the frame decoder, so it sees every byte the decoder sees (also what arrived with the upgrade request),
+/// and reads only frame lengths (`FrameBoundary`).
+final class FrameDeadline: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let limit: TimeAmount
+    private var boundary = FrameBoundary()
+    private var timer: Scheduled<Void>?
+
+    init(limit: TimeAmount) {
+        self.limit = limit
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let (began, finished) = boundary.consume(unwrapInboundIn(data).readableBytesView)
+        if finished {
+            timer?.cancel()
+            timer = nil
+        } else if began > 0 || timer == nil {
+            // A new frame is open at the end of this read: its own clock starts now.
+            arm(context: context)
+        }
+        context.fireChannelRead(data)
+    }
+
+    private func arm(context: ChannelHandlerContext) {
+        timer?.cancel()
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: limit) {
+            // Toward the socket through the frame encoder (ahead of this handler), past everything that waits
+            // on the frame the decoder still holds.
+            let context = bound.value
+            let channel = context.channel
+            var reason = channel.allocator.buffer(capacity: 16)
+            reason.write(webSocketErrorCode: .policyViolation)
+            reason.writeString("frame too slow")
+            let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)
+            context.writeAndFlush(NIOAny(close)).whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}
