@@ -40,9 +40,10 @@ def check_compose():
     with open(path) as f:
         raw = f.read()
     compose = yaml.safe_load(raw)
-    services = compose["services"]
-    check(len(services) == 3, "compose: expected 3 services, found %d" % len(services))
+    services = {k: v for k, v in compose["services"].items() if "PARLEY_ID" in (v.get("environment") or {})}
+    check(len(services) == 3, "compose: expected 3 node services, found %d" % len(services))
     named_volumes = set((compose.get("volumes") or {}).keys())
+    tls_volume = check_compose_certs(compose, services, named_volumes)
     ids, peer_lists, host_ports, volumes = {}, [], set(), set()
     for name, service in services.items():
         env = service["environment"]
@@ -61,10 +62,18 @@ def check_compose():
             if parts[-1] == env.get("PARLEY_OPS_LISTEN", "").rsplit(":", 1)[-1]:
                 check(len(parts) == 3 and parts[0] == "127.0.0.1",
                       "compose: %s: the operator port is published on 127.0.0.1 only (SPEC A4)" % name)
-        mounts = service["volumes"]
+        mounts = [m for m in service["volumes"] if m.split(":")[0] != tls_volume]
         check(len(mounts) == 1, "compose: %s: expected one data volume" % name)
         volume, target = mounts[0].split(":")[:2]
         check(target == env["PARLEY_DATA"], "compose: %s: the volume must be mounted at PARLEY_DATA" % name)
+        tls_mount = next((m for m in service["volumes"] if m.split(":")[0] == tls_volume), "")
+        check(tls_mount.endswith(":ro"), "compose: %s: the certificates must be mounted read-only" % name)
+        tls_dir = tls_mount.split(":")[1]
+        for key in ("PARLEY_PEER_TLS_CERT", "PARLEY_PEER_TLS_KEY", "PARLEY_PEER_TLS_CA"):
+            check(str(env.get(key, "")).startswith(tls_dir + "/"),
+                  "compose: %s: %s must name a file in %s (mutual TLS on the peer port, SPEC A3)" % (name, key, tls_dir))
+        check(env["PARLEY_PEER_TLS_KEY"] == "%s/%s.key" % (tls_dir, name),
+              "compose: %s: its key must be the one peer-certs makes for it" % name)
         check(volume in named_volumes, "compose: %s: volume %s is not a named volume" % (name, volume))
         check(volume not in volumes, "compose: volume %s shared by two nodes" % volume)
         volumes.add(volume)
@@ -77,6 +86,24 @@ def check_compose():
     check(set(peers) == set(ids.values()), "compose: PARLEY_PEERS lists nodes that are not services")
     print("compose: 3 services, ids %s, identical peers %s, volumes %s: ok"
           % (sorted(ids.values()), ",".join("%d=%s" % kv for kv in sorted(peers.items())), sorted(volumes)))
+
+
+def check_compose_certs(compose, nodes, named_volumes):
+    """The one-shot service that makes the peer certificates: runs cluster/peer-certs.sh for every node into a
+    named volume the nodes mount, and every node waits for it. Returns that volume's name."""
+    makers = [(n, s) for n, s in compose["services"].items()
+              if "parley-peer-certs" in " ".join(s.get("entrypoint") or [])]
+    check(len(makers) == 1, "compose: expected one service running parley-peer-certs")
+    name, maker = makers[0]
+    args = maker["entrypoint"] + (maker.get("command") or [])
+    check(sorted(args[2:]) == sorted(nodes), "compose: %s must make a certificate for each node: %s" % (name, args[2:]))
+    volume, target = maker["volumes"][0].split(":")[:2]
+    check(volume in named_volumes and target == args[1], "compose: %s must write into a named volume" % name)
+    for node, service in nodes.items():
+        condition = (service.get("depends_on") or {}).get(name, {}).get("condition")
+        check(condition == "service_completed_successfully", "compose: %s must wait for %s" % (node, name))
+    print("compose: %s makes the peer certificates of %s into volume %s: ok" % (name, ",".join(sorted(nodes)), volume))
+    return volume
 
 
 def docker_compose_config():
@@ -142,6 +169,15 @@ def check_k8s():
             env.update(secrets[name]["stringData"])
     check(len(env["PARLEY_SECRET"]) >= 8, "k8s: the secret must be at least 8 bytes")
     check(mounts[claims[0]["metadata"]["name"]] == env["PARLEY_DATA"], "k8s: the claim must be mounted at PARLEY_DATA")
+    # Mutual TLS on the peer port (SPEC A3): the three files from a mounted Secret.
+    secret_volumes = {v["name"]: v["secret"]["secretName"] for v in spec["template"]["spec"].get("volumes", [])
+                      if "secret" in v}
+    tls_mounts = [m for m in container["volumeMounts"] if m["name"] in secret_volumes]
+    check(len(tls_mounts) == 1 and tls_mounts[0].get("readOnly"), "k8s: expected one read-only Secret mount (peer TLS)")
+    for key, file in (("PARLEY_PEER_TLS_CERT", "tls.crt"), ("PARLEY_PEER_TLS_KEY", "tls.key"), ("PARLEY_PEER_TLS_CA", "ca.crt")):
+        check(env.get(key) == "%s/%s" % (tls_mounts[0]["mountPath"], file),
+              "k8s: %s must be %s/%s (the Secret %s)" % (key, tls_mounts[0]["mountPath"], file,
+                                                          secret_volumes[tls_mounts[0]["name"]]))
     peers = parse_peers(env["PARLEY_PEERS"])
     peer_port = env["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}

@@ -96,6 +96,9 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     public var uptimeSeconds: Double
     public var httpAddress: String
     public var peerAddress: String
+    /// Whether the peer port speaks mutual TLS (`--peer-tls-*`); false: cleartext h2, for one host or a
+    /// private network only (docs/operations.md, Security).
+    public var peerEncrypted: Bool
     public var shardCount: Int
     public var healthy: Bool
     public var peers: [Peer]
@@ -124,12 +127,14 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     }
 
     public init(node: UInt64, version: String, uptimeSeconds: Double, httpAddress: String, peerAddress: String,
-                shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard], meta: Meta?, edge: Edge? = nil) {
+                peerEncrypted: Bool = false, shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard], meta: Meta?,
+                edge: Edge? = nil) {
         self.node = node
         self.version = version
         self.uptimeSeconds = uptimeSeconds
         self.httpAddress = httpAddress
         self.peerAddress = peerAddress
+        self.peerEncrypted = peerEncrypted
         self.shardCount = shardCount
         self.healthy = healthy
         self.peers = peers

@@ -126,6 +126,7 @@ public struct ServerAPI: Sendable {
     }
 
     private func answer(_ endpoint: Endpoint, _ request: Request, _ context: some RequestContext) async -> Response {
+        var bodyRead = false
         do {
             let signature = try RequestSignature { name in
                 let wanted = name.lowercased()
@@ -139,6 +140,7 @@ public struct ServerAPI: Sendable {
             }
             try signature.verifyHeaders(secret: app.secret, now: now, requireSignedBody: app.requiresSignedBody)
             let body = try await readBody(request, headersProveTheSender: signature.checkSum != nil)
+            bodyRead = true
             try signature.verifyBody(secret: app.secret, method: request.method.rawValue, path: request.uri.path,
                                      body: Array(body.readableBytesView))
             // Recorded only for a request that verified, so a forger cannot fill the ledger.
@@ -152,9 +154,10 @@ public struct ServerAPI: Sendable {
             refusals.record(error, appKey: request.headers.first { $0.name.canonicalName == "appkey" }?.value,
                             path: request.uri.path)
             var response = Self.failure(error)
-            // A caller that failed authentication gets no second request on this connection, and what it
-            // has not sent of its body is not waited for.
-            if error.status == .unauthorized || error.code == APIErrorCode.staleCurTime.rawValue {
+            // A caller that failed authentication, or whose body was not read, gets no second request on this
+            // connection, and what it has not sent of its body is not waited for: the edge closes the
+            // connection once this answer is written (`ClosingAnswer`).
+            if !bodyRead || error.status == .unauthorized || error.code == APIErrorCode.staleCurTime.rawValue {
                 response.headers[.connection] = "close"
             }
             return response

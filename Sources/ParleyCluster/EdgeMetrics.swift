@@ -8,6 +8,9 @@ import Metrics
 /// - `parley_edge_fanout_events_total`: room events this edge received to fan out (one per event).
 /// - `parley_edge_requests_over_budget_total`: client requests refused 416 by the per-connection budget (A1).
 /// - `parley_edge_connections_refused_total`: client-port connections refused 503 by the caps (A2).
+/// - `parley_edge_closes_total{reason}`: WebSockets the edge dropped without waiting for a close handshake:
+///   `tooSlow` (the client stopped reading: `maxQueuedBytes` unsent), `frameTooSlow` (a frame not whole within
+///   `frameMillis`, A2).
 public final class EdgeMetrics: Sendable {
     /// `increment()` when a connection opens, `decrement()` when it closes.
     public let connections: Meter
@@ -21,6 +24,8 @@ public final class EdgeMetrics: Sendable {
     /// `parley_edge_auth_failures_total{reason}`: refused logins (badToken, tokenExpired, tokenRevoked,
     /// unknownApp, throttled).
     private let authFailures: [String: Counter]
+    private let closes: [String: Counter]
+    public static let closeReasons = ["tooSlow", "frameTooSlow"]
     public static let authFailureReasons = ["badToken", "tokenExpired", "tokenRevoked", "unknownApp", "throttled"]
 
     public init(factory: any MetricsFactory) {
@@ -35,6 +40,13 @@ public final class EdgeMetrics: Sendable {
             failures[reason] = Counter(label: "parley_edge_auth_failures_total", dimensions: [("reason", reason)], factory: factory)
         }
         authFailures = failures
+        closes = Dictionary(uniqueKeysWithValues: Self.closeReasons.map {
+            ($0, Counter(label: "parley_edge_closes_total", dimensions: [("reason", $0)], factory: factory))
+        })
+    }
+
+    public func closed(_ reason: String) {
+        closes[reason]?.increment()
     }
 
     public func authFailed(_ reason: String) {

@@ -261,6 +261,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
             guard context.channel.isWritable else {
                 failed = true
                 closeSent = true
+                if case .chat(let edge) = mode { edge.metrics?.closed("tooSlow") }
                 context.write(wrapOutboundOut(Self.closeFrame((1008, "too slow"))), promise: nil)
                 context.close(promise: nil)
                 return

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOWebSocket
+import ParleyCluster
 
 /// The node's HTTP port: plain HTTP/1.1 requests go to the application's router (Hummingbird); an upgrade to
 /// `/ws` (and `/ws/echo` when `EdgeSettings.servesEcho` is on) becomes a `ClientSocketHandler` on the
@@ -77,6 +78,7 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
                         try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
+                        try channel.pipeline.syncOperations.addHandler(ClosingAnswer())
                         let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                         return upgradeAttempted.value ? .failedUpgrade(asyncChannel) : .notUpgraded(asyncChannel)
@@ -139,8 +141,11 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         case .echo: maxMessage = max(transportFrameLimit, settings.maxFrameBytes)
         }
         let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
-        try channel.pipeline.syncOperations.addHandler(FrameDeadline(limit: .milliseconds(Int64(settings.frameMillis))),
-                                                       position: .before(decoder))
+        let metrics: EdgeMetrics?
+        if case .chat(let edge) = mode { metrics = edge.metrics } else { metrics = nil }
+        try channel.pipeline.syncOperations.addHandler(
+            FrameDeadline(limit: .milliseconds(Int64(settings.frameMillis)), expired: { metrics?.closed("frameTooSlow") }),
+            position: .before(decoder))
         try channel.pipeline.syncOperations.addHandlers([
             IdleStateHandler(readTimeout: idle),
             ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage, preHelloMessageBytes: settings.preHelloMessageBytes,

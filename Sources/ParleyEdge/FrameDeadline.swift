@@ -12,11 +12,14 @@ final class FrameDeadline: ChannelInboundHandler {
     typealias InboundOut = ByteBuffer
 
     private let limit: TimeAmount
+    private let expired: @Sendable () -> Void
     private var boundary = FrameBoundary()
     private var timer: Scheduled<Void>?
 
-    init(limit: TimeAmount) {
+    /// `expired` is called when a frame runs out of time (to count it).
+    init(limit: TimeAmount, expired: @escaping @Sendable () -> Void = {}) {
         self.limit = limit
+        self.expired = expired
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -45,7 +48,9 @@ final class FrameDeadline: ChannelInboundHandler {
     private func arm(context: ChannelHandlerContext) {
         timer?.cancel()
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let expired = self.expired
         timer = context.eventLoop.scheduleTask(in: limit) {
+            expired()
             // Toward the socket through the frame encoder (ahead of this handler), past everything that waits
             // on the frame the decoder still holds.
             let context = bound.value

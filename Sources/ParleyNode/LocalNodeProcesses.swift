@@ -14,6 +14,8 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         public var extraArguments: [String] = []
         /// Operator listeners (`--ops-listen`), one port per node; empty serves them on the HTTP port.
         public var opsPorts: [Int] = []
+        /// Set in every node's environment on top of this process's own (a test's clock shift, say).
+        public var environment: [String: String] = [:]
 
         public init(count: Int, httpPorts: [Int], peerPorts: [Int], dataDirectory: String, secret: String, shards: Int) {
             precondition(httpPorts.count == count && peerPorts.count == count)
@@ -70,6 +72,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         let p = Process()
         p.executableURL = executable
         p.arguments = arguments(for: id)
+        if !layout.environment.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(layout.environment) { _, set in set }
+        }
         if let log {
             try FileManager.default.createDirectory(at: log.deletingLastPathComponent(), withIntermediateDirectories: true)
             if !FileManager.default.fileExists(atPath: log.path) {

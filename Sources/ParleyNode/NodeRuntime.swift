@@ -96,7 +96,11 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let watching = Task { await self.watchElections() }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
+            "peerTLS": "\(config.peerTLS != nil)",
         ])
+        if config.peerTLS == nil, !["127.0.0.1", "::1", "localhost"].contains(config.peerListen.host) {
+            logger.warning("the peer port is cleartext h2 on a network address: run it on a private network only, or give --peer-tls-cert, --peer-tls-key and --peer-tls-ca (docs/operations.md, Security)")
+        }
         let router = Router()
         // SPEC A4: operator pages on their own listener when one is set; probes on both.
         let opsRouter = config.opsListen == nil ? router : Router()
@@ -244,7 +248,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         }
         return NodeStatusReport(
             node: config.id, version: ParleyNodeVersion.string, uptimeSeconds: Date().timeIntervalSince(started),
-            httpAddress: "\(config.listen)", peerAddress: "\(config.peerListen)", shardCount: config.shardCount,
+            httpAddress: "\(config.listen)", peerAddress: "\(config.peerListen)", peerEncrypted: config.peerTLS != nil,
+            shardCount: config.shardCount,
             healthy: driver.failure == nil,
             peers: links.map { link in
                 .init(id: link.peer, address: config.peers[link.peer].map { "\($0)" } ?? "",

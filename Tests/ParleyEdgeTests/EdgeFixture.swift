@@ -1,4 +1,5 @@
 import Foundation
+import ParleyCluster
 import ParleyEdge
 import ParleyRooms
 
@@ -6,14 +7,15 @@ import ParleyRooms
 enum Fixture {
     static let app = "demo"
 
-    static func server(limits: RoomLimits = RoomLimits(), settings: EdgeSettings = .testing) async throws -> EdgeServer {
+    static func server(limits: RoomLimits = RoomLimits(), settings: EdgeSettings = .testing,
+                       metrics: EdgeMetrics? = nil) async throws -> EdgeServer {
         let cluster = InProcessCluster(limits: limits)
         cluster.addApp(app)
         for user in ["alice", "bob", "carol"] {
             cluster.addUser(appKey: app, account: user, token: "t-\(user)")
         }
         try await cluster.createRoom("r1", creator: "alice")
-        return try await EdgeServer.start(cluster: cluster, settings: settings)
+        return try await EdgeServer.start(cluster: cluster, settings: settings, metrics: metrics)
     }
 
     static func auth(_ account: String, mode: String = "independent") -> [String: Any] {

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ParleyCluster
 import ParleyEdge
 import ServiceLifecycle
 import Synchronization
@@ -15,10 +16,11 @@ final class EdgeServer: Sendable {
     private let group: ServiceGroup
     private let running: Task<Void, any Error>
 
-    static func start(cluster: InProcessCluster = InProcessCluster(), settings: EdgeSettings = .testing) async throws -> EdgeServer {
+    static func start(cluster: InProcessCluster = InProcessCluster(), settings: EdgeSettings = .testing,
+                      metrics: EdgeMetrics? = nil) async throws -> EdgeServer {
         var logger = Logger(label: "edge-test")
         logger.logLevel = .warning
-        let edge = Edge(cluster: cluster, settings: settings, logger: logger)
+        let edge = Edge(cluster: cluster, settings: settings, logger: logger, metrics: metrics)
         let bound = LockedBox<Int?>(nil)
         let app = Application(
             router: Router(),

@@ -1,6 +1,8 @@
 import Foundation
+import ParleyCluster
 import ParleyEdge
 import ParleyRooms
+import Prometheus
 import Testing
 
 /// The envelope: hello, heartbeat, malformed frames and size limits (docs/protocol.md).
@@ -157,7 +159,9 @@ struct ProtocolFrameTests {
     func aDrippedFrameIsClosed() async throws {
         var settings = EdgeSettings.testing
         settings.frameMillis = 1_500
-        let server = try await Fixture.server(settings: settings)
+        let registry = PrometheusCollectorRegistry()
+        let server = try await Fixture.server(settings: settings,
+                                              metrics: EdgeMetrics(factory: PrometheusMetricsFactory(registry: registry)))
         defer { Task { await server.stop() } }
         // A member announces a 1 MiB frame (the most the decoder would buffer) and drips it a byte every 100 ms,
         // so the idle timeout never fires.
@@ -177,6 +181,7 @@ struct ProtocolFrameTests {
         let rest = try await offThePool { try dripper.readBytesToEnd() }
         let close1008: [UInt8] = [0x88, 16, 0x03, 0xF0]
         #expect(rest.indices.contains { rest[$0...].starts(with: close1008) }, "no close 1008 in \(rest)")
+        #expect(registry.text.contains(#"parley_edge_closes_total{reason="frameTooSlow"} 1"#), "\(registry.text)")
 
         // A 20 KB message in two halves 500 ms apart (within the deadline), then 2 s later another: served.
         let slow = try StalledClient(port: server.port, receiveBuffer: 65_536)
@@ -196,7 +201,9 @@ struct ProtocolFrameTests {
     func slowConsumer() async throws {
         var settings = EdgeSettings.testing
         settings.maxQueuedBytes = 16 << 10
-        let server = try await Fixture.server(settings: settings)
+        let registry = PrometheusCollectorRegistry()
+        let server = try await Fixture.server(settings: settings,
+                                              metrics: EdgeMetrics(factory: PrometheusMetricsFactory(registry: registry)))
         defer { Task { await server.stop() } }
         let reader = try await server.client()
         try await reader.enter("carol")
@@ -222,6 +229,7 @@ struct ProtocolFrameTests {
             #expect(m["data"]?["body"]?.string?.hasPrefix("\(i) ") == true)
         }
         #expect(await server.edge.counts.sessions == 1)
+        #expect(registry.text.contains(#"parley_edge_closes_total{reason="tooSlow"} 1"#), "\(registry.text)")
     }
 
     @Test("idle timeout closes 1001 and ends the connection's sessions (exit proposed)")
@@ -248,5 +256,14 @@ func eventually(seconds: Double = 5, _ condition: () async -> Bool) async throws
     while !(await condition()) {
         guard ContinuousClock.now < deadline else { throw EdgeTestError.timeout("condition never held") }
         try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+extension PrometheusCollectorRegistry {
+    /// What `/metrics` would show.
+    var text: String {
+        var buffer: [UInt8] = []
+        emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
     }
 }

@@ -25,7 +25,7 @@ final class LocalCluster: @unchecked Sendable {
     private let clientTLS: PeerTLS?
 
     init(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
-         opsListeners: Bool = false) throws {
+         opsListeners: Bool = false, environment: [String: String] = [:]) throws {
         self.shards = shards
         self.clientTLS = clientTLS
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
@@ -35,6 +35,7 @@ final class LocalCluster: @unchecked Sendable {
                                                dataDirectory: directory.path,
                                                secret: "integration-secret-\(UUID().uuidString.prefix(8))", shards: shards)
         layout.extraArguments = extraArguments
+        layout.environment = environment
         if opsListeners { layout.opsPorts = Array(ports[(2 * size)...]) }
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
@@ -255,9 +256,10 @@ final class LocalCluster: @unchecked Sendable {
 
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
 func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
-                      opsListeners: Bool = false, _ body: (LocalCluster) async throws -> Void) async throws {
+                      opsListeners: Bool = false, environment: [String: String] = [:],
+                      _ body: (LocalCluster) async throws -> Void) async throws {
     let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS,
-                                   opsListeners: opsListeners)
+                                   opsListeners: opsListeners, environment: environment)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {

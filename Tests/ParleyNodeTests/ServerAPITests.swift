@@ -19,14 +19,7 @@ import ParleyRooms
     private func withAPICluster(_ body: (LocalCluster) async throws -> Void) async throws {
         try await withLocalCluster(extraArguments: ["--app", "\(Self.appKey):\(Self.secret)"]) { cluster in
             try cluster.startAll()
-            // Ready when every node answers a signed read: the app is in meta and the room's shard has a leader.
-            try await cluster.eventually("the API to answer on every node", seconds: 30) {
-                for id in cluster.ids {
-                    guard let a = try? await api.post(cluster.http(id), "/v1/room/get", ["roomId": "probe"]),
-                          a.status == 404 else { return false }
-                }
-                return true
-            }
+            try await cluster.waitForSignedAPI(api)
             try await body(cluster)
         }
     }

@@ -38,3 +38,17 @@ struct SignedAPIClient {
         return Answer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, json: json)
     }
 }
+
+extension LocalCluster {
+    /// Waits until every node answers a signed read: the app is in meta and the probe room's shard has a leader.
+    func waitForSignedAPI(_ api: SignedAPIClient, seconds: Double = 30) async throws {
+        try await eventually("the API to answer on every node", seconds: seconds) {
+            for id in ids {
+                guard let a = try? await api.post(http(id), "/v1/room/get", ["roomId": "probe"]), a.status == 404 else {
+                    return false
+                }
+            }
+            return true
+        }
+    }
+}

@@ -72,6 +72,7 @@ class ChaosClient:
             self.gaps.append((data["fromSeq"], data["toSeq"]))
             self.last_seq = max(self.last_seq or 0, data["toSeq"])
         elif kind == "status" and data.get("status") == "lost":
+            self.journal.append((round(time.time(), 2), f"told lost on node {self.connected_edge}"))
             self.told_lost += 1
             self.told_since_enter = True
             self.must_reenter = True
@@ -109,6 +110,9 @@ class ChaosClient:
                 resume_from = self.last_seq  # replayed events may arrive before this coroutine sees the answer
                 if resume_from is not None:
                     fields["lastSeq"] = resume_from
+                # So can a `status: lost` that ends the new session at once (its edge's lease ran out while the
+                # enter was in flight): the reader counts it before this coroutine resumes, and it must stand.
+                lost_before = self.told_lost
                 entered = await self._call("enter", **fields)
                 if not entered.get("ok"):
                     raise ConnectionError(f"enter: {entered}")
@@ -121,8 +125,9 @@ class ChaosClient:
                 self.journal.append((round(time.time(), 2), f"entered on node {node} lastSeq={resume_from} "
                                      f"resumed={data.get('resumed')} gapTooOld={data.get('gapTooOld')} "
                                      f"replayFrom={data.get('replayFromSeq')}"))
-                self.must_reenter = False
-                self.told_since_enter = False
+                told = self.told_lost > lost_before
+                self.must_reenter = told
+                self.told_since_enter = told
                 # Back to its own edge first next time: a client prefers the address it was given.
                 self.attempt = 0
                 return True

@@ -56,7 +56,7 @@ def log(*words):
 def image_user():
     """The runtime user of docker/Dockerfile: `useradd ... --uid N ... NAME`."""
     text = open(os.path.join(ROOT, "docker/Dockerfile")).read()
-    m = re.search(r"useradd\b[^\n]*?--uid\s+(\d+)[^\n]*?\s(\w+)\s*$", text, re.M)
+    m = re.search(r"useradd\b[^\n]*?--uid\s+(\d+)[^\n]*?\s(\w+)\s*\\?\s*$", text, re.M)
     check(m, "docker/Dockerfile: no `useradd --uid N NAME` line")
     user_line = re.search(r"^USER\s+(\S+)", text, re.M)
     check(user_line and user_line.group(1) == m.group(2), "docker/Dockerfile must run as the user it creates")
@@ -88,25 +88,47 @@ def interpolate(value, outside):
     return re.sub(r"\$\{(\w+)(?:(:[-?])([^}]*))?\}", one, str(value))
 
 
-def compose_nodes(outside):
-    """[(service, hostname, env)] from docker/compose.yaml, with the image's ENV under it."""
+def compose_nodes(outside, user, work):
+    """[(service, hostname, env)] from docker/compose.yaml, with the image's ENV under it. The one-shot service
+    that makes the peer certificates runs first, as compose runs it: its entrypoint (the image's copy of
+    cluster/peer-certs.sh), as the image's user, into a folder that stands for its volume; the nodes get
+    that folder at the path their volume line gives."""
     doc = yaml.safe_load(open(os.path.join(ROOT, "docker/compose.yaml")))
     base, entry, workdir = image_env()
+    volumes = {}  # named volume → the folder standing for it
+    for name, service in sorted(doc["services"].items()):
+        if "PARLEY_ID" in (service.get("environment") or {}):
+            continue
+        volume, target = service["volumes"][0].split(":")[:2]
+        volumes[volume] = os.path.join(work, f"volume-{volume}")
+        os.makedirs(volumes[volume], mode=0o700)
+        os.chown(volumes[volume], user.pw_uid, user.pw_gid)
+        script = os.path.join(ROOT, "cluster/peer-certs.sh")
+        check(service["entrypoint"][0] == "/usr/local/bin/parley-peer-certs", f"compose: {name} runs {service['entrypoint']}")
+        args = [volumes[volume] if a == target else a for a in service["entrypoint"][1:] + (service.get("command") or [])]
+        sh("setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "sh", script, *args)
+        log(f"compose: {name} made the peer certificates for {', '.join(args[1:])}")
     nodes = []
     for name, service in sorted(doc["services"].items()):
+        if "PARLEY_ID" not in (service.get("environment") or {}):
+            continue
         env = dict(base)
         for key, value in (service.get("environment") or {}).items():
             env[key] = interpolate(value, outside)
+        lines = [v.split(":") for v in service.get("volumes", [])]
+        data = next(target for volume, target, *_ in lines if volume not in volumes)
         nodes.append({"name": name, "hostname": service.get("hostname", name), "env": env,
                       "argv": entry[1:], "workdir": workdir,
                       "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]),
                       "ops": int(env.get("PARLEY_OPS_LISTEN", env["PARLEY_LISTEN"]).rsplit(":", 1)[1]),
-                      "mount": next(v.split(":", 1)[1] for v in service.get("volumes", []))})
+                      "mount": data, "extra_mounts": [(volumes[v], t) for v, t, *_ in lines if v in volumes]})
     return nodes
 
 
-def k8s_nodes(outside):
-    """The StatefulSet's pods: ConfigMap + Secret environment, its start command, DNS names."""
+def k8s_nodes(outside, user, work):
+    """The StatefulSet's pods: ConfigMap + Secret environment, its start command, DNS names, and the peer TLS
+    Secret an operator makes with cluster/peer-certs.sh (cluster/k8s/peer-tls.example.yaml), mounted where the
+    pods mount it with its keys as file names."""
     docs = {}
     for file in ("configmap.yaml", "secret.example.yaml", "statefulset.yaml", "services.yaml"):
         for doc in yaml.safe_load_all(open(os.path.join(ROOT, "cluster/k8s", file))):
@@ -127,6 +149,21 @@ def k8s_nodes(outside):
                 env[key] = outside[key]
     service = sts["spec"]["serviceName"]
     mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "data")
+    secret_volumes = {v["name"] for v in pod.get("volumes", []) if "secret" in v}
+    extra = []
+    for m in container["volumeMounts"]:
+        if m["name"] in secret_volumes:
+            made = os.path.join(work, "peer-tls-made")
+            os.makedirs(made, mode=0o700)
+            sh("sh", os.path.join(ROOT, "cluster/peer-certs.sh"), made, "parley-peer")
+            secret = os.path.join(work, f"secret-{m['name']}")
+            os.makedirs(secret, mode=0o750)
+            for source, key in (("parley-peer.pem", "tls.crt"), ("parley-peer.key", "tls.key"), ("ca.pem", "ca.crt")):
+                shutil.copy(os.path.join(made, source), os.path.join(secret, key))
+                os.chown(os.path.join(secret, key), 0, user.pw_gid)  # defaultMode 0440 + fsGroup, as the pod sees it
+                os.chmod(os.path.join(secret, key), 0o440)
+            os.chown(secret, 0, user.pw_gid)
+            extra.append((secret, m["mountPath"]))
     check(pod["securityContext"]["runAsUser"] == image_user()[1], "the StatefulSet's runAsUser is the image's user")
     nodes = []
     for ordinal in range(sts["spec"]["replicas"]):
@@ -134,7 +171,8 @@ def k8s_nodes(outside):
         nodes.append({"name": host, "hostname": f"{host}.{service}", "env": dict(env, HOSTNAME=host),
                       "argv": None, "command": container["command"] + container["args"], "workdir": workdir,
                       "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]),
-                      "ops": int(env.get("PARLEY_OPS_LISTEN", env["PARLEY_LISTEN"]).rsplit(":", 1)[1]), "mount": mount})
+                      "ops": int(env.get("PARLEY_OPS_LISTEN", env["PARLEY_LISTEN"]).rsplit(":", 1)[1]), "mount": mount,
+                      "extra_mounts": extra})
     return nodes
 
 
@@ -227,12 +265,20 @@ class Deployment:
         else:
             command = [self.parley] + node["argv"]
         mount = node["mount"]
-        if not os.path.exists(mount):
-            os.makedirs(mount)
-            MADE_MOUNT_POINTS.append(mount)
+        for target in [mount] + [t for _, t in node.get("extra_mounts", [])]:
+            missing = []
+            while not os.path.exists(target):
+                missing.append(target)
+                target = os.path.dirname(target)
+            for path in reversed(missing):
+                os.mkdir(path)
+                MADE_MOUNT_POINTS.insert(0, path)  # deepest first when they are removed
         # In the namespace's own mount namespace (ip netns exec makes one): the user's folder at the path
-        # the image uses, then drop to the image's user and exec the node (the pid is the node's).
-        script = ('mount --bind "$2" "$1" && cd "$1" && shift 3 && '
+        # the image uses (and the certificates where the deployment mounts them, read-only), then drop to the
+        # image's user and exec the node (the pid is the node's).
+        binds = "".join(f'mount --bind "{source}" "{target}" && mount -o remount,bind,ro "{target}" && '
+                        for source, target in node.get("extra_mounts", []))
+        script = (binds + 'mount --bind "$2" "$1" && cd "$1" && shift 3 && '
                   'exec setpriv --reuid="$UID_" --regid="$GID_" --init-groups --reset-env env -i "$@"')
         argv = [*netns(node["ns"]), "env", f"UID_={self.user.pw_uid}", f"GID_={self.user.pw_gid}", "sh", "-c", script,
                 "sh", mount, node["data"], "--", *[f"{k}={v}" for k, v in sorted(env.items())], *command]
@@ -289,7 +335,7 @@ def node_processes_run_as(user, deployment):
 def run_cluster(layout, parley, user, work):
     app_key, app_secret = "deploytest", secrets.token_hex(16)
     outside = {"PARLEY_SECRET": secrets.token_hex(32), "PARLEY_APPS": f"{app_key}:{app_secret}"}
-    nodes = compose_nodes(outside) if layout == "compose" else k8s_nodes(outside)
+    nodes = compose_nodes(outside, user, work) if layout == "compose" else k8s_nodes(outside, user, work)
     check(len(nodes) == 3, f"{layout}: expected 3 nodes, found {len(nodes)}")
     deployment = Deployment(parley, user, layout, nodes, work)
     hosts = [(n["ns"], n["address"], [n["hostname"]] + ([n["name"]] if n["name"] != n["hostname"] else []))
@@ -321,6 +367,35 @@ def run_cluster(layout, parley, user, work):
     log(f"{layout}: passed")
 
 
+def peer_port_refuses_strangers(address, port):
+    """A cleartext HTTP/2 client (the preface) gets no SETTINGS frame, and a TLS client without a certificate
+    is refused in the handshake or at its first read."""
+    import socket
+    import ssl
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+    with socket.create_connection((address, port), timeout=5) as s:
+        s.sendall(preface)
+        try:
+            reply = s.recv(64)
+        except OSError:
+            reply = b""
+        check(not (len(reply) >= 4 and reply[3] == 4), f"the peer port answered cleartext h2: {reply!r}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    refused = False
+    with socket.create_connection((address, port), timeout=5) as s:
+        try:
+            with context.wrap_socket(s) as t:
+                t.sendall(preface)
+                refused = t.recv(64) == b""
+        except (ssl.SSLError, OSError):
+            refused = True
+    check(refused, "the peer port served a TLS client without a certificate")
+    log(f"the peer port {address}:{port} refuses cleartext h2 and TLS without a client certificate")
+
+
 async def smoke_and_kill(d, app_key, app_secret):
     def all_ready():
         answers = [http(d.url(i, "/readyz")) for i in range(3)]
@@ -333,6 +408,10 @@ async def smoke_and_kill(d, app_key, app_secret):
             check(http(d.url(0, path))[0] == 404, f"the client port serves {path}")
             check(http(d.ops(0, path))[0] == 200, f"the operator port does not serve {path}")
     check(all(p["connected"] for p in status["peers"]) and len(status["peers"]) == 2, f"peers: {status['peers']}")
+    # A3: the deployment's peer port speaks mutual TLS, and says so; cleartext h2 and TLS without a client
+    # certificate get nothing.
+    check(status.get("peerEncrypted") is True, f"{d.layout}: /status says the peer port is not encrypted")
+    peer_port_refuses_strangers(d.nodes[0]["address"], int(d.nodes[0]["env"]["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]))
     check(status["meta"] and len(status["meta"]["nodes"]) == 3, f"meta registry: {status['meta']}")
     log(f"{d.layout}: formed; shards led by node 1: {sum(s['role'] == 'leader' for s in status['shards'])}")
 

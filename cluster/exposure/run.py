@@ -12,7 +12,11 @@ measures its resident memory (VmRSS) and whether it closes what it should:
   3. 1,000 WebSocket connections that each hold an unfinished message (fragments without FIN, before hello),
      against 1,000 that only upgraded: the messages cost under 10 MB in all; all are closed by the hello
      deadline (10 s).
-  4. A lastSeq-0 anonymous enter into a room of 3,000 messages replays no more than the bound (100).
+  4. 500 signed-API requests with a wrong signature, each with a body just under 256 KiB (250 signed with
+     NIM's CheckSum, refused on the headers alone; 250 with CheckSum2 only, whose body must be read to check
+     it): each is answered (401, or 429 past the bound on bodies read unverified) and closed within a few
+     seconds, and together they cost the node a few MB (issue 24: +160 MB and open after 63 s before).
+  5. A lastSeq-0 anonymous enter into a room of 3,000 messages replays no more than the bound (100).
 Bounded in count and time; stops by itself; prints 'N passed, N failed'.
 """
 import argparse
@@ -121,6 +125,53 @@ async def continuation_flood(port, megabytes=48):
     gone = await closed_by_peer(reader, 3)
     writer.close()
     return sent, gone
+
+
+async def bad_signature_bodies(port, app_key, count=500, size=250 << 10):
+    """`count` connections at once, each sending a signed-API head with a wrong signature and a body of `size`
+    bytes as fast as the node takes it; returns [(status, seconds until the node ended the connection)]."""
+    async def one(i):
+        now = str(int(time.time()))
+        sign = (f"CheckSum: {'0' * 40}\r\n" if i % 2 == 0 else f"CheckSum2: {'0' * 64}\r\n")
+        head = (f"POST /v1/room/get HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAppKey: {app_key}\r\n"
+                f"Nonce: bad-{i}-{secrets.token_hex(4)}\r\nCurTime: {now}\r\n{sign}Content-Length: {size}\r\n\r\n")
+        started = time.time()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return 0, None
+        body = b"{" + b" " * (size - 2) + b"}"
+        status = 0
+
+        async def send():
+            try:
+                writer.write(head.encode())
+                for offset in range(0, size, 32 << 10):
+                    writer.write(body[offset:offset + (32 << 10)])
+                    await writer.drain()
+            except (ConnectionError, OSError):
+                pass
+        sender = asyncio.create_task(send())
+        answer = b""
+        try:
+            while True:
+                data = await asyncio.wait_for(reader.read(65536), 30)
+                if not data:
+                    break
+                answer += data
+        except (ConnectionError, OSError):
+            pass
+        except asyncio.TimeoutError:
+            sender.cancel()
+            writer.close()
+            return status, None
+        ended = time.time() - started
+        sender.cancel()
+        writer.close()
+        if answer.startswith(b"HTTP/1.1 "):
+            status = int(answer[9:12])
+        return status, ended
+    return await asyncio.wait_for(asyncio.gather(*[one(i) for i in range(count)]), 120)
 
 
 async def websocket(port, path="/ws"):
@@ -306,6 +357,20 @@ def main():
               f"RSS {base_rss} → {idle_rss} (+1,000 idle) → {hoard_rss} KiB (+1,000 holding 3.9 KB each): "
               f"the messages cost {messages} KiB")
         check("every connection without hello is closed by the hello deadline", ws_closed == 2000, f"{ws_closed}/2000 closed")
+
+        before = settle_rss(pid)
+        refused = asyncio.run(bad_signature_bodies(http_ports[0], app_key))
+        after = settle_rss(pid)
+        statuses = {}
+        for status, _ in refused:
+            statuses[status] = statuses.get(status, 0) + 1
+        ended = sorted(t for _, t in refused if t is not None)
+        check("500 bad-signature bodies are each refused (401, or 429 past the unverified-body bound)",
+              set(statuses) <= {401, 429} and statuses.get(401, 0) >= 250, f"statuses {statuses}")
+        check("500 bad-signature bodies are each closed within 10 s", len(ended) == 500 and ended[-1] < 10,
+              f"{len(ended)}/500 ended; median {ended[len(ended) // 2] if ended else 0:.2f} s, "
+              f"slowest {ended[-1] if ended else 0:.2f} s")
+        check("500 bad-signature bodies cost little", after - before < 16 << 10, f"RSS {before} → {after} KiB")
 
         for account, token in (("filler", "filler-token"),):
             signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": token})
