@@ -27,6 +27,8 @@ final class PeerLink: @unchecked Sendable {
         var backoff: (initial: TimeAmount, max: TimeAmount) = (.milliseconds(50), .seconds(2))
         /// Told when an established connection to the peer breaks.
         var onDown: @Sendable (NodeID) -> Void = { _ in }
+        /// Told when the peer accepts this node's Raft stream on a new connection (it is reachable again).
+        var onUp: @Sendable (NodeID) -> Void = { _ in }
         /// `parley_transport_dropped_batches_total{peer}`: counts what `dropped` counts, for /metrics.
         var droppedMetric: Counter
         /// `parley_transport_connect_failures_total{peer}`: failed connection attempts and refused streams.
@@ -48,6 +50,10 @@ final class PeerLink: @unchecked Sendable {
     private var nextCallID: UInt64 = 0
     private var pendingCalls: [UInt64: (promise: EventLoopPromise<PeerResponse>, deadline: NIODeadline)] = [:]
     static let callTimeout: TimeAmount = .seconds(10)
+    /// A peer that does not accept a TCP connection within this long is tried again (at once): under the
+    /// kernel's first SYN retransmission (1 s), so a dial made just before a partition heals is not left
+    /// waiting for the second one.
+    static let connectTimeout: TimeAmount = .milliseconds(900)
     /// Fails calls past their deadline once a second (one timer per link, not one per call).
     private var deadlineSweep: RepeatedTask?
     /// Call frames made during this loop tick, written as one DATA frame when the tick's work is done, and
@@ -211,7 +217,7 @@ final class PeerLink: @unchecked Sendable {
         // so that no one "adds" it at the wrong level again.
         ClientBootstrap(group: loop)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(2))
+            .connectTimeout(Self.connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
@@ -239,7 +245,9 @@ final class PeerLink: @unchecked Sendable {
                     promise.fail(PeerLinkError.unavailable(self.peer))
                     self.troubled(connecting: true, PeerLinkError.describe(error))
                     self.failWaiters()
-                    self.retryLater()
+                    // An attempt that timed out has waited already (a partition drops the SYN): dial again
+                    // at once, so a healed link is back within about a connect timeout, not after a backoff.
+                    self.retryLater(promptly: PeerLinkError.isTimeout(error))
                 }
             }
     }
@@ -276,6 +284,7 @@ final class PeerLink: @unchecked Sendable {
     /// The peer accepted this node's Raft stream (its credentials): the link is up.
     fileprivate func accepted() {
         report(health.up(at: .now()))
+        settings.onUp(peer)
     }
 
     /// The peer answered a stream with a status other than 200 (401: it does not share our secret).
@@ -362,10 +371,10 @@ final class PeerLink: @unchecked Sendable {
         retryLater()
     }
 
-    private func retryLater() {
+    private func retryLater(promptly: Bool = false) {
         guard !closed else { return }
-        let delay = backoff
-        backoff = min(backoff * 2, settings.backoff.max)
+        let delay = promptly ? settings.backoff.initial : backoff
+        if !promptly { backoff = min(backoff * 2, settings.backoff.max) }
         retryScheduled = true
         loop.scheduleTask(in: delay) {
             self.retryScheduled = false
@@ -429,6 +438,15 @@ enum PeerLinkError: Error, Equatable {
             return "connect timed out after \(t.nanoseconds / 1_000_000) ms"
         }
         return "\(error)"
+    }
+
+    /// Whether a connection attempt failed by timing out (rather than being refused or reset).
+    static func isTimeout(_ error: any Error) -> Bool {
+        if case ChannelError.connectTimeout? = error as? ChannelError { return true }
+        if let e = error as? NIOConnectionError {
+            return e.connectionErrors.contains { if case ChannelError.connectTimeout? = $0.error as? ChannelError { true } else { false } }
+        }
+        return false
     }
 }
 

@@ -62,6 +62,7 @@ public final class PeerTransport: Sendable {
     private let server: Channel
     private let links: NIOLockedValueBox<[NodeID: PeerLink]> = NIOLockedValueBox([:])
     private let onPeerDown: @Sendable (NodeID) -> Void
+    private let onPeerUp: @Sendable (NodeID) -> Void
     private let answers = PendingAnswers()
     private let metrics: any MetricsFactory
     private let logger: Logger
@@ -77,12 +78,14 @@ public final class PeerTransport: Sendable {
                 onRaft: @escaping @Sendable (NodeID, [RaftEnvelope]) -> Void,
                 onRequest: @escaping @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>,
                 onPeerDown: @escaping @Sendable (NodeID) -> Void = { _ in },
+                onPeerUp: @escaping @Sendable (NodeID) -> Void = { _ in },
                 metrics: any MetricsFactory = NOOPMetricsHandler.instance,
                 logger: Logger = Logger(label: "parley.transport")) async throws {
         self.config = config
         self.metrics = metrics
         self.logger = logger
         self.onPeerDown = onPeerDown
+        self.onPeerUp = onPeerUp
         self.group = group
         auth = PeerAuth(secret: config.secret)
         let refusals = PeerRefusalLog(logger: logger, metrics: metrics)
@@ -125,6 +128,7 @@ public final class PeerTransport: Sendable {
                                          settings: .init(nodeID: config.nodeID, auth: auth, tls: clientTLS,
                                                          queueLimitBytes: config.queueLimitBytes,
                                                          maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown,
+                                                         onUp: onPeerUp,
                                                          droppedMetric: Counter(label: Self.droppedMetric,
                                                                                 dimensions: [("peer", "\(id)")],
                                                                                 factory: metrics),

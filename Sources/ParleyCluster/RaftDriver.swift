@@ -91,6 +91,13 @@ public final class RaftDriver: @unchecked Sendable {
         }
     }
 
+    public func peerReachable(_ peer: NodeID) {
+        loop.execute {
+            self.host.peerReachable(peer)
+            self.scheduleReady()
+        }
+    }
+
     func scheduleReady() {
         guard !readyScheduled else { return }
         readyScheduled = true

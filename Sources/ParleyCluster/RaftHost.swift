@@ -328,6 +328,12 @@ public final class RaftHost {
         due.markAll()
     }
 
+    /// A link to `peer` came (back) up: groups that lost their leader campaign now (`RawNode.reportReachable`).
+    public func peerReachable(_ peer: NodeID) {
+        for g in groups { g.raft.reportReachable(peer) }
+        due.markAll()
+    }
+
     private func nextProposalID() -> ProposalID {
         nextSequence += 1
         return ProposalID(node: config.nodeID, boot: config.boot, sequence: nextSequence)

@@ -58,7 +58,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                 }
                 return ref.driver?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))
             },
-            onPeerDown: { peer in ref.driver?.peerUnreachable(peer) }, metrics: metrics.factory, logger: logger)
+            onPeerDown: { peer in ref.driver?.peerUnreachable(peer) },
+            onPeerUp: { peer in ref.driver?.peerReachable(peer) }, metrics: metrics.factory, logger: logger)
         var peers: [NodeID: (host: String, port: Int)] = [:]
         for (id, address) in config.peers where id != config.id { peers[id] = (address.host, address.port) }
         await transport.setPeers(peers)

@@ -74,6 +74,17 @@ extension Raft {
         if pr.state == .replicate { pr.becomeProbe() }
     }
 
+    /// The transport reached `pid` again (a partition healed, the peer came back). A replica that knows no
+    /// leader and shares its group with `pid` starts a pre-election now rather than at its next election
+    /// timeout, so a group that lost its quorum has a leader within a round trip or two of the heal instead
+    /// of up to two election timeouts later. Only with pre-vote: a peer that still hears from a leader
+    /// refuses the pre-vote, so this never raises a term or deposes anyone.
+    func reportReachable(_ pid: NodeID) {
+        guard preVote, role != .leader, lead == 0, pid != id, tracker.progress[pid] != nil else { return }
+        wake(notifyLeader: false)
+        hup(.preElection)
+    }
+
     func reportSnapshot(_ pid: NodeID, success: Bool) {
         guard role == .leader, let pr = tracker.progress[pid], pr.state == .snapshot else { return }
         if !success { pr.pendingSnapshot = 0 }

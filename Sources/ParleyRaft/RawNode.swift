@@ -82,6 +82,11 @@ public final class RawNode {
         raft.reportUnreachable(id)
     }
 
+    /// The transport reached peer `id` again: a replica without a leader campaigns (pre-vote) at once.
+    public func reportReachable(_ id: NodeID) {
+        raft.reportReachable(id)
+    }
+
     /// Reports the outcome of a snapshot transfer driven by the application (chunked transfers inside
     /// the core finish by themselves).
     public func reportSnapshot(_ id: NodeID, success: Bool) {

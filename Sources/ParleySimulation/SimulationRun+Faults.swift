@@ -19,11 +19,24 @@ extension SimulationRun {
         case .oneWay: cutOneWay()
         case .heal:
             if !blocked.isEmpty { note("heal all links") }
-            blocked.removeAll()
+            try healAll()
         case .crash: crashSomeone()
         case .crashLeader: crashSomeone(leaderOnly: true)
         case .membership: try changeMembership()
         case .transfer: try transferLeadership()
+        }
+    }
+
+    /// Restores every cut link. Each running node whose link to a peer comes back is told the peer is
+    /// reachable, as the real transport does when a connection is accepted again (in a fixed order: the
+    /// run stays a function of its seed).
+    func healAll() throws {
+        let healed = blocked.sorted { ($0.from, $0.to) < ($1.from, $1.to) }
+        blocked.removeAll()
+        for link in healed {
+            guard let node = nodes[link.from] else { continue }
+            node.raw.reportReachable(link.to)
+            try drain(link.from)
         }
     }
 

@@ -116,7 +116,7 @@ final class SimulationRun {
     private func quietPeriod() throws {
         faultsActive = false
         workloadActive = false
-        blocked.removeAll()
+        try healAll()
         tornCrashPending.removeAll()
         note("quiet period: healed, restarting \(downDisks.keys.sorted())")
         for id in downDisks.keys.sorted() { try restart(id) }

@@ -93,6 +93,29 @@ import Testing
         #expect(net.node(3).status.softState.leader == 1)
     }
 
+    @Test("issue 16: a replica without a leader campaigns as soon as a peer is reachable again, not at its next timeout")
+    func aLeaderlessReplicaCampaignsWhenAPeerIsReachable() throws {
+        let net = try TestNetwork(voters: [1, 2, 3])
+        net.campaign(1)
+        let term = net.term(1)
+        for id in net.ids { net.isolate(id) }
+        net.tickAll(100)  // the leader steps down (check-quorum); every pre-vote fails
+        #expect(net.leader() == nil)
+        #expect(net.ids.allSatisfy { net.node($0).status.softState.leader == 0 })
+        net.heal()
+        net.deliverAll()  // nothing moves before the next election timeout…
+        #expect(net.leader() == nil)
+        net.node(2).reportReachable(3)  // …unless the transport says a peer is back
+        net.deliverAll()
+        #expect(net.leader() == 2)
+        #expect(net.term(2) == term + 1)
+        // A replica that knows its leader does nothing (no pre-vote, no new term).
+        net.node(3).reportReachable(1)
+        net.deliverAll()
+        #expect(net.leader() == 2)
+        for id in net.ids { #expect(net.term(id) == term + 1) }
+    }
+
     @Test("DESIGN-I1: without pre-vote a rejoining node bumps the term and forces a new election (contrast)")
     func withoutPreVoteTermInflates() throws {
         let net = try TestNetwork(voters: [1, 2, 3]) { $0.preVote = false; $0.checkQuorum = false }

@@ -67,6 +67,8 @@ import Testing
             // The host's transport notices a dead peer, or a client request reaches a node.
             case 4: net.node(id).reportUnreachable(NodeID(rng.next(upperBound: 3) + 1))
             case 5: net.node(id).readIndex(payload(rng.next(upperBound: 1 << 30)))
+            // …or a peer it lost is reachable again (a leaderless replica campaigns at once).
+            case 6: net.node(id).reportReachable(NodeID(rng.next(upperBound: 3) + 1))
             default: break
             }
         }
