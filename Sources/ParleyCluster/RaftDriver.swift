@@ -224,7 +224,7 @@ public final class RaftDriver: @unchecked Sendable {
     private func attempt(_ request: ForwardedCommand, _ deadline: NIODeadline) -> EventLoopFuture<ApplyOutcome> {
         // A1: a client's message is budgeted where its room's commands converge, the leader's driver; a
         // follower here would pass it on inside Raft, past the budget, so it goes to the leader by call.
-        if request.isBudgeted, let leader = host.leader(of: request.shard), leader != nodeID {
+        if request.isBudgeted, let leader = host.leader(of: request.shard), leader != nodeID, !budgetIsOff(request) {
             return route(commandRoute(request, held: false), deadline, firstNode: leader)
         }
         let held = host.leader(of: request.shard) != nil
@@ -239,6 +239,12 @@ public final class RaftDriver: @unchecked Sendable {
                                             firstAnswer: Self.answer(result)))
         }
         return promise.futureResult
+    }
+
+    /// Whether the room's app has no send budget (`SendBudget.unlimited`), as this node's replica knows it.
+    private func budgetIsOff(_ request: ForwardedCommand) -> Bool {
+        guard case .sendMessage(let m) = request.command else { return false }
+        return host.sendBudget(shard: request.shard, roomId: m.roomId).isUnlimited
     }
 
     private func commandRoute(_ request: ForwardedCommand, held: Bool) -> GroupRoute<ApplyOutcome> {
@@ -272,9 +278,9 @@ public final class RaftDriver: @unchecked Sendable {
                              then completion: @escaping ProposalCompletion) {
         loop.preconditionInEventLoop()
         if request.isBudgeted, host.isLeader(of: request.shard), case .sendMessage(let m) = request.command,
-           case .session(let sender) = request.actor,
-           let wait = throttle.admit(roomId: m.roomId, userId: sender.userId,
-                                     budget: host.sendBudget(shard: request.shard, roomId: m.roomId), now: Self.now()) {
+           case .session(let sender) = request.actor, case let budget = host.sendBudget(shard: request.shard, roomId: m.roomId),
+           !budget.isUnlimited,
+           let wait = throttle.admit(roomId: m.roomId, userId: sender.userId, budget: budget, now: Self.now()) {
             sendsOverBudget += 1
             host.countOverBudget(request.command)
             return completion(.success(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: [])))

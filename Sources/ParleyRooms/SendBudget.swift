@@ -24,10 +24,14 @@ public struct SendBudget: Sendable, Hashable {
         self.roomBurst = roomBurst
     }
 
-    /// The highest budgets there are: what benchmarks and load tests give their apps, which measure
-    /// replication and fan-out rather than the abuse limits.
+    /// The highest budgets there are, which turn the check off: what benchmarks and load tests give their
+    /// apps, which measure replication and fan-out rather than the abuse limits.
     public static let unlimited = SendBudget(userMessagesPerSecond: 1_000_000, userBurst: 1_000_000,
                                              roomMessagesPerSecond: 1_000_000, roomBurst: 1_000_000)
+
+    /// No limit at all (`unlimited`): no bucket is kept, and a replica that is not the room's leader passes
+    /// the message on inside Raft like any command instead of calling the leader to be budgeted.
+    public var isUnlimited: Bool { self == .unlimited }
 
     /// Rates 1 … 1,000,000 a second, bursts at least the rate and at most 1,000,000.
     public var isValid: Bool {

@@ -35,4 +35,14 @@ import ParleyRooms
         throttle.dropIdle(now: SendThrottle.idleMillis + 1)
         #expect(throttle.count == 0)
     }
+
+    /// The highest budgets are "no limit": the leader keeps no bucket and a follower need not call the leader
+    /// (RaftDriver passes such messages on inside Raft); any lower budget, the default among them, is a limit.
+    @Test func A1_onlyTheHighestBudgetsTurnTheCheckOff() {
+        #expect(SendBudget.unlimited.isUnlimited)
+        #expect(!SendBudget().isUnlimited)
+        var almost = SendBudget.unlimited
+        almost.roomBurst = 999_999
+        #expect(!almost.isUnlimited)
+    }
 }
