@@ -228,6 +228,7 @@ final class PeerLink: @unchecked Sendable {
                         streamConfiguration: PeerTransport.streamConfiguration) { stream in
                             stream.eventLoop.makeSucceededVoidFuture()
                         }
+                    try channel.pipeline.syncOperations.addHandler(PeerHeartbeat())
                     promise.succeed(mux)
                 }
             }

@@ -124,12 +124,18 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         let old = try #require(await cluster.leader(ofShard: shard))
         cluster.kill9(old)
         let killedAt = Date()
+        // When the leader appeared is known to within one poll: the poll that saw it started after it did
+        // or ran while it did. A poll of /status on a machine running the whole suite can itself take most
+        // of a second, which is the test's time, not the election's.
+        var lastPollStart = killedAt
         try await cluster.eventually("a new leader", seconds: 10) {
+            lastPollStart = Date()
             guard let l = await cluster.leader(ofShard: shard) else { return false }
             return l != old
         }
-        let elapsed = Date().timeIntervalSince(killedAt)
-        #expect(elapsed < 2.0, "new leader after \(elapsed)s")
+        let seen = Date().timeIntervalSince(killedAt)
+        let elected = lastPollStart.timeIntervalSince(killedAt)
+        #expect(elected < 2.0, "new leader after about \(elected) s (seen at \(seen) s)")
         let survivor = cluster.ids.first { $0 != old }!
         for i in 0..<20 {
             let out = try await cluster.submit(.sendMessage(SendMessage(roomId: room, body: "after-\(i)")), room: room,

@@ -28,6 +28,7 @@ JSON (docs/reliability.md quotes them).
 """
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import os
 import random
@@ -162,15 +163,29 @@ class Cluster:
         code, body = http(self.url(i, "/status"), timeout=timeout)
         return json.loads(body) if code == 200 else None
 
-    def statuses(self):
-        """{node: /status} of the running, unpaused nodes that answer."""
+    def statuses(self, timeout=1):
+        """{node: /status} of the running, unpaused nodes that answer, asked all at once (one slow node must
+        not delay the others: the recovery time is read off these)."""
+        live = [i for i in self.ids
+                if i not in self.paused and i in self.procs and self.procs[i].poll() is None]
+        if not live:
+            return {}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(live)) as pool:
+            answers = dict(zip(live, pool.map(lambda i: self.status(i, timeout=timeout), live)))
+        return {i: status for i, status in answers.items() if status is not None}
+
+    def edge_closes(self):
+        """{(node, reason): n} of the WebSockets each node's edge dropped without a handshake (too slow a
+        reader, too slow a frame), read off /metrics before the nodes stop."""
         out = {}
         for i in self.ids:
             if i in self.paused or i not in self.procs or self.procs[i].poll() is not None:
                 continue
-            status = self.status(i, timeout=1)
-            if status is not None:
-                out[i] = status
+            code, text = http(self.url(i, "/metrics"), timeout=2)
+            for line in text.splitlines() if code == 200 else []:
+                if line.startswith("parley_edge_closes_total{") and not line.endswith(" 0"):
+                    reason = line.split('reason="', 1)[1].split('"', 1)[0]
+                    out[f"node {i} {reason}"] = int(float(line.rsplit(" ", 1)[1]))
         return out
 
     def leaders(self):
@@ -178,7 +193,7 @@ class Cluster:
         leader when a quorum follows it: a replica still starting, cut off or not yet told does not hold the
         others back, and two leaders cannot both be named by a majority)."""
         seen = {}
-        for status in self.statuses().values():
+        for status in self.statuses(timeout=0.5).values():
             for shard in status["shards"]:
                 if shard["leader"]:
                     key = (shard["shard"], shard["leader"])
@@ -396,12 +411,21 @@ async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
             cluster.start(i)
     healed = time.time()
     recovery = None
+    missing_since_1s = set()
     while time.time() - healed < 60:
         leaders = await asyncio.to_thread(cluster.leaders)
         if all(shard in leaders for shard in range(SHARDS)):
             recovery = time.time() - healed
             break
+        if time.time() - healed > 1:
+            missing_since_1s.update(shard for shard in range(SHARDS) if shard not in leaders)
         await asyncio.sleep(0.1)
+    if missing_since_1s:
+        views = await asyncio.to_thread(cluster.statuses)
+        log(f"  shards without a majority-named leader 1 s after the heal: {sorted(missing_since_1s)}; now: "
+            + "; ".join(f"node {i}: " + ",".join(f"{s['shard']}:{s['role'][0]}{s['leader']}/t{s['term']}"
+                                               for s in v["shards"] if s["shard"] in missing_since_1s)
+                        for i, v in sorted(views.items())))
     await load
     await workload.drain(seconds=30)
     await workload.close()
@@ -437,12 +461,15 @@ def one_schedule(args, seed):
             wait_for("every node to be ready", 90, lambda: _guard(ready))
             workload, rooms, touched, problems, recovery = asyncio.run(
                 run_schedule(cluster, schedule, args.load_seconds, args.recovery_bound))
+            edge_closes = cluster.edge_closes()
         finally:
             leave_namespace(home)
         cluster.stop_all()
         checked, figures = check_schedule(cluster, workload, rooms, touched)
         problems += checked
-        result.update(figures, recovery=recovery, problems=problems,
+        if edge_closes and any("closed the connection" in p for p in problems):
+            problems.append(f"edges' own drops (parley_edge_closes_total): {edge_closes}")
+        result.update(figures, recovery=recovery, problems=problems, edge_closes=edge_closes,
                       reconnects=sum(c.reconnects for c in workload.clients),
                       told_lost=sum(c.told_lost for c in workload.clients))
     except Failure as failure:
