@@ -10,7 +10,7 @@ import Metrics
 /// - `parley_edge_connections_refused_total`: client-port connections refused 503 by the caps (A2).
 /// - `parley_edge_closes_total{reason}`: WebSockets the edge dropped without waiting for a close handshake:
 ///   `tooSlow` (the client stopped reading: `maxQueuedBytes` unsent), `frameTooSlow` (a frame not whole within
-///   `frameMillis`, A2).
+///   `frameMillis`, A2), `error` (the connection's pipeline failed: a reset, a write error; logged).
 public final class EdgeMetrics: Sendable {
     /// `increment()` when a connection opens, `decrement()` when it closes.
     public let connections: Meter
@@ -25,7 +25,7 @@ public final class EdgeMetrics: Sendable {
     /// unknownApp, throttled).
     private let authFailures: [String: Counter]
     private let closes: [String: Counter]
-    public static let closeReasons = ["tooSlow", "frameTooSlow"]
+    public static let closeReasons = ["tooSlow", "frameTooSlow", "error"]
     public static let authFailureReasons = ["badToken", "tokenExpired", "tokenRevoked", "unknownApp", "throttled"]
 
     public init(factory: any MetricsFactory) {

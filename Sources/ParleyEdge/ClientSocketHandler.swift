@@ -137,7 +137,12 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // WebSocket protocol errors (too large, fragmented control frames) were answered with a close by
         // `WebSocketProtocolErrorHandler`; anything else ends the connection.
-        if !(error is NIOWebSocketError) { context.close(promise: nil) }
+        guard !(error is NIOWebSocketError) else { return }
+        if case .chat(let edge) = mode {
+            edge.metrics?.closed("error")
+            edge.connectionErrors.happened(["error": "\(error)", "remote": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
+        }
+        context.close(promise: nil)
     }
 
     // MARK: Reading

@@ -16,6 +16,9 @@ public actor Edge {
     /// Failed logins per address and account (issue 24), and the rate-limited log of them.
     var loginThrottle = LoginThrottle()
     let refusedLogins: RateLimitedWarning
+    /// Client connections the edge closed because their pipeline failed (a reset, a write error): counted
+    /// (`parley_edge_closes_total{reason="error"}`) and logged at most every 10 s.
+    let connectionErrors: RateLimitedWarning
     /// Where frames for each event loop's connections wait for that loop (one drain and flush per burst).
     nonisolated let outboxes = LoopOutboxes()
     var nextConnection: UInt64 = 0
@@ -44,6 +47,7 @@ public actor Edge {
         self.logger = logger
         self.metrics = metrics
         refusedLogins = RateLimitedWarning(logger: logger, message: "refused client logins")
+        connectionErrors = RateLimitedWarning(logger: logger, message: "closed client connections on an error")
         gate = ConnectionGate(maxTotal: settings.maxConnections, maxPerAddress: settings.maxConnectionsPerAddress)
     }
 

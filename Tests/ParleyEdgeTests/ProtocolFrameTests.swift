@@ -197,6 +197,21 @@ struct ProtocolFrameTests {
         _ = try await offThePool { try slow.read(until: #""id":8"#) }
     }
 
+    @Test("a connection reset by its client ends its session, and the edge counts the close as an error")
+    func aResetConnectionIsCounted() async throws {
+        let registry = PrometheusCollectorRegistry()
+        let server = try await Fixture.server(metrics: EdgeMetrics(factory: PrometheusMetricsFactory(registry: registry)))
+        defer { Task { await server.stop() } }
+        let client = try StalledClient(port: server.port, receiveBuffer: 65_536)
+        try client.send(json: ["id": 1, "op": "hello", "versions": [1]])
+        try client.send(json: ["id": 2, "op": "enter", "roomId": "r1", "auth": Fixture.auth("bob"), "nickname": "Bob"])
+        try await eventually { await server.edge.counts.sessions == 1 }
+        try client.send(json: ["id": 3, "op": "ping"])  // an answer in flight when the RST lands
+        client.abort()
+        try await eventually { await server.edge.counts.sessions == 0 }
+        try await eventually { registry.text.contains(#"parley_edge_closes_total{reason="error"} 1"#) }
+    }
+
     @Test("a client that stops reading is dropped once its unsent bytes pass maxQueuedBytes; a reading one is not")
     func slowConsumer() async throws {
         var settings = EdgeSettings.testing

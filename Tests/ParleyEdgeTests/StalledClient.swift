@@ -9,6 +9,7 @@ import Glibc
 /// 2-core machine's concurrency threads while the server's own tasks need one.
 final class StalledClient: @unchecked Sendable {
     private let fd: Int32
+    private var reset = false
 
     init(port: Int, receiveBuffer: Int32 = 4096) throws {
         fd = try Self.connected(port: port, receiveBuffer: receiveBuffer)
@@ -50,7 +51,15 @@ final class StalledClient: @unchecked Sendable {
         return fd
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { if !reset { Glibc.close(fd) } }
+
+    /// Aborts the connection: linger 0, so the close sends RST (a phone whose network vanished mid-write).
+    func abort() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        Glibc.close(fd)
+        reset = true
+    }
 
     /// Sends one masked text frame.
     func send(json object: [String: Any]) throws {
