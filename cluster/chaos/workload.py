@@ -39,15 +39,25 @@ class ChaosClient:
         return await asyncio.wait_for(future, ANSWER_TIMEOUT)
 
     async def _read(self, ws):
+        import websockets
         try:
             async for text in ws:
                 frame = json.loads(text)
                 if "event" in frame:
                     self._event(frame)
-                elif frame.get("id") in self.pending:
-                    self.pending.pop(frame["id"]).set_result(frame)
-        except Exception:
+                else:
+                    # An answer that comes after its call gave up (ANSWER_TIMEOUT cancelled the future) is
+                    # dropped; setting it raised InvalidStateError, which ended this reader and was once
+                    # counted as the edge closing the connection.
+                    future = self.pending.pop(frame.get("id"), None)
+                    if future is not None and not future.done():
+                        future.set_result(frame)
+        except websockets.ConnectionClosed:
             pass
+        except Exception as error:  # this reader's own failure: never the edge's
+            self.journal.append((round(time.time(), 2), f"reader failed: {error!r}"))
+            self.must_reenter = True
+            return
         if ws is self.ws and not getattr(self, "closing", False):
             # Counted against the edge only when the edge ended it (its close frame, or its end of the TCP
             # connection), never when this side gave up.
