@@ -365,8 +365,10 @@ def main():
         for status, _ in refused:
             statuses[status] = statuses.get(status, 0) + 1
         ended = sorted(t for _, t in refused if t is not None)
-        check("500 bad-signature bodies are each refused (401, or 429 past the unverified-body bound)",
-              set(statuses) <= {401, 429} and statuses.get(401, 0) >= 250, f"statuses {statuses}")
+        # 0: the node closed while this client was still sending its body, so the kernel answered the rest
+        # with a reset, which can overtake the 401 (the close is the point: nothing more is read).
+        check("500 bad-signature bodies are each refused (401, 429 past the unverified-body bound, or reset)",
+              set(statuses) <= {401, 429, 0} and statuses.get(401, 0) >= 250, f"statuses {statuses}")
         check("500 bad-signature bodies are each closed within 10 s", len(ended) == 500 and ended[-1] < 10,
               f"{len(ended)}/500 ended; median {ended[len(ended) // 2] if ended else 0:.2f} s, "
               f"slowest {ended[-1] if ended else 0:.2f} s")
