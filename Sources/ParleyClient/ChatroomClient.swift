@@ -53,6 +53,9 @@ public actor ChatroomClient {
         var heartbeat: Task<Void, Never>?
         var reconnect: Task<Void, Never>?
         var ledger = ResumeLedger()
+        /// Events that arrived on the link after the enter's answer but before the entering task took that
+        /// answer: held so the ledger records the answer (a `gapTooOld` range) before the events behind it.
+        var early: [(seq: Int64, event: ChatroomEvent)] = []
     }
 
     public static let protocolVersions = [1]
@@ -229,7 +232,10 @@ public actor ChatroomClient {
                 return answer
             } catch let error as ChatroomError {
                 forget(link: linkId)
-                if rooms[roomId]?.link?.id == linkId { rooms[roomId]?.link = nil }
+                if rooms[roomId]?.link?.id == linkId {
+                    rooms[roomId]?.link = nil
+                    rooms[roomId]?.early = []
+                }
                 await link.close()
                 lastError = error
                 if !ReconnectPolicy.triesNextAddress(error) { throw error }
@@ -248,8 +254,13 @@ public actor ChatroomClient {
         if let lost { session.ledger.skip(through: lost.upperBound) }
         session.heartbeat?.cancel()
         session.heartbeat = Task { [weak self] in await self?.beat(every: heartbeat, link: link) }
+        let early = session.early
+        session.early = []
         rooms[roomId] = session
         if let lost { sink.yield(.gap(roomId: roomId, fromSeq: lost.lowerBound, toSeq: lost.upperBound)) }
+        for (seq, event) in early where rooms[roomId]?.link?.id == link.id {
+            admit(event, seq: seq, roomId: roomId)
+        }
     }
 
     /// Pings at the server's heartbeatMs; a ping that goes unanswered means the link is dead even if TCP has
@@ -289,23 +300,36 @@ public actor ChatroomClient {
         case .event(let eventRoom, let seq, let event):
             guard let roomId = links[linkId], roomId == eventRoom, var session = rooms[roomId],
                   session.link?.id == linkId, let event else { return }
-            // Dedupe (X2): a replayed or repeated room event at or below what the app has seen is dropped.
-            guard session.ledger.admit(seq: seq) else { return }
-            if case .gap(_, _, let toSeq) = event { session.ledger.skip(through: toSeq) }
-            rooms[roomId] = session
-            if case .kicked = event {
-                // The session is over (E9) and must not come back by itself: forget the room before the
-                // connection's close could start a reconnect.
-                teardown(roomId)
+            guard session.phase == .entered else {
+                // The enter's answer resumes the entering task only after this frame: admitting a replayed
+                // or live event first would move the ledger past a gapTooOld range and hide the gap.
+                session.early.append((seq, event))
+                rooms[roomId] = session
+                return
             }
-            sink.yield(event)
-            if case .status(_, .lost) = event, let link = session.link {
-                // Issue 16: the cluster ended the session, not the user: re-enter with the resume point, the
-                // same path as a dropped connection (connectionState events, then enterOK or autoLoginFailed).
-                linkClosed(link.id)
-                forget(link: link.id)
-                Task { await link.close() }
-            }
+            admit(event, seq: seq, roomId: roomId)
+        }
+    }
+
+    /// Dedupes (X2) one event of an entered room and hands it to the app.
+    private func admit(_ event: ChatroomEvent, seq: Int64, roomId: String) {
+        guard var session = rooms[roomId] else { return }
+        // Dedupe (X2): a replayed or repeated room event at or below what the app has seen is dropped.
+        guard session.ledger.admit(seq: seq) else { return }
+        if case .gap(_, _, let toSeq) = event { session.ledger.skip(through: toSeq) }
+        rooms[roomId] = session
+        if case .kicked = event {
+            // The session is over (E9) and must not come back by itself: forget the room before the
+            // connection's close could start a reconnect.
+            teardown(roomId)
+        }
+        sink.yield(event)
+        if case .status(_, .lost) = event, let link = session.link {
+            // Issue 16: the cluster ended the session, not the user: re-enter with the resume point, the
+            // same path as a dropped connection (connectionState events, then enterOK or autoLoginFailed).
+            linkClosed(link.id)
+            forget(link: link.id)
+            Task { await link.close() }
         }
     }
 
@@ -315,6 +339,7 @@ public actor ChatroomClient {
         session.heartbeat?.cancel()
         session.heartbeat = nil
         session.link = nil
+        session.early = []
         guard session.phase == .entered else {
             rooms[roomId] = session
             return

@@ -42,6 +42,9 @@ actor ProtocolTestPeer {
     var historyStartsAt: Int64 = 1
     /// Ops the peer never answers.
     var silentOps: Set<String> = []
+    /// A resume from before `historyStartsAt` still replays what history holds, as Parley's edge does (the
+    /// answer names `replayFromSeq`); off, it replays nothing.
+    var replayNewestOnGap = false
 
     // What happened, for assertions.
     private(set) var enters: [(roomId: String, lastSeq: Int64?)] = []
@@ -51,7 +54,8 @@ actor ProtocolTestPeer {
     var address: String { "127.0.0.1:\(port)" }
 
     func set(heartbeatMs: Int? = nil, refuseEnters: ChatroomError?? = nil, replayOverlap: Int64? = nil,
-             historyStartsAt: Int64? = nil, silentOps: Set<String>? = nil) {
+             historyStartsAt: Int64? = nil, silentOps: Set<String>? = nil, replayNewestOnGap: Bool? = nil) {
+        if let replayNewestOnGap { self.replayNewestOnGap = replayNewestOnGap }
         if let heartbeatMs { self.heartbeatMs = heartbeatMs }
         if let refuseEnters { self.refuseEnters = refuseEnters }
         if let replayOverlap { self.replayOverlap = replayOverlap }
@@ -194,17 +198,20 @@ actor ProtocolTestPeer {
         connections[id]?.account = account
         let resumed = lastSeq != nil
         let gapTooOld = lastSeq.map { $0 + 1 < historyStartsAt } ?? false
-        await answer(id, rid, data: .object([
+        var fields: [String: JSONValue] = [
             "room": room(roomId),
             "member": member(account),
             "authMode": auth?["mode"] ?? "independent",
             "account": .string(account),
             "resumed": .bool(resumed && !gapTooOld),
             "gapTooOld": .bool(gapTooOld),
-        ]))
+        ]
+        if gapTooOld && replayNewestOnGap { fields["replayFromSeq"] = .int(historyStartsAt) }
+        await answer(id, rid, data: .object(fields))
         // X2: replay what came after lastSeq before anything live (here deliberately from a little earlier).
-        if let lastSeq, !gapTooOld, let c = connections[id] {
-            for item in history[roomId, default: []] where item.seq > lastSeq - replayOverlap {
+        if let lastSeq, !gapTooOld || replayNewestOnGap, let c = connections[id] {
+            let from = gapTooOld ? historyStartsAt : lastSeq + 1 - replayOverlap
+            for item in history[roomId, default: []] where item.seq >= from {
                 try? await c.outbound.write(.text(item.frame))
             }
         }

@@ -182,6 +182,42 @@ import ParleyClient
         }
     }
 
+    /// X2 / issue 16 (chaos 57048): the replayed items follow the gapTooOld answer at once, and the SDK may read
+    /// them before the entering task takes the answer. They must not move the resume point past the lost range
+    /// first, or the gap is never reported: the app sees 2…4 named lost, then 5…8, each once.
+    @Test func replayedItemsAfterAGapTooOldAnswerStillReportTheGapFirst() async throws {
+        try await withPeer { peer in
+            await peer.set(replayNewestOnGap: true)
+            for round in 1...5 {
+                let roomId = "g\(round)"
+                let c = client([await peer.address], reconnectDelay: .milliseconds(100))
+                let log = EventLog(c)
+                try await c.enterChatroom(ChatroomEnterRequest(roomId: roomId, auth: Self.alice))
+                await peer.inject(roomId: roomId, body: "one")
+                try await log.until("one") { $0.contains { if case .message = $0 { true } else { false } } }
+                await peer.set(historyStartsAt: 5)
+                await peer.drop(roomId: roomId)
+                try await log.until("LoseConnection") { $0.contains(.connectionState(roomId: roomId, .loseConnection)) }
+                for i in 2...8 { await peer.inject(roomId: roomId, body: "m\(i)") }
+                try await log.until("m8") { $0.contains { if case .message(_, let m) = $0 { m.body == "m8" } else { false } } }
+                let events = await log.events.filter {
+                    switch $0 { case .gap, .message: true; default: false }
+                }
+                let names = events.map { event -> String in
+                    switch event {
+                    case .gap(_, let from, let to): "gap \(from)-\(to)"
+                    case .message(_, let m): m.body
+                    default: "?"
+                    }
+                }
+                #expect(names == ["one", "gap 2-4", "m5", "m6", "m7", "m8"], "round \(round)")
+                #expect(await c.ledger(of: roomId)?.resumePoint == 8)
+                await c.close()
+                await peer.set(historyStartsAt: 1)
+            }
+        }
+    }
+
     @Test func unansweredRequestsTimeOutAndHeartbeatsFollowTheServersInterval() async throws {
         try await withPeer { peer in
             await peer.set(heartbeatMs: 50, silentOps: ["fetchRoomInfo"])

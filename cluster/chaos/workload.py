@@ -21,6 +21,7 @@ class ChaosClient:
         self.reconnects = self.told_lost = self.closed_by_healthy_edge = 0
         self.silent_losses = []
         self.ws, self.reader, self.pending, self.next_id = None, None, {}, 0
+        self.abandoned = None                    # the connection a call on it timed out on: no longer read
         self.attempt = 0                         # which address the next connection tries
         self.told_since_enter = False
         self.must_reenter = False
@@ -35,8 +36,16 @@ class ChaosClient:
         # A closed connection fails every call still waiting; one that timed out first is not waiting.
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.pending[self.next_id] = future
-        await self.ws.send(json.dumps({"id": self.next_id, "op": op, **fields}))
-        return await asyncio.wait_for(future, ANSWER_TIMEOUT)
+        ws = self.ws
+        await ws.send(json.dumps({"id": self.next_id, "op": op, **fields}))
+        try:
+            return await asyncio.wait_for(future, ANSWER_TIMEOUT)
+        except asyncio.TimeoutError:
+            # The connection is given up, as the SDK gives it up: what still arrives on it is not read. A late
+            # enter answer may say gapTooOld, and the events behind it, read without it, looked like a silent
+            # hole (57048).
+            self.abandoned = ws
+            raise
 
     async def _read(self, ws):
         import websockets
@@ -44,7 +53,8 @@ class ChaosClient:
             async for text in ws:
                 frame = json.loads(text)
                 if "event" in frame:
-                    self._event(frame)
+                    if ws is not self.abandoned:
+                        self._event(frame)
                 else:
                     # An answer that comes after its call gave up (ANSWER_TIMEOUT cancelled the future) is
                     # dropped; setting it raised InvalidStateError, which ended this reader and was once
@@ -147,6 +157,7 @@ class ChaosClient:
 
     async def close_socket(self):
         if self.ws is not None:
+            self.journal.append((round(time.time(), 2), "closing the socket"))
             self.closing = True
             ws, self.ws = self.ws, None
             try:
@@ -161,7 +172,8 @@ class ChaosClient:
         cmid = f"{self.name}-{self.counter}"
         try:
             answer = await self._call("sendMessage", roomId=self.room, type="text", body=cmid, clientMessageId=cmid)
-        except (asyncio.TimeoutError, ConnectionError, Exception):
+        except (asyncio.TimeoutError, ConnectionError, Exception) as error:
+            self.journal.append((round(time.time(), 2), f"send {cmid} gave up: {type(error).__name__}"))
             self.unknown.add(cmid)
             self.must_reenter = True
             return None
