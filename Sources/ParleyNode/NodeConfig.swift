@@ -40,6 +40,9 @@ public struct NodeConfig: Sendable, Equatable {
     public var tickMillis = 50
     public var electionTicks = 10
     public var quiesceAfterTicks: Int? = 100
+    /// Issue 17: how often the meta leader evens out shard leaders, and how many transfers a round asks for
+    /// (`--leader-balance-ms`, 0 = off).
+    public var leaderBalance = LeaderBalanceSettings()
     /// fsync every group commit (always on in production; benchmarks say when it is off).
     public var durable = true
     /// SPEC A4: where `/status`, `/status/cluster`, `/metrics`, `/dashboard` and `/placement/…` are served

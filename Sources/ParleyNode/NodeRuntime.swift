@@ -74,7 +74,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let transport = self.transport
         let factory = metrics.factory
         driver = try RaftDriver(loop: raftLoop.next(), transport: transport,
-                                tickInterval: .milliseconds(Int64(config.tickMillis))) { send, publish in
+                                tickInterval: .milliseconds(Int64(config.tickMillis)),
+                                leaderBalance: config.leaderBalance) { send, publish in
             try RaftHost(config: hostConfig, database: database, send: send, publish: publish, metrics: factory)
         }
         ref.driver = driver

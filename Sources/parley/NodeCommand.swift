@@ -25,6 +25,8 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Replicas per shard (default 3).") var replicas: Int?
     @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
     var tickMillis: Int?
+    @Option(name: .customLong("leader-balance-ms"), help: "How often the meta leader evens out shard leaders across nodes (default 1000; 0 = off).")
+    var leaderBalanceMillis: Int?
     @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
     var apps: [String] = []
     @Option(name: .customLong("peer-tls-cert"), help: "PEM certificate of this node for mutual TLS on the peer port (with --peer-tls-key and --peer-tls-ca).")
@@ -68,6 +70,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let s = value("shards", shards.map(String.init)).flatMap(Int.init) { nodeConfig.shardCount = s }
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
+        if let b = value("leader-balance-ms", leaderBalanceMillis.map(String.init)) {
+            guard let ms = Int64(b), ms >= 0 else { throw ValidationError("--leader-balance-ms must be a number of milliseconds ≥ 0") }
+            nodeConfig.leaderBalance.intervalMillis = ms
+        }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
         if let app = value("legacy-rooms-app", legacyRoomsApp), !app.isEmpty { nodeConfig.legacyRoomsApp = app }
         if let ops = value("ops-listen", opsListen), !ops.isEmpty {

@@ -50,6 +50,11 @@ enum StatusTable {
         } else {
             out += "meta: unreachable\n"
         }
+        // Issue 17: leaders per node as this node's replicas know them (every shard when it holds them all).
+        let leadersByNode = Dictionary(grouping: r.shards.filter { $0.leader != 0 }, by: \.leader).mapValues(\.count)
+        out += "leaders: " + (leadersByNode.isEmpty ? "none known" : leadersByNode.keys.sorted().map { "\($0)=\(leadersByNode[$0]!)" }
+            .joined(separator: " ")) + " (of the \(r.shards.count) shards held here)\n"
+
         let rows = [["shard", "role", "term", "leader", "commit", "applied", "log", "snapshot", "rooms", "quiet"]]
             + r.shards.map { s in
                 ["\(s.shard)", s.role, "\(s.term)", s.leader == 0 ? "-" : "\(s.leader)", "\(s.commit)", "\(s.applied)",

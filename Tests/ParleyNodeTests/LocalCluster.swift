@@ -34,7 +34,11 @@ final class LocalCluster: @unchecked Sendable {
         var layout = LocalNodeProcesses.Layout(count: size, httpPorts: Array(ports[0..<size]), peerPorts: Array(ports[size..<(2 * size)]),
                                                dataDirectory: directory.path,
                                                secret: "integration-secret-\(UUID().uuidString.prefix(8))", shards: shards)
-        layout.extraArguments = extraArguments
+        // The leader balancer moves leaders in a fresh cluster's first seconds, under tests that pick a shard's
+        // leader and act on it; it is off unless a test asks for it (LeaderBalanceIntegrationTests; the chaos
+        // suite and deployments run it).
+        layout.extraArguments = extraArguments.contains("--leader-balance-ms") ? extraArguments
+            : extraArguments + ["--leader-balance-ms", "0"]
         layout.environment = environment
         if opsListeners { layout.opsPorts = Array(ports[(2 * size)...]) }
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
@@ -109,15 +113,27 @@ final class LocalCluster: @unchecked Sendable {
         try await eventually("leaders", seconds: seconds) { await agreeOnLeaders() }
     }
 
-    /// Every running node answers, every shard it holds has a leader, and all agree on each leader.
+    /// Every running node answers, every shard it holds has a leader, and all agree on each leader. With the
+    /// leader balancer on (the default), also balanced: no running node leads two more shards than another,
+    /// so the balancer moves nothing more and a test may pick a shard's leader and act on it.
     func agreeOnLeaders() async -> Bool {
         let all = await statuses()
         guard all.count == running.count, all.values.allSatisfy(\.ready) else { return false }
+        var led = Dictionary(uniqueKeysWithValues: running.map { ($0, 0) })
         for shard in 0..<shards {
             let leaders = Set(all.values.compactMap { $0.shards.first { $0.shard == shard }?.leader })
             guard leaders.count == 1, let leader = leaders.first, running.contains(leader) else { return false }
+            led[leader, default: 0] += 1
         }
-        return true
+        guard balancesLeaders else { return true }
+        return (led.values.max() ?? 0) - (led.values.min() ?? 0) <= 1
+    }
+
+    /// Whether the nodes run the leader balancer (a test asked for it with `--leader-balance-ms N`).
+    var balancesLeaders: Bool {
+        let args = nodes.layout.extraArguments
+        guard let i = args.firstIndex(of: "--leader-balance-ms"), i + 1 < args.count else { return true }
+        return args[i + 1] != "0"
     }
 
     func leader(ofShard shard: Int) async -> UInt64? {
@@ -181,9 +197,10 @@ final class LocalCluster: @unchecked Sendable {
         Task {
             while !Task.isCancelled {
                 if let transport = try? await clientTransport() {
-                    // All at once, so a loaded machine cannot stretch one round past the lease.
+                    // All at once, so a loaded machine cannot stretch one round past the lease; only running
+                    // nodes, since a call to one not started waits for its link and would hold the round up.
                     var polls: [EventLoopFuture<PeerResponse>] = []
-                    for id in ids {
+                    for id in ids where running.contains(id) {
                         for shard in 0..<shards {
                             polls.append(transport.call(id, path: "/rpc/v1/events", body: RaftDriver.eventPollBody(shard: shard, after: nil, edgeId: edgeId, waitMillis: 0)))
                         }

@@ -33,7 +33,7 @@ import ParleyAPI
             // The captured requests, one for each moment it is replayed at (so no replay is caught only because
             // an earlier one was): NIM's CheckSum (what an old SDK sends), CurTime 295 s ahead of now.
             let offsets: [Int64] = [303, 340, 580]
-            var captured: [Int64: (body: Data, headers: [String: String?])] = [:]
+            var captured: [Int64: (body: Data, headers: [String: String?], at: Date)] = [:]
             for offset in offsets {
                 let body = try JSONSerialization.data(withJSONObject: ["roomId": "rw", "type": "text", "body": "once-\(offset)",
                                                                        "fromAccid": "ann"])
@@ -42,16 +42,21 @@ import ParleyAPI
                                                        curTime: ahead).mapValues { Optional($0) }
                 let first = try await api.post(base, "/v1/message/send", [:], headers: headers, rawBody: body)
                 #expect(first.status == 200, "\(first.json)")
-                captured[offset] = (body, headers)
+                captured[offset] = (body, headers, Date())
             }
 
             // Time passes on every node's clock: 303 s (the attack as reported), 340 s (past any expiry counted
             // from arrival, clock skew included) and 580 s (the CurTime is 285 s old, near the end of the window).
             for offset in offsets {
-                try "+\(offset)".write(to: clock, atomically: true, encoding: .utf8)
-                // Signed 301 s before `offset`: refused as stale (10405) exactly once a node's clock has moved.
+                // The clock moves by `offset` less the real time since the capture, so the CurTime is exactly
+                // `offset` - 295 s old at the replay however long a loaded machine took to get here (at +580 the
+                // margin to the 300 s window is 15 s, which a busy CI run once used up).
+                let request = try #require(captured[offset])
+                let shift = offset - Int64(Date().timeIntervalSince(request.at).rounded(.up))
+                try "+\(shift)".write(to: clock, atomically: true, encoding: .utf8)
+                // Signed 301 s before the nodes' time: refused as stale (10405) exactly once a node's clock has moved.
                 let probe = RequestSignature.headers(appKey: Self.appKey, secret: Self.secret, nonce: UUID().uuidString,
-                                                     curTime: Int64(Date().timeIntervalSince1970) + offset - 301)
+                                                     curTime: Int64(Date().timeIntervalSince1970) + shift - 301)
                     .mapValues { Optional($0) }
                 try await cluster.eventually("every node's clock to be \(offset) s ahead", seconds: 20) {
                     for id in cluster.ids {
@@ -62,7 +67,6 @@ import ParleyAPI
                 }
                 // The replay: its CurTime is inside every node's window, so only the remembered request can
                 // refuse it.
-                let request = try #require(captured[offset])
                 for id in cluster.ids {
                     let again = try await api.post(cluster.http(id), "/v1/message/send", [:], headers: request.headers,
                                                    rawBody: request.body)

@@ -504,6 +504,34 @@ public final class RaftHost {
         }
     }
 
+    // MARK: Leadership (issue 17, leader balance)
+
+    /// The shards this node leads, each with the voters that could take over now (caught up to the commit
+    /// index), which is what `LeaderBalance` may move leadership to.
+    public func ledShards() -> [LeaderBalance.Shard] {
+        shardOrder.compactMap { shard in
+            guard let r = replicas[shard], r.isLeader else { return nil }
+            let s = r.raft.status
+            let ready = s.confState.voters.filter { v in
+                v == config.nodeID || (s.progress[v].map { $0.match >= s.hardState.commit && !$0.isLearner } ?? false)
+            }
+            return LeaderBalance.Shard(shard: shard, leader: config.nodeID, replicas: ready)
+        }
+    }
+
+    func countBalanceTransferAsked() { metrics.balanceTransfersAsked.increment() }
+
+    /// Starts handing `shard`'s leadership to `node` (Raft catches it up first, then tells it to campaign).
+    /// False when this replica does not lead the shard or `node` is not one of its voters.
+    public func transferLeadership(shard: ShardID, to node: NodeID) -> Bool {
+        guard let r = replicas[shard], r.isLeader, node != config.nodeID,
+              r.raft.status.confState.voters.contains(node) else { return false }
+        r.raft.transferLeadership(to: node)
+        metrics.leadershipTransfersStarted.increment()
+        if let i = groupIndex[config.shardMap.group(of: shard)] { due.mark(i) }
+        return true
+    }
+
     /// The rooms state of a shard replica as bytes (tests compare replicas with it).
     public func roomsSnapshot(shard: ShardID) -> [UInt8]? { replicas[shard]?.machine.snapshot() }
 }

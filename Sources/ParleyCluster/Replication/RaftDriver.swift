@@ -14,6 +14,10 @@ public final class RaftDriver: @unchecked Sendable {
     let feeds: EdgeFeedBoard
     private var leaseTask: RepeatedTask?
     private var historyTask: RepeatedTask?
+    private var balanceTask: RepeatedTask?
+    let leaderBalance: LeaderBalanceSettings
+    /// A balance round is gathering views (rounds never overlap).
+    var balancing = false
     private let tickInterval: TimeAmount
     private var tickTask: RepeatedTask?
     private var readyScheduled = false
@@ -28,10 +32,12 @@ public final class RaftDriver: @unchecked Sendable {
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
+                leaderBalance: LeaderBalanceSettings = LeaderBalanceSettings(),
                 makeHost: (_ send: @escaping (NodeID, [RaftEnvelope]) -> Void,
                            _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
                 publish: @escaping (ShardID, [RoomEvent]) -> Void = { _, _ in }, edgeLeaseMillis: Int64 = 6_000) throws {
         self.loop = loop
+        self.leaderBalance = leaderBalance
         feeds = EdgeFeedBoard(leaseMillis: edgeLeaseMillis, takeoverMillis: Self.pollCallTimeoutMillis)
         self.transport = transport
         self.tickInterval = tickInterval
@@ -56,6 +62,12 @@ public final class RaftDriver: @unchecked Sendable {
             self.historyTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(60)) { _ in
                 _ = try? self.host.expireHistory(now: Self.now())
             }
+            if self.leaderBalance.intervalMillis > 0 && self.leaderBalance.transfersPerRound > 0 {
+                let every = TimeAmount.milliseconds(self.leaderBalance.intervalMillis)
+                self.balanceTask = self.loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
+                    self.balanceLeaders()
+                }
+            }
             self.runReady()
         }
     }
@@ -68,6 +80,8 @@ public final class RaftDriver: @unchecked Sendable {
             self.leaseTask = nil
             self.historyTask?.cancel()
             self.historyTask = nil
+            self.balanceTask?.cancel()
+            self.balanceTask = nil
             // Neither is needed for safety (a restart applies the entries again, the leader resends the
             // commit index), but a restart is cheaper with them.
             try? self.host.writeCarried()
@@ -132,6 +146,7 @@ public final class RaftDriver: @unchecked Sendable {
         fatal = error
         tickTask?.cancel()
         leaseTask?.cancel()
+        balanceTask?.cancel()
     }
 
     // MARK: Commands
@@ -333,6 +348,8 @@ public final class RaftDriver: @unchecked Sendable {
             }
         case "/rpc/v1/events":
             return handleEventPoll(request.body)
+        case Self.leadsPath, Self.transferPath:
+            return handleBalanceCall(request)
         case "/rpc/v1/meta/propose":
             guard let command = try? ForwardedMetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
             return loop.flatSubmit { self.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }

@@ -11,6 +11,9 @@ final class RaftMetrics {
     let committedEntries: Counter
     let electionsStarted: Counter
     let leaderChanges: Counter
+    /// Transfers this node asked for as the leader balancer (issue 17), and those a leader here started.
+    let balanceTransfersAsked: Counter
+    let leadershipTransfersStarted: Counter
     private let factory: any MetricsFactory
     /// `commandsOK[kind]`: applied without error, one per command type.
     private let commandsOK: [Counter]
@@ -25,6 +28,8 @@ final class RaftMetrics {
         committedEntries = Counter(label: "parley_raft_committed_entries_total", factory: factory)
         electionsStarted = Counter(label: "parley_raft_elections_started_total", factory: factory)
         leaderChanges = Counter(label: "parley_raft_leader_changes_total", factory: factory)
+        balanceTransfersAsked = Counter(label: "parley_balance_transfers_asked_total", factory: factory)
+        leadershipTransfersStarted = Counter(label: "parley_raft_leadership_transfers_total", factory: factory)
         commandsOK = RoomCommand.metricNames.map { name in
             Counter(label: Self.commandsName, dimensions: [("type", name), ("result", "ok")], factory: factory)
         }
