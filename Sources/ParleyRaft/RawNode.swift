@@ -156,6 +156,9 @@ public final class RawNode {
     /// The role and the leader this node knows of, without building a whole `status` (hot path).
     public var softState: SoftState { raft.softState }
 
+    /// A configuration change was proposed and has not applied yet: another would be refused.
+    public var hasPendingConfChange: Bool { raft.pendingConfIndex > raft.log.applied }
+
     /// The current term, without building a whole `status` (hot path).
     public var term: Term { raft.term }
 

@@ -7,7 +7,9 @@ import ParleyStorage
 /// Several `RaftHost`s with real SQLite databases on one thread, wired by an in-memory network that
 /// the test can cut. Time is counted in cycles; every `ticksEvery` cycles each host ticks once.
 final class InProcessCluster {
-    let nodes: [NodeID]
+    private(set) var nodes: [NodeID]
+    /// Nodes that joined after the cluster was founded (they found no groups).
+    private(set) var joined: Set<NodeID> = []
     let shardMap: ShardMap
     let directory: URL
     var hosts: [NodeID: RaftHost] = [:]
@@ -36,7 +38,9 @@ final class InProcessCluster {
     /// Starts (or restarts) a node from its database.
     func start(_ node: NodeID) throws {
         boots[node, default: 0] += 1
-        var config = RaftHost.Config(nodeID: node, nodes: nodes, shardMap: shardMap, boot: boots[node]!)
+        var config = RaftHost.Config(nodeID: node, nodes: nodes.filter { !joined.contains($0) }, shardMap: shardMap,
+                                     boot: boots[node]!)
+        config.founding = !joined.contains(node)
         config.snapshotEvery = snapshotEvery
         config.snapshotEveryBytes = snapshotEveryBytes
         config.historyFlushTicks = historyFlushTicks
@@ -49,6 +53,13 @@ final class InProcessCluster {
         hosts[node] = try RaftHost(config: config, database: db,
             send: { [unowned self] to, envelopes in inflight.append((to, envelopes)) },
             publish: { [unowned self] shard, evs in events[node, default: []] += evs.map { (shard, $0) } })
+    }
+
+    /// Issue 17: a node that joins the running cluster: it founds nothing and holds what groups give it.
+    func join(_ node: NodeID) throws {
+        nodes.append(node)
+        joined.insert(node)
+        try start(node)
     }
 
     /// Stops and starts every node, so settings changed since they started take effect.
@@ -88,7 +99,7 @@ final class InProcessCluster {
 
     func leader(of shard: ShardID) -> NodeID? {
         let leaders = hosts.values.compactMap { host -> NodeID? in
-            let s = host.status().first { $0.shard == shard }!
+            guard let s = host.status().first(where: { $0.shard == shard }) else { return nil }
             return s.role == .leader ? host.config.nodeID : nil
         }
         // With messages flowing, a deposed leader learns of the new one within a cycle or two.
@@ -112,9 +123,10 @@ final class InProcessCluster {
 
     /// The rooms state of `shard` on every running node, once all have applied the same index.
     func replicasAgree(on shard: ShardID) -> Bool {
-        let statuses = hosts.values.map { $0.status().first { $0.shard == shard }! }
+        let holders = hosts.values.filter { $0.shards.contains(shard) }
+        let statuses = holders.map { $0.status().first { $0.shard == shard }! }
         guard Set(statuses.map(\.applied)).count == 1 else { return false }
-        return Set(hosts.values.map { $0.roomsSnapshot(shard: shard)! }).count == 1
+        return Set(holders.map { $0.roomsSnapshot(shard: shard)! }).count == 1
     }
 }
 

@@ -29,6 +29,11 @@ public struct ShardMap: Sendable, Hashable {
             .prefix(replicationFactor))
     }
 
+    /// `nodes` in `shard`'s rendezvous order, all of them (a group's voters, best first).
+    public func ranked(_ shard: ShardID, _ nodes: [NodeID]) -> [NodeID] {
+        StableHash.rendezvousOrder(item: StableHash.mix(UInt64(shard) &+ 1), candidates: nodes)
+    }
+
     /// The nodes that hold the meta group (node registry, placement table, app credentials).
     public func metaReplicas(nodes: [NodeID]) -> [NodeID] {
         Array(StableHash.rendezvousOrder(item: StableHash.of("parley-meta-group"), candidates: nodes).prefix(replicationFactor))

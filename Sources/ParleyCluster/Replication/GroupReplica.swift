@@ -20,6 +20,8 @@ protocol HostedGroup: AnyObject {
     func applyDurableCommitted(_ ready: Ready)
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
     func finishReady(_ ready: Ready, snapshotEvery: LogIndex, everyBytes: Int, keep: LogIndex) throws
+    /// Whether a configuration change applied (or a snapshot replaced the configuration) since the last call.
+    func takeConfigurationChanged() -> Bool
 }
 
 /// One group's replica on this node: its Raft node, its durable log, the state machine it applies to and
@@ -41,6 +43,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private(set) var confState: ConfState
     /// Where the last local snapshot was taken.
     private(set) var snapshotIndex: LogIndex
+    /// Every member the last local snapshot's configuration names: a member added since can only be brought
+    /// up by a newer snapshot (docs/simulator.md, Findings), so one is taken when the configuration outgrows it.
+    private var snapshotMembers: Set<NodeID>
+    private var configurationChanged = false
     /// Proposals made here that wait for their entries to apply; `forwardedAt` is the tick at which a
     /// follower passed one on to its leader (nil: proposed as leader).
     private var pending: [ProposalID: (term: Term, forwardedAt: UInt64?, completion: Completion)] = [:]
@@ -83,6 +89,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         applied = snapshot.metadata.index
         snapshotIndex = snapshot.metadata.index
         confState = snapshot.metadata.confState
+        snapshotMembers = Set(snapshot.metadata.confState.allMembers)
         var config = config
         config.applied = applied
         raft = try RawNode(config: config, storage: log)
@@ -176,6 +183,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             applied = snapshot.metadata.index
             snapshotIndex = snapshot.metadata.index
             confState = snapshot.metadata.confState
+            snapshotMembers = Set(confState.allMembers)
+            configurationChanged = true
             onRestored(applied)
             durableBeforeReady = 0
         } else {
@@ -212,7 +221,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         applied = entry.index
         switch entry.kind {
         case .confChange:
-            if let cc = try? ConfChange(decoding: entry.data) { confState = raft.applyConfChange(cc) }
+            if let cc = try? ConfChange(decoding: entry.data) {
+                confState = raft.applyConfChange(cc)
+                configurationChanged = true
+            }
             onApplied(entry.index, [])
         case .normal:
             guard !entry.data.isEmpty, let proposals = try? ProposalBatch<Machine.Command>.proposals(in: entry.data) else {
@@ -256,6 +268,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         failPending { !stillLeader || $0.term < term || $0.forwardedAt != nil }
     }
 
+    func takeConfigurationChanged() -> Bool {
+        defer { configurationChanged = false }
+        return configurationChanged
+    }
+
     func tick() {
         raft.tick()
         ticks += 1
@@ -273,9 +290,12 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// Takes a snapshot when the log has grown by `every` entries or `everyBytes` bytes since the last one,
     /// keeping `keep` entries behind it for followers that are only a little behind.
     private func snapshotIfDue(every: LogIndex, everyBytes: Int, keep: LogIndex) throws {
-        guard applied >= snapshotIndex + every || (applied > snapshotIndex && log.bytesSinceSnapshot >= everyBytes) else { return }
+        let outgrown = applied > snapshotIndex && !Set(confState.allMembers).isSubset(of: snapshotMembers)
+        guard outgrown || applied >= snapshotIndex + every || (applied > snapshotIndex && log.bytesSinceSnapshot >= everyBytes)
+        else { return }
         try log.createSnapshot(at: applied, confState: confState, data: snapshotData())
         snapshotIndex = applied
+        snapshotMembers = Set(confState.allMembers)
         let first = try log.firstIndex()
         if applied > keep, applied - keep > first { try log.compact(upTo: applied - keep) }
     }

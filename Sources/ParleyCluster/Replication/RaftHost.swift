@@ -78,6 +78,10 @@ public final class RaftHost {
         /// A quiet group that pins old log rows writes its live entries again when they come to at most this
         /// many bytes (`relieveOldestLogPin`).
         public var logRewriteMaxBytes = 1 << 20
+        /// On its first start (a database with no groups) this node founds the groups the static placement of
+        /// `nodes` gives it: the cluster's first nodes do. A node that joins a running cluster founds nothing;
+        /// its replicas are created when a group's leader first reaches it, and filled by a snapshot.
+        public var founding = true
 
         public init(nodeID: NodeID, nodes: [NodeID], shardMap: ShardMap = ShardMap(), raft: RaftConfig? = nil,
                     limits: RoomLimits = RoomLimits(), boot: UInt64) {
@@ -91,13 +95,13 @@ public final class RaftHost {
     }
 
     public let config: Config
-    private let database: NodeDatabase
+    let database: NodeDatabase
     /// Replicas by shard; `shardOrder` walks them in a stable order.
-    private var replicas: [ShardID: GroupReplica<RoomsState>] = [:]
+    var replicas: [ShardID: GroupReplica<RoomsState>] = [:]
     /// Each shard replica's recent events, for the edges' feeds.
-    private var eventLogs: [ShardID: ShardEventLog] = [:]
+    var eventLogs: [ShardID: ShardEventLog] = [:]
     /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
-    private let newEvents = ApplyScratch()
+    let newEvents = ApplyScratch()
     private let historyFlush: HistoryFlushPolicy
     private var ticksSinceHistoryFlush = 0
     /// A cycle's write that only moved commit indexes, waiting to go with the next write instead of costing
@@ -106,24 +110,34 @@ public final class RaftHost {
     private var carried = StorageBatch()
     private var carriedDue = false
     private var busyCycles = 0
-    private let shardOrder: [ShardID]
-    private let meta: GroupReplica<MetaState>?
+    var shardOrder: [ShardID]
+    let meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
-    private let groups: [HostedGroup]
+    var groups: [HostedGroup]
     /// Each group's position in `groups`.
-    private let groupIndex: [GroupID: Int]
+    var groupIndex: [GroupID: Int]
     /// The groups the next ready cycle looks at.
-    private var due: DueGroups
+    var due: DueGroups
     private var nextSequence: UInt64 = 0
-    private let send: (NodeID, [RaftEnvelope]) -> Void
+    let send: (NodeID, [RaftEnvelope]) -> Void
+    /// Receives each shard's applied room events (kept for replicas created later).
+    let publish: (ShardID, [RoomEvent]) -> Void
     /// Runs when a cycle has answered the entries that were durable before it, ahead of its write and its
     /// acknowledgements: what waits to be sent to proposers leaves now, not after the sync (the driver writes
     /// out the RPC answers).
     public var answered: () -> Void = {}
-    private let metrics: RaftMetrics
+    let metrics: RaftMetrics
     /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
     /// counted against it).
-    private var knownLeaders: [NodeID]
+    var knownLeaders: [NodeID]
+    /// Shards whose replica was dropped here (the group removed this node), with the tick it happened: for a
+    /// while a late message from their old leader must not make an empty one again.
+    var retiredShards: [ShardID: UInt64] = [:]
+    /// Replicas made empty for a leader's message, with the tick: one that no snapshot filled is dropped.
+    var adoptedShards: [ShardID: UInt64] = [:]
+    var hostTicks: UInt64 = 0
+    /// The meta placement table as last fetched, on a node that holds no meta replica.
+    public var placementHint: [[NodeID]]?
 
     /// Opens (or, on first start, creates) every group placed on this node.
     /// - Parameters:
@@ -138,61 +152,35 @@ public final class RaftHost {
         self.config = config
         self.database = database
         self.send = send
+        self.publish = publish
         self.metrics = RaftMetrics(factory: metrics)
         historyFlush = HistoryFlushPolicy(everyTicks: config.historyFlushTicks)
         let held = Set(try database.groupIDs())
-        func open(_ group: GroupID, members: [NodeID]) throws -> (DurableGroupLog, RaftConfig) {
-            let log = held.contains(group) ? try database.openGroup(group)
-                                           : try database.createGroup(group, bootstrap: ConfState(voters: members))
-            var raft = config.raft
-            raft.id = config.nodeID
-            raft.randomSeed = StableHash.mix(config.nodeID &* 0x1_0000_0001 ^ group ^ config.boot << 32)
-            // A replica that is not the leader passes proposals on inside the Raft batch to the leader (no
-            // RPC per command) and answers them when they apply here.
-            raft.forwardProposals = true
-            return (log, raft)
-        }
+        let founding = held.isEmpty && config.founding
         var order: [ShardID] = []
         var all: [HostedGroup] = []
-        let marker = newEvents
         for shard in 0..<config.shardMap.shardCount {
-            let members = config.shardMap.replicas(of: shard, nodes: config.nodes)
-            guard members.contains(config.nodeID) else { continue }
-            let (log, raft) = try open(config.shardMap.group(of: shard), members: members)
-            let limits = config.limits
-            let replica = try GroupReplica<RoomsState>(
-                group: config.shardMap.group(of: shard), log: log, config: raft,
-                prepare: { $0.collectsStoredHistory = true }) { RoomsState(limits: limits) }
-            replica.afterApply = { state in
-                for s in state.takeStoredHistory() {
-                    marker.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
-                }
+            let group = config.shardMap.group(of: shard)
+            let log: DurableGroupLog
+            if held.contains(group) {
+                log = try database.openGroup(group)
+            } else {
+                let members = config.shardMap.replicas(of: shard, nodes: config.nodes)
+                guard founding, members.contains(config.nodeID) else { continue }
+                log = try database.createGroup(group, bootstrap: ConfState(voters: members))
             }
-            let store = database.history
-            replica.answer = { command, outcome, state, context in
-                RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store) {
-                    try marker.writeHistory(to: database)
-                }
-            }
-            let events = ShardEventLog(applied: replica.applied)
-            replica.onApplied = { index, outcomes in
-                let list = outcomes.count == 1 ? outcomes[0].events : outcomes.flatMap(\.events)
-                events.applied(index, list)
-                if !list.isEmpty {
-                    marker.shards.insert(shard)
-                    publish(shard, list)
-                }
-            }
-            replica.onRestored = { index in events.restored(at: index) }
-            eventLogs[shard] = events
+            let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
+                                                    scratch: newEvents, publish: publish, events: &eventLogs)
             replicas[shard] = replica
             order.append(shard)
             all.append(replica)
         }
         let metaMembers = config.shardMap.metaReplicas(nodes: config.nodes)
-        if metaMembers.contains(config.nodeID) {
-            let (log, raft) = try open(ShardMap.metaGroup, members: metaMembers)
-            let replica = try GroupReplica<MetaState>(group: ShardMap.metaGroup, log: log, config: raft) { MetaState() }
+        if held.contains(ShardMap.metaGroup) || (founding && metaMembers.contains(config.nodeID)) {
+            let log = held.contains(ShardMap.metaGroup) ? try database.openGroup(ShardMap.metaGroup)
+                : try database.createGroup(ShardMap.metaGroup, bootstrap: ConfState(voters: metaMembers))
+            let replica = try GroupReplica<MetaState>(group: ShardMap.metaGroup, log: log,
+                                                      config: Self.raftConfig(ShardMap.metaGroup, config)) { MetaState() }
             meta = replica
             all.append(replica)
         } else {
@@ -306,6 +294,8 @@ public final class RaftHost {
     public func tick() {
         for g in groups { g.tick() }
         due.markAll()
+        hostTicks += 1
+        if hostTicks % 100 == 0 { try? dropUnfilledReplicas() }
         ticksSinceHistoryFlush += 1
         carriedDue = !carried.writes.isEmpty
     }
@@ -314,7 +304,7 @@ public final class RaftHost {
     /// are dropped (the sender's placement is stale).
     public func receive(_ envelopes: [RaftEnvelope]) {
         for envelope in envelopes {
-            guard let i = groupIndex[envelope.group] else { continue }
+            guard let i = groupIndex[envelope.group] ?? adopt(envelope) else { continue }
             // A message from an unknown peer or a stale term is dropped by the group itself.
             try? groups[i].raft.step(envelope.message)
             due.mark(i)
@@ -432,6 +422,11 @@ public final class RaftHost {
             try g.finishReady(rd, snapshotEvery: config.snapshotEvery, everyBytes: everyBytes, keep: config.snapshotKeep)
         }
         if !writeFirst { try commitOrCarry(batch) }
+        if readies.contains(where: { $0.0.takeConfigurationChanged() }) {
+            // Written above: a replica the group removed can go now, storage and all.
+            try writeCarried()
+            try dropRemovedReplicas()
+        }
         busyCycles += 1
         if busyCycles % 16 == 0 { try relieveOldestLogPin() }
         return readies.count
@@ -467,9 +462,15 @@ public final class RaftHost {
     /// The leader this node knows of for `shard` (0 = none known), or nil when no replica is held here.
     public func leader(of shard: ShardID) -> NodeID? { replicas[shard]?.leader }
 
-    /// The nodes that hold `shard`'s replicas, best first.
+    /// The nodes that hold `shard`'s replicas: the voters its replica here has applied, else the meta
+    /// placement table (this node's meta replica, or the copy the driver last fetched), else the static
+    /// placement of `nodes`.
     public func replicaNodes(of shard: ShardID) -> [NodeID] {
-        config.shardMap.replicas(of: shard, nodes: config.nodes)
+        if let r = replicas[shard], !r.confState.voters.isEmpty { return config.shardMap.ranked(shard, r.confState.voters) }
+        if let table = meta?.machine.placement ?? placementHint, shard < table.count, !table[shard].isEmpty {
+            return table[shard]
+        }
+        return config.shardMap.replicas(of: shard, nodes: config.nodes)
     }
 
     /// The meta leader this node knows of (0 = none known), or nil when it holds no meta replica.

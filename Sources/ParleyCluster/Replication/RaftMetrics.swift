@@ -14,6 +14,11 @@ final class RaftMetrics {
     /// Transfers this node asked for as the leader balancer (issue 17), and those a leader here started.
     let balanceTransfersAsked: Counter
     let leadershipTransfersStarted: Counter
+    /// Issue 17, replica moves: configuration changes a leader here proposed, replicas created here when a
+    /// group added this node, and replicas dropped after a group removed it.
+    let membershipChanges: Counter
+    let replicasAdded: Counter
+    let replicasRemoved: Counter
     private let factory: any MetricsFactory
     /// `commandsOK[kind]`: applied without error, one per command type.
     private let commandsOK: [Counter]
@@ -30,6 +35,9 @@ final class RaftMetrics {
         leaderChanges = Counter(label: "parley_raft_leader_changes_total", factory: factory)
         balanceTransfersAsked = Counter(label: "parley_balance_transfers_asked_total", factory: factory)
         leadershipTransfersStarted = Counter(label: "parley_raft_leadership_transfers_total", factory: factory)
+        membershipChanges = Counter(label: "parley_moves_conf_changes_total", factory: factory)
+        replicasAdded = Counter(label: "parley_moves_replicas_added_total", factory: factory)
+        replicasRemoved = Counter(label: "parley_moves_replicas_removed_total", factory: factory)
         commandsOK = RoomCommand.metricNames.map { name in
             Counter(label: Self.commandsName, dimensions: [("type", name), ("result", "ok")], factory: factory)
         }

@@ -1,0 +1,85 @@
+import ParleyRaft
+
+/// Issue 17, replica moves: the next membership step a shard's leader takes toward the replicas the meta
+/// placement table names for the shard. Pure, so every step and every crash point is a unit test; the
+/// leader asks again after each change applies, and after a crash or a new leader the state it asks from
+/// (the applied configuration and the table) is durable, so a move resumes where it stood.
+///
+/// The order is CockroachDB's and TiKV's: a new replica joins as a learner and is filled by a snapshot that
+/// names it; once caught up it is promoted and an old voter removed in one joint change (so the group never
+/// has fewer voters than it had); a leader that is the one leaving hands its leadership to a staying voter
+/// first.
+public enum ReplicaMoves {
+    public enum Step: Sendable, Hashable {
+        case none
+        /// Wait: a change is still applying, a transfer is under way, or a learner is catching up.
+        case wait(String)
+        case leaveJoint
+        case addLearner(NodeID)
+        /// Promote a caught-up learner and, when one must go, remove a voter in the same joint change.
+        case promote(NodeID, removing: NodeID?)
+        case remove(NodeID)
+        case transferLeadership(to: NodeID)
+
+        public var change: ConfChange? {
+            switch self {
+            case .leaveJoint: return .leaveJoint
+            case .addLearner(let n): return ConfChange(changes: [ConfChangeSingle(type: .addLearner, node: n)])
+            case .promote(let n, let removing):
+                var changes = [ConfChangeSingle(type: .addVoter, node: n)]
+                if let removing { changes.append(ConfChangeSingle(type: .removeNode, node: removing)) }
+                return ConfChange(transition: .auto, changes: changes)
+            case .remove(let n): return ConfChange(changes: [ConfChangeSingle(type: .removeNode, node: n)])
+            case .none, .wait, .transferLeadership: return nil
+            }
+        }
+    }
+
+    /// The placement table for a set of nodes: each shard's replicas are the top `replicationFactor` of its
+    /// rendezvous order over them, so a node joining or leaving changes only the shards whose top set it
+    /// enters or leaves.
+    public static func table(shardMap: ShardMap, nodes: [NodeID]) -> [[NodeID]] {
+        (0..<shardMap.shardCount).map { shardMap.replicas(of: $0, nodes: nodes) }
+    }
+
+    /// - Parameters:
+    ///   - leader: this node (the shard's leader).
+    ///   - target: the replicas the placement table names (empty: no table yet, nothing moves).
+    ///   - mayAddLearner: the node's move budget allows one more replica in flight.
+    public static func next(leader: NodeID, membership m: RaftHost.Membership, target: [NodeID],
+                            mayAddLearner: Bool = true) -> Step {
+        let conf = m.conf
+        guard !target.isEmpty else { return .none }
+        if m.transferring { return .wait("leadership transfer under way") }
+        if m.changePending { return .wait("a configuration change is applying") }
+        if conf.isJoint { return conf.autoLeave ? .wait("leaving the joint configuration") : .leaveJoint }
+        let want = Set(target)
+        let voters = Set(conf.voters)
+        let learners = Set(conf.learners)
+        // A learner no longer wanted (the table changed while it caught up) goes first.
+        if let stray = learners.subtracting(want).min() { return .remove(stray) }
+        let caughtUp = { (n: NodeID) in (m.match[n] ?? 0) >= m.commit && m.commit > 0 }
+        let leaving = voters.subtracting(want)
+        // A wanted learner that has caught up is promoted, taking an unwanted voter's place.
+        if let ready = learners.intersection(want).filter(caughtUp).min() {
+            if let out = leaving.subtracting([leader]).min() { return .promote(ready, removing: out) }
+            if leaving.contains(leader) {
+                // The leader is the voter to go: it hands over to a staying voter that is caught up first.
+                if let heir = voters.intersection(want).filter(caughtUp).min() { return .transferLeadership(to: heir) }
+                return .promote(ready, removing: nil)
+            }
+            return .promote(ready, removing: nil)
+        }
+        if let missing = want.subtracting(voters).subtracting(learners).min() {
+            return mayAddLearner ? .addLearner(missing) : .wait("move budget: replica \(missing) waits")
+        }
+        if !learners.intersection(want).isEmpty { return .wait("a learner is catching up") }
+        // Every wanted node votes; voters beyond the table go, never below the table's count.
+        if !leaving.isEmpty, voters.count > want.count {
+            if let out = leaving.subtracting([leader]).min() { return .remove(out) }
+            if let heir = voters.intersection(want).filter(caughtUp).min() { return .transferLeadership(to: heir) }
+            return .wait("no caught-up voter to hand leadership to")
+        }
+        return .none
+    }
+}

@@ -1,0 +1,207 @@
+import ParleyRaft
+import ParleyRooms
+import ParleyStorage
+
+/// Issue 17: shard replicas that come and go while the node runs. A replica is created when its group's
+/// leader first reaches this node (the group added it as a learner), starts empty, and is filled by a
+/// snapshot that names it; it is dropped, storage and all, once it applies a configuration without it.
+extension RaftHost {
+    /// Every group's Raft settings: the template with this node's id and a seed of its own.
+    static func raftConfig(_ group: GroupID, _ config: Config) -> RaftConfig {
+        var raft = config.raft
+        raft.id = config.nodeID
+        raft.randomSeed = StableHash.mix(config.nodeID &* 0x1_0000_0001 ^ group ^ config.boot << 32)
+        // A replica that is not the leader passes proposals on inside the Raft batch to the leader (no
+        // RPC per command) and answers them when they apply here.
+        raft.forwardProposals = true
+        return raft
+    }
+
+    /// One shard replica over `log`, wired to the host's history store, event log and publisher.
+    static func makeShardReplica(_ shard: ShardID, log: DurableGroupLog, config: Config, database: NodeDatabase,
+                                 scratch: ApplyScratch, publish: @escaping (ShardID, [RoomEvent]) -> Void,
+                                 events eventLogs: inout [ShardID: ShardEventLog]) throws -> GroupReplica<RoomsState> {
+        let group = config.shardMap.group(of: shard)
+        let limits = config.limits
+        let replica = try GroupReplica<RoomsState>(
+            group: group, log: log, config: raftConfig(group, config),
+            prepare: { $0.collectsStoredHistory = true }) { RoomsState(limits: limits) }
+        replica.afterApply = { state in
+            for s in state.takeStoredHistory() {
+                scratch.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
+            }
+        }
+        let store = database.history
+        replica.answer = { command, outcome, state, context in
+            RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store) {
+                try scratch.writeHistory(to: database)
+            }
+        }
+        let events = ShardEventLog(applied: replica.applied)
+        replica.onApplied = { index, outcomes in
+            let list = outcomes.count == 1 ? outcomes[0].events : outcomes.flatMap(\.events)
+            events.applied(index, list)
+            if !list.isEmpty {
+                scratch.shards.insert(shard)
+                publish(shard, list)
+            }
+        }
+        replica.onRestored = { index in events.restored(at: index) }
+        eventLogs[shard] = events
+        return replica
+    }
+
+    /// Ticks after dropping a replica during which its old leader's late messages are ignored.
+    static let retiredTicks: UInt64 = 200
+    /// Ticks an empty replica may wait for the snapshot that fills it before it is dropped.
+    static let unfilledTicks: UInt64 = 1_200
+
+    /// A message for a shard group this node holds no replica of. A leader's append, heartbeat or snapshot
+    /// means the group counts this node as a member: an empty replica is made for it (the leader then sends
+    /// a snapshot). Anything else, and anything for a replica dropped here moments ago, is ignored. A stale
+    /// leader's message can still make one the group does not want; no snapshot ever fills it, and
+    /// `dropUnfilledReplicas` removes it.
+    func adopt(_ envelope: RaftEnvelope) -> Int? {
+        guard let shard = config.shardMap.shard(ofGroup: envelope.group) else { return nil }
+        if let retired = retiredShards[shard], hostTicks - retired < Self.retiredTicks { return nil }
+        switch envelope.message.kind {
+        case .append, .heartbeat, .snapshot: break
+        default: return nil
+        }
+        do {
+            let log = try database.createEmptyGroup(envelope.group)
+            let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
+                                                    scratch: newEvents, publish: publish, events: &eventLogs)
+            replicas[shard] = replica
+            replica.onProposed = { [metrics] in metrics.proposals.increment() }
+            retiredShards[shard] = nil
+            adoptedShards[shard] = hostTicks
+            regroup()
+            metrics.replicasAdded.increment()
+            return groupIndex[envelope.group]
+        } catch {
+            return nil
+        }
+    }
+
+    /// Drops the shard replicas whose applied configuration no longer names this node: the group removed it.
+    /// Runs after a cycle's write, so nothing of theirs is still to be written.
+    func dropRemovedReplicas() throws {
+        try drop(shardOrder.filter { shard in
+            let conf = replicas[shard]!.confState
+            if !conf.voters.isEmpty { adoptedShards[shard] = nil }
+            return !conf.voters.isEmpty && !conf.allMembers.contains(config.nodeID)
+        })
+    }
+
+    /// Drops empty replicas no snapshot filled in `unfilledTicks` (made for a stale leader's message).
+    func dropUnfilledReplicas() throws {
+        try drop(adoptedShards.filter { shard, since in
+            hostTicks - since >= Self.unfilledTicks && replicas[shard]?.confState.voters.isEmpty == true
+        }.keys.sorted())
+    }
+
+    private func drop(_ gone: [ShardID]) throws {
+        guard !gone.isEmpty else { return }
+        try writeCarried()
+        for shard in gone {
+            adoptedShards[shard] = nil
+            let group = config.shardMap.group(of: shard)
+            replicas[shard] = nil
+            eventLogs[shard] = nil
+            retiredShards[shard] = hostTicks
+            try database.dropGroup(group)
+            metrics.replicasRemoved.increment()
+        }
+        regroup()
+    }
+
+    /// Rebuilds the group list and its index after a replica came or went; every group is looked at next.
+    private func regroup() {
+        let shards = replicas.keys.sorted()
+        var all: [HostedGroup] = shards.map { replicas[$0]! }
+        if let meta { all.append(meta) }
+        var leaders: [GroupID: NodeID] = [:]
+        for (i, g) in groups.enumerated() { leaders[g.group] = knownLeaders[i] }
+        shardOrder = shards
+        groups = all
+        groupIndex = Dictionary(uniqueKeysWithValues: all.enumerated().map { ($1.group, $0) })
+        knownLeaders = all.map { leaders[$0.group] ?? $0.raft.softState.leader }
+        due = DueGroups(count: all.count)
+        due.markAll()
+    }
+
+    // MARK: Driving a group's membership (the leader's side)
+
+    /// A shard replica's membership as its leader sees it, for `ReplicaMoves`.
+    public struct Membership: Sendable, Hashable {
+        public var shard: ShardID
+        public var conf: ConfState
+        public var commit: LogIndex
+        /// Each member's acknowledged log index (the leader's own is its last index).
+        public var match: [NodeID: LogIndex]
+        /// A configuration change is proposed and not yet applied (Raft takes one at a time).
+        public var changePending: Bool
+        public var transferring: Bool
+
+        public init(shard: ShardID, conf: ConfState, commit: LogIndex, match: [NodeID: LogIndex],
+                    changePending: Bool = false, transferring: Bool = false) {
+            self.shard = shard
+            self.conf = conf
+            self.commit = commit
+            self.match = match
+            self.changePending = changePending
+            self.transferring = transferring
+        }
+    }
+
+    /// The membership of every shard this node leads.
+    public func ledMemberships() -> [Membership] {
+        shardOrder.compactMap { shard in
+            guard let r = replicas[shard], r.isLeader else { return nil }
+            let s = r.raft.status
+            return Membership(shard: shard, conf: r.confState, commit: s.hardState.commit,
+                              match: s.progress.mapValues(\.match), changePending: r.raft.hasPendingConfChange,
+                              transferring: s.leadTransferee != 0)
+        }
+    }
+
+    /// One step toward `table` (the meta placement: each shard's wanted replicas) on every shard this node
+    /// leads (`ReplicaMoves`). At most `maxLearners` of them may have a replica catching up at once, so a
+    /// node sends few snapshots at a time. Returns the steps taken, for logs and tests.
+    @discardableResult
+    public func moveReplicas(toward table: [[NodeID]], maxLearners: Int) -> [(ShardID, ReplicaMoves.Step)] {
+        guard table.count == config.shardMap.shardCount else { return [] }
+        let led = ledMemberships()
+        var learning = led.filter { !$0.conf.learners.isEmpty }.count
+        var taken: [(ShardID, ReplicaMoves.Step)] = []
+        for m in led {
+            let step = ReplicaMoves.next(leader: config.nodeID, membership: m, target: table[m.shard],
+                                         mayAddLearner: learning < maxLearners)
+            switch step {
+            case .none, .wait:
+                continue
+            case .transferLeadership(let heir):
+                if transferLeadership(shard: m.shard, to: heir) { taken.append((m.shard, step)) }
+            default:
+                guard let change = step.change, proposeConfChange(change, shard: m.shard) else { continue }
+                if case .addLearner = step { learning += 1 }
+                taken.append((m.shard, step))
+            }
+        }
+        return taken
+    }
+
+    /// Proposes a configuration change to a shard this node leads; false when it cannot be taken now.
+    public func proposeConfChange(_ change: ConfChange, shard: ShardID) -> Bool {
+        guard let r = replicas[shard], r.isLeader else { return false }
+        do {
+            try r.raft.proposeConfChange(change)
+        } catch {
+            return false
+        }
+        due.mark(groupIndex[r.group]!)
+        metrics.membershipChanges.increment()
+        return true
+    }
+}
