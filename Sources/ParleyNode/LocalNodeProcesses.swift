@@ -16,6 +16,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         public var opsPorts: [Int] = []
         /// Set in every node's environment on top of this process's own (a test's clock shift, say).
         public var environment: [String: String] = [:]
+        /// Issue 17: the first `founders` nodes found the cluster (`--peers` lists them); the others join it
+        /// through node 1 (`--join`). Nil: every node is a founder.
+        public var founders: Int?
 
         public init(count: Int, httpPorts: [Int], peerPorts: [Int], dataDirectory: String, secret: String, shards: Int) {
             precondition(httpPorts.count == count && peerPorts.count == count)
@@ -48,9 +51,12 @@ public final class LocalNodeProcesses: @unchecked Sendable {
     public var secretFile: String { layout.dataDirectory + "/cluster-secret" }
 
     public func arguments(for id: UInt64) -> [String] {
-        let peers = layout.ids.map { "\($0)=127.0.0.1:\(layout.peerPort($0))" }.joined(separator: ",")
+        let founders = layout.ids.prefix(layout.founders ?? layout.count)
+        let peers = founders.contains(id)
+            ? ["--peers", founders.map { "\($0)=127.0.0.1:\(layout.peerPort($0))" }.joined(separator: ",")]
+            : ["--join", "127.0.0.1:\(layout.peerPort(1))"]
         return ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(layout.httpPorts[Int(id) - 1])",
-                "--peer-listen", "127.0.0.1:\(layout.peerPort(id))", "--peers", peers,
+                "--peer-listen", "127.0.0.1:\(layout.peerPort(id))"] + peers + [
                 "--data", "\(layout.dataDirectory)/node-\(id)", "--secret-file", secretFile,
                 "--shards", "\(layout.shards)"]
             + (layout.opsPorts.isEmpty ? [] : ["--ops-listen", "127.0.0.1:\(layout.opsPorts[Int(id) - 1])"])

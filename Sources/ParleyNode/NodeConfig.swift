@@ -43,6 +43,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// Issue 17: how often the meta leader evens out shard leaders, and how many transfers a round asks for
     /// (`--leader-balance-ms`, 0 = off).
     public var leaderBalance = LeaderBalanceSettings()
+    /// Issue 17: `--join HOST:PORT`, the peer address of any member of a running cluster this node joins.
+    /// It learns the founders and the registry from it; `--peers` then needs to list only this node.
+    public var join: Address?
     /// fsync every group commit (always on in production; benchmarks say when it is off).
     public var durable = true
     /// SPEC A4: where `/status`, `/status/cluster`, `/metrics`, `/dashboard` and `/placement/…` are served

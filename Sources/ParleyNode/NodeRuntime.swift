@@ -28,6 +28,10 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     private let edge = NIOLockedValueBox<Edge?>(nil)
     /// This node's Prometheus registry (`/metrics`); components record through `metrics.factory`.
     public let metrics: NodeMetrics
+    /// The cluster's founding nodes (`--peers`, or learned when joining).
+    let founders: [NodeID]
+    /// Where a node that joined keeps its founders and peers (nil on a founding node).
+    let membershipFile: ClusterMembershipFile?
 
     /// Opens the database, binds the peer port and builds every replica; nothing ticks until `run()`.
     public init(config: NodeConfig, logger: Logger) async throws {
@@ -60,17 +64,38 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             },
             onPeerDown: { peer in ref.driver?.peerUnreachable(peer) },
             onPeerUp: { peer in ref.driver?.peerReachable(peer) }, metrics: metrics.factory, logger: logger)
+        // Issue 17: a node that joined a running cluster knows its founders and peers from the cluster (through
+        // `--join` the first time, from the data folder after), not from `--peers`.
+        var founders = config.peers.keys.sorted()
+        var peerAddresses = config.peers
+        var founding = true
+        let membershipFile = ClusterMembershipFile(directory: config.dataDirectory)
+        if let saved = membershipFile.load() {
+            founders = saved.founders
+            peerAddresses.merge(saved.peers) { own, _ in own }
+            founding = false
+        } else if let seed = config.join {
+            let joined = try await Self.learnCluster(through: seed, transport: transport, config: config,
+                                                     holdsData: !(try database.groupIDs().isEmpty), logger: logger)
+            founders = joined.founders
+            peerAddresses.merge(joined.peers) { own, _ in own }
+            try membershipFile.save(joined)
+            founding = false
+        }
+        self.membershipFile = founding ? nil : membershipFile
+        self.founders = founders
         var peers: [NodeID: (host: String, port: Int)] = [:]
-        for (id, address) in config.peers where id != config.id { peers[id] = (address.host, address.port) }
+        for (id, address) in peerAddresses where id != config.id { peers[id] = (address.host, address.port) }
         await transport.setPeers(peers)
 
         var raft = RaftConfig(id: config.id, electionTick: config.electionTicks, heartbeatTick: 1,
                               quiesceAfterTicks: config.quiesceAfterTicks)
         raft.maxInflightBytes = 32 << 20
-        let hostConfig = RaftHost.Config(
-            nodeID: config.id, nodes: config.peers.keys.sorted(),
+        var hostConfig = RaftHost.Config(
+            nodeID: config.id, nodes: founders,
             shardMap: ShardMap(shardCount: config.shardCount, replicationFactor: config.replicationFactor),
             raft: raft, boot: UInt64(Date().timeIntervalSince1970 * 1000))
+        hostConfig.founding = founding
         let transport = self.transport
         let factory = metrics.factory
         driver = try RaftDriver(loop: raftLoop.next(), transport: transport,
@@ -96,6 +121,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             await self.bootstrapApps()
         }
         let watching = Task { await self.watchElections() }
+        let following = Task { await self.followRegistry() }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
             "peerTLS": "\(config.peerTLS != nil)",
@@ -134,6 +160,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         try await services.run()
         joining.cancel()
         watching.cancel()
+        following.cancel()
         // Client sockets outlive the HTTP server's tasks: tell them we are going (1001) before the loops stop.
         await edge.closeAll()
         let deadline = ContinuousClock.now + .seconds(1)
@@ -168,8 +195,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                     logger.info("registered in the meta group")
                 }
                 guard let meta = try await driver.metaState().get() else { throw RouteError.peerRefused(0) }
-                if meta.placementVersion > 0 { return }
-                let nodes = config.peers.keys.sorted()
+                if meta.placementVersion > 0 || membershipFile != nil { return }
+                let nodes = founders
                 let table = (0..<config.shardCount).map { driver.shardMap.replicas(of: $0, nodes: nodes) }
                 switch try await driver.submitMeta(.setPlacement(expectedVersion: 0, replicas: table)).get() {
                 case .placement(let version):

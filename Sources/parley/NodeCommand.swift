@@ -25,6 +25,8 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Replicas per shard (default 3).") var replicas: Int?
     @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
     var tickMillis: Int?
+    @Option(help: "Join a running cluster through the peer address (host:port) of any of its nodes; the node learns its peers from the cluster, and later starts need no --join.")
+    var join: String?
     @Option(name: .customLong("leader-balance-ms"), help: "How often the meta leader evens out shard leaders across nodes (default 1000; 0 = off).")
     var leaderBalanceMillis: Int?
     @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
@@ -70,6 +72,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let s = value("shards", shards.map(String.init)).flatMap(Int.init) { nodeConfig.shardCount = s }
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
+        if let j = value("join", join), !j.isEmpty {
+            guard let address = NodeConfig.Address(Substring(j)) else { throw ValidationError("--join must be host:port (a member's peer address)") }
+            nodeConfig.join = address
+        }
         if let b = value("leader-balance-ms", leaderBalanceMillis.map(String.init)) {
             guard let ms = Int64(b), ms >= 0 else { throw ValidationError("--leader-balance-ms must be a number of milliseconds ≥ 0") }
             nodeConfig.leaderBalance.intervalMillis = ms

@@ -25,7 +25,7 @@ final class LocalCluster: @unchecked Sendable {
     private let clientTLS: PeerTLS?
 
     init(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
-         opsListeners: Bool = false, environment: [String: String] = [:]) throws {
+         opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil) throws {
         self.shards = shards
         self.clientTLS = clientTLS
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
@@ -40,6 +40,7 @@ final class LocalCluster: @unchecked Sendable {
         layout.extraArguments = extraArguments.contains("--leader-balance-ms") ? extraArguments
             : extraArguments + ["--leader-balance-ms", "0"]
         layout.environment = environment
+        layout.founders = founders
         if opsListeners { layout.opsPorts = Array(ports[(2 * size)...]) }
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
@@ -273,10 +274,10 @@ final class LocalCluster: @unchecked Sendable {
 
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
 func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
-                      opsListeners: Bool = false, environment: [String: String] = [:],
+                      opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil,
                       _ body: (LocalCluster) async throws -> Void) async throws {
     let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS,
-                                   opsListeners: opsListeners, environment: environment)
+                                   opsListeners: opsListeners, environment: environment, founders: founders)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {

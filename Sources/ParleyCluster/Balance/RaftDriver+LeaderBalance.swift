@@ -32,7 +32,9 @@ extension RaftDriver {
         guard host.metaLeader == nodeID, !balancing else { return }
         balancing = true
         let limit = leaderBalance.transfersPerRound
-        let views = host.config.nodes.map { node -> EventLoopFuture<(NodeID, [LeaderBalance.Shard])?> in
+        // Every node that may lead: the founders and the nodes that joined (issue 17).
+        let nodes = host.metaState.map { Self.placementNodes(founders: host.config.nodes, state: $0) } ?? host.config.nodes
+        let views = nodes.map { node -> EventLoopFuture<(NodeID, [LeaderBalance.Shard])?> in
             if node == nodeID { return loop.makeSucceededFuture((node, host.ledShards())) }
             return transport.call(node, path: Self.leadsPath, body: [], timeout: Self.balanceCallTimeout).hop(to: loop)
                 .flatMapThrowing { response -> (NodeID, [LeaderBalance.Shard])? in

@@ -15,7 +15,9 @@ public final class RaftDriver: @unchecked Sendable {
     private var leaseTask: RepeatedTask?
     private var historyTask: RepeatedTask?
     private var balanceTask: RepeatedTask?
+    private var placementTask: RepeatedTask?
     let leaderBalance: LeaderBalanceSettings
+    let moves: ReplicaMoveSettings
     /// A balance round is gathering views (rounds never overlap).
     var balancing = false
     private let tickInterval: TimeAmount
@@ -33,11 +35,13 @@ public final class RaftDriver: @unchecked Sendable {
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
                 leaderBalance: LeaderBalanceSettings = LeaderBalanceSettings(),
+                moves: ReplicaMoveSettings = ReplicaMoveSettings(),
                 makeHost: (_ send: @escaping (NodeID, [RaftEnvelope]) -> Void,
                            _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
                 publish: @escaping (ShardID, [RoomEvent]) -> Void = { _, _ in }, edgeLeaseMillis: Int64 = 6_000) throws {
         self.loop = loop
         self.leaderBalance = leaderBalance
+        self.moves = moves
         feeds = EdgeFeedBoard(leaseMillis: edgeLeaseMillis, takeoverMillis: Self.pollCallTimeoutMillis)
         self.transport = transport
         self.tickInterval = tickInterval
@@ -68,6 +72,12 @@ public final class RaftDriver: @unchecked Sendable {
                     self.balanceLeaders()
                 }
             }
+            if self.moves.intervalMillis > 0 {
+                let every = TimeAmount.milliseconds(self.moves.intervalMillis)
+                self.placementTask = self.loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
+                    self.tendPlacement()
+                }
+            }
             self.runReady()
         }
     }
@@ -82,6 +92,8 @@ public final class RaftDriver: @unchecked Sendable {
             self.historyTask = nil
             self.balanceTask?.cancel()
             self.balanceTask = nil
+            self.placementTask?.cancel()
+            self.placementTask = nil
             // Neither is needed for safety (a restart applies the entries again, the leader resends the
             // commit index), but a restart is cheaper with them.
             try? self.host.writeCarried()
@@ -147,6 +159,7 @@ public final class RaftDriver: @unchecked Sendable {
         tickTask?.cancel()
         leaseTask?.cancel()
         balanceTask?.cancel()
+        placementTask?.cancel()
     }
 
     // MARK: Commands
@@ -350,6 +363,8 @@ public final class RaftDriver: @unchecked Sendable {
             return handleEventPoll(request.body)
         case Self.leadsPath, Self.transferPath:
             return handleBalanceCall(request)
+        case Self.joinPath:
+            return handleJoin()
         case "/rpc/v1/meta/propose":
             guard let command = try? ForwardedMetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
             return loop.flatSubmit { self.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }

@@ -104,14 +104,20 @@ public final class PeerTokenCheck: Sendable {
         self.clock = clock
     }
 
-    /// The sender when the stream's headers authenticate it for `path`, else why not.
-    public func check(path: String, header: (String) -> String?) -> Result<NodeID, Refusal> {
+    /// The id a joining node addresses a member by before it knows the member's id (`--join HOST:PORT`).
+    /// Such a token opens only the join call (`PeerStreamHandler`, `RaftDriver.joinPath`).
+    public static let anyNode: NodeID = 0
+
+    /// The sender when the stream's headers authenticate it for `path`, else why not. `anyNode`: check a
+    /// token made for `PeerTokenCheck.anyNode` instead of this node.
+    public func check(path: String, anyNode: Bool = false, header: (String) -> String?) -> Result<NodeID, Refusal> {
         guard let from = header("x-parley-node").flatMap(NodeID.init), from != 0,
               let time = header("x-parley-time").flatMap(Int64.init),
               let nonce = header("x-parley-nonce"), (16...64).contains(nonce.utf8.count),
               let token = header("x-parley-auth") else { return .failure(.missing) }
         // A token made for another node signs another `to`, so it fails here like a forgery.
-        guard auth.verify(from: from, to: nodeID, path: path, time: time, nonce: nonce, token: token) else {
+        guard auth.verify(from: from, to: anyNode ? Self.anyNode : nodeID, path: path, time: time, nonce: nonce,
+                          token: token) else {
             return .failure(.badToken)
         }
         let now = clock()

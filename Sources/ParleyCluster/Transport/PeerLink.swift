@@ -275,6 +275,8 @@ final class PeerLink: @unchecked Sendable {
             self.connectWaiters = []
             for w in waiters { w.succeed(stream) }
         }
+        // A link to a member known only by address (joining) makes the join call and carries no Raft.
+        guard peer != PeerTokenCheck.anyNode else { return }
         openStream(mux, path: "/raft/v1/stream", reader: { PeerRaftStreamWatcher(link: self) },
                    isCurrent: { self.raftStream === $0 }) { stream in
             self.raftStream = stream

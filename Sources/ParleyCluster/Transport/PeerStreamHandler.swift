@@ -42,7 +42,12 @@ final class PeerStreamHandler: ChannelInboundHandler {
         var answers: PendingAnswers
     }
 
-    private enum Mode { case awaitingHeaders, raft(NodeID), rpcStream(NodeID), rpc(NodeID, String), finished }
+    /// `joinOnly`: an RPC stream opened with a token for `PeerTokenCheck.anyNode` (a node joining by address):
+    /// it may make the join call and nothing else.
+    private enum Mode { case awaitingHeaders, raft(NodeID), rpcStream(NodeID, joinOnly: Bool), rpc(NodeID, String), finished }
+
+    /// The one call a join-only stream may make.
+    static let joinPath = "/rpc/v1/join"
 
     private let settings: Settings
     /// The connection this stream belongs to, told when the stream authenticates.
@@ -66,9 +71,9 @@ final class PeerStreamHandler: ChannelInboundHandler {
             case .raft(let from):
                 buffer.writeBuffer(&bytes)
                 drainRaftFrames(context, from: from)
-            case .rpcStream(let from):
+            case .rpcStream(let from, let joinOnly):
                 buffer.writeBuffer(&bytes)
-                drainCallFrames(context, from: from)
+                drainCallFrames(context, from: from, joinOnly: joinOnly)
             case .rpc(let from, let path):
                 buffer.writeBuffer(&bytes)
                 guard buffer.readableBytes <= settings.maxFrameBytes else {
@@ -89,16 +94,24 @@ final class PeerStreamHandler: ChannelInboundHandler {
             return finish(context, status: 200, "ok")
         }
         let node: NodeID
+        var joinOnly = false
         switch settings.auth.check(path: path, header: { headers.first(name: $0) }) {
         case .success(let from):
             node = from
             connection?.authenticatedStream()
         case .failure(let why):
-            settings.onRefused(why, context.channel.parent?.remoteAddress)
-            return finish(context, status: 401, "cluster credentials refused: \(why.rawValue)")
+            if path == "/rpc/v1/stream",
+               case .success(let from) = settings.auth.check(path: path, anyNode: true, header: { headers.first(name: $0) }) {
+                node = from
+                joinOnly = true
+                connection?.authenticatedStream()
+            } else {
+                settings.onRefused(why, context.channel.parent?.remoteAddress)
+                return finish(context, status: 401, "cluster credentials refused: \(why.rawValue)")
+            }
         }
         if path == "/raft/v1/stream" || path == "/rpc/v1/stream" {
-            mode = path == "/raft/v1/stream" ? .raft(node) : .rpcStream(node)
+            mode = path == "/raft/v1/stream" ? .raft(node) : .rpcStream(node, joinOnly: joinOnly)
             // Accept at once: the peer keeps writing batches on this stream.
             let ok = HPACKHeaders([(":status", "200")])
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: ok))), promise: nil)
@@ -139,12 +152,16 @@ final class PeerStreamHandler: ChannelInboundHandler {
     }
 
     /// Each frame of an RPC stream is one call; its answer goes back on the same stream with the call's id.
-    private func drainCallFrames(_ context: ChannelHandlerContext, from: NodeID) {
+    private func drainCallFrames(_ context: ChannelHandlerContext, from: NodeID, joinOnly: Bool) {
         drainFrames(context) { frame in
             guard let id = frame.readInteger(as: UInt64.self), let pathLength = frame.readInteger(as: UInt16.self),
                   let path = frame.readString(length: Int(pathLength)) else {
                 finish(context, status: 400, "malformed call frame")
                 return false
+            }
+            if joinOnly && path != Self.joinPath {
+                queueAnswer(context, id: id, PeerResponse(status: 403, body: Array("a token for any node opens only \(Self.joinPath)".utf8)))
+                return true
             }
             let request = PeerRequest(from: from, path: path, body: Array(buffer: frame))
             let loop = context.eventLoop
@@ -198,7 +215,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
     }
 
     private func finish(_ context: ChannelHandlerContext, status: Int, _ message: String) {
-        if case .raft = mode { mode = .rpcStream(0) }
+        if case .raft = mode { mode = .rpcStream(0, joinOnly: false) }
         if case .rpcStream = mode {
             // The stream was already accepted with a 200: a reset is the only way left to refuse it.
             mode = .finished
