@@ -47,15 +47,16 @@ extension NodeRuntime {
         throw NodeConfigError.invalid("cannot join the cluster through \(seed): \(lastError)")
     }
 
-    /// Keeps the transport's peers equal to the registry (every node not removed, with `--peers` for the
-    /// founders' own addresses), so a node that joins is reached by all, and saves them on a node that joined.
+    /// Keeps the transport's peers equal to the registry (every node, with `--peers` for the founders' own
+    /// addresses), so a node that joins is reached by all, and saves them on a node that joined.
     func followRegistry() async {
         var current: [NodeID: NodeConfig.Address] = [:]
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(2))
             guard let state = try? await driver.metaState().get() else { continue }
             var peers: [NodeID: NodeConfig.Address] = [:]
-            for n in state.nodes.values where n.state != .removed && n.id != config.id {
+            // Removed nodes too: one may still lead a group it is moving off, and its followers must answer it.
+            for n in state.nodes.values where n.id != config.id {
                 // An address on every interface (containers) names no host: the founders' --peers do.
                 if let address = NodeConfig.Address(Substring(n.peerAddress)), address.host != "0.0.0.0" {
                     peers[n.id] = address
@@ -63,7 +64,7 @@ extension NodeRuntime {
             }
             for (id, address) in config.peers where id != config.id { peers[id] = address }
             if let saved = membershipFile?.load() {
-                for (id, address) in saved.peers where peers[id] == nil && state.nodes[id]?.state != .removed {
+                for (id, address) in saved.peers where peers[id] == nil {
                     peers[id] = address
                 }
             }

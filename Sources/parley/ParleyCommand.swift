@@ -8,7 +8,7 @@ struct ParleyCommand: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: a clustered chat-room server.",
         version: ParleyVersion.string,
-        subcommands: [NodeCommand.self, DevCommand.self, StatusCommand.self, SimulateCommand.self, BenchCommand.self,
+        subcommands: [NodeCommand.self, DevCommand.self, StatusCommand.self, ClusterCommand.self, SimulateCommand.self, BenchCommand.self,
                       StorageCommand.self]
     )
 

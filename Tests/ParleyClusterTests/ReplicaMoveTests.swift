@@ -208,3 +208,33 @@ import ParleyRooms
         #expect(ReplicaMoves.next(leader: 1, membership: membership(voters: [1, 2]), target: [1, 2, 3]) == .addLearner(3))
     }
 }
+
+/// The real-process scale-out sequence, in process: 3 founders, a 4th and a 5th node join, then node 1 leaves.
+@Suite(.serialized) struct ReplicaMoveSequenceTests {
+    @Test func twoJoinsThenTheFirstNodeLeaves() throws {
+        let cluster = try InProcessCluster(nodes: [1, 2, 3], shards: 16)
+        try cluster.run(until: { cluster.allShardsHaveLeaders() }, "leaders")
+        for r in 0..<16 {
+            try cluster.submit(.createRoom(CreateRoom(roomId: "seq-\(r)", creator: "ann", name: "r")), room: "seq-\(r)")
+        }
+        func settle(_ nodes: [NodeID]) throws {
+            let table = ReplicaMoves.table(shardMap: cluster.shardMap, nodes: nodes)
+            for cycle in 0..<20_000 {
+                let done = (0..<16).allSatisfy { shard in
+                    Set(cluster.hosts.filter { $0.value.shards.contains(shard) }.keys) == Set(table[shard])
+                        && cluster.leader(of: shard) != nil
+                }
+                if done { return }
+                if cycle % 5 == 0 { for host in cluster.hosts.values { host.moveReplicas(toward: table, maxLearners: 2) } }
+                try cluster.step()
+            }
+            let stuck = (0..<16).filter { shard in Set(cluster.hosts.filter { $0.value.shards.contains(shard) }.keys) != Set(table[shard]) }
+            Issue.record("not placed on \(nodes): shards \(stuck) held by \(stuck.map { s in cluster.hosts.filter { $0.value.shards.contains(s) }.keys.sorted() })")
+        }
+        try cluster.join(4)
+        try settle([1, 2, 3, 4])
+        try cluster.join(5)
+        try settle([1, 2, 3, 4, 5])
+        try settle([2, 3, 4, 5])
+    }
+}

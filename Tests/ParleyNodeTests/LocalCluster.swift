@@ -61,11 +61,12 @@ final class LocalCluster: @unchecked Sendable {
     @discardableResult
     func stop(_ id: UInt64) -> Int32? { nodes.stop(id) }
 
+    /// Stops every node and deletes the data and logs (kept when PARLEY_KEEP_TEST_CLUSTERS is set, to read them).
     func shutdown() async {
         nodes.killAll()
         await client?.shutdown()
         try? await group.shutdownGracefully()
-        try? FileManager.default.removeItem(at: directory)
+        if ProcessInfo.processInfo.environment["PARLEY_KEEP_TEST_CLUSTERS"] == nil { try? FileManager.default.removeItem(at: directory) }
     }
 
     // MARK: Observation
@@ -211,6 +212,38 @@ final class LocalCluster: @unchecked Sendable {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
+    }
+
+    /// Runs a `parley` command (a CLI tool, with this cluster's secret file) to its exit, with its output.
+    /// Runs `parley` with exactly `arguments` (a node started by hand) to its exit, killed after `seconds`, on a
+    /// thread of its own: not the two-thread cooperative pool the test's other tasks need.
+    func run(_ arguments: [String], seconds: Double) async throws -> (status: Int32, output: String) {
+        let executable = nodes.executable
+        return try await withCheckedThrowingContinuation { done in
+            Thread.detachNewThread {
+                do { done.resume(returning: try Self.runToExit(executable, arguments, seconds: seconds)) } catch { done.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// Runs a `parley` CLI command with this cluster's secret file, on a thread of its own.
+    func parley(_ arguments: [String], seconds: Double = 60) async throws -> (status: Int32, output: String) {
+        try await run(arguments + ["--secret-file", nodes.secretFile], seconds: seconds)
+    }
+
+    private static func runToExit(_ executable: URL, _ arguments: [String], seconds: Double) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = executable
+        p.arguments = arguments
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let deadline = Date().addingTimeInterval(seconds)
+        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if p.isRunning { p.terminate() }
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
     /// Applies a meta command (apps, users) on whichever node leads the meta group.

@@ -3,11 +3,12 @@ import Testing
 import ParleyCluster
 import ParleyRooms
 
-/// Issue 17, scale-out on real `parley node` processes: a 3-node cluster under load is joined by a 4th and a
-/// 5th node (`--join` through node 1). The planner puts each shard on its rendezvous top 3 over the nodes,
-/// the shards' leaders move the replicas (learner, snapshot, joint change), the balancer spreads leaders,
-/// and the messages sent all along are each stored exactly once.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct ScaleOutIntegrationTests {
+/// Issue 17, scale-out and in on real `parley node` processes: a 3-node cluster under load is joined by a 4th
+/// and a 5th node (`--join` through node 1); then its meta leader is removed (`parley cluster remove`), and a
+/// node killed with -9 is removed as dead. The planner puts each shard on its rendezvous top 3 over the
+/// nodes, the shards' leaders move the replicas (learner, snapshot, joint change), the balancer spreads
+/// leaders, and the messages sent all along are each stored exactly once.
+@Suite(.serialized, .timeLimit(.minutes(8))) struct ScaleOutIntegrationTests {
     /// Which running nodes hold each shard, and each one's leader, from their `/status`.
     private func holders(_ cluster: LocalCluster) async -> (holders: [Int: Set<UInt64>], leaders: [Int: Set<UInt64>]) {
         let all = await cluster.statuses()
@@ -53,8 +54,54 @@ import ParleyRooms
             for set in leaders.values where set.count == 1 { led[set.first!]! += 1 }
             return led.values.reduce(0, +) == 16 && led.values.allSatisfy { (3...4).contains($0) }
         }
+
+        // Scale in: remove the meta leader under load (`parley cluster remove`); every replica and the meta
+        // group move off it, and it ends holding none.
+        let leaving = try #require(await metaLeader(cluster))
+        let removed = try await cluster.parley(["cluster", "remove", "--node", "\(leaving)", "--through", peer(cluster, 5)])
+        #expect(removed.status == 0 && removed.output.contains("marked removed"), "\(removed.output)")
+        let afterRemoval = [UInt64](1...5).filter { $0 != leaving }
+        do {
+            try await cluster.eventually("every replica to leave node \(leaving)", seconds: 90) {
+                guard await placed(cluster, on: afterRemoval) else { return false }
+                return await cluster.statuses()[leaving]?.shards.isEmpty == true
+            }
+        } catch {
+            let want = ReplicaMoves.table(shardMap: shardMap, nodes: afterRemoval)
+            let (h, l) = await holders(cluster)
+            for shard in 0..<16 where h[shard] != Set(want[shard]) {
+                print("shard \(shard): held by \(h[shard]!.sorted()), led by \(l[shard]?.sorted() ?? []), wanted \(want[shard].sorted())")
+            }
+            for (id, r) in await cluster.statuses().sorted(by: { $0.key < $1.key }) {
+                print("node \(id): meta \(String(describing: r.meta?.leader)) v\(r.meta?.placementVersion ?? 0) nodes \(r.meta?.nodes.map { "\($0.id):\($0.state)" } ?? [])")
+            }
+            throw error
+        }
+        let listing = try await cluster.parley(["cluster", "nodes", "--through", peer(cluster, 5)])
+        #expect(listing.output.contains(where: { _ in true }) && listing.output.split(separator: "\n")
+            .contains { $0.hasPrefix("\(leaving) ") && $0.contains("removed") }, "\(listing.output)")
+        // The meta group moved too: a node still in the cluster leads it.
+        try await cluster.eventually("a new meta leader", seconds: 30) {
+            guard let leader = await metaLeader(cluster) else { return false }
+            return afterRemoval.contains(leader)
+        }
+
+        // A dead node: kill -9 one of the rest and remove it; its replicas are rebuilt from the survivors.
+        let dead = afterRemoval[0]
+        cluster.kill9(dead)
+        let survivors = afterRemoval.filter { $0 != dead }
+        let gone = try await cluster.parley(["cluster", "remove", "--node", "\(dead)", "--through", peer(cluster, survivors[0])])
+        #expect(gone.status == 0, "\(gone.output)")
+        try await cluster.eventually("every shard back to 3 replicas without node \(dead)", seconds: 120) {
+            await placed(cluster, on: survivors)
+        }
+        // Three nodes left for three replicas: removing another is refused, and nothing changes.
+        let refused = try await cluster.parley(["cluster", "remove", "--node", "\(survivors[0])", "--through", peer(cluster, survivors[1])])
+        #expect(refused.status != 0 && refused.output.contains("would leave 2 nodes"), "\(refused.output)")
+        #expect(await placed(cluster, on: survivors))
+
         let result = await load.stop()
-        try await result.expectEachStoredOnce(cluster, rooms: rooms, via: 5)
+        try await result.expectEachStoredOnce(cluster, rooms: rooms, via: survivors.last!)
         // Every replica of every shard agrees.
         try await cluster.eventually("replicas to agree", seconds: 20) {
             let all = await cluster.statuses(digests: true)
@@ -63,9 +110,17 @@ import ParleyRooms
                 return views.count == 3 && Set(views.map(\.digest)).count == 1
             }
         }
-        print("scale-out: \(result.sent) messages through two joins, \(result.retries) retried sends")
+        print("scale-out: \(result.sent) messages through two joins and two removals, \(result.retries) retried sends")
         }
     }
+
+    /// The meta leader as the nodes that hold a meta replica name it (the group moves as nodes come and go).
+    private func metaLeader(_ cluster: LocalCluster) async -> UInt64? {
+        let named = Set(await cluster.statuses().values.compactMap { $0.meta?.leader }.filter { $0 != 0 })
+        return named.count == 1 ? named.first : nil
+    }
+
+    private func peer(_ cluster: LocalCluster, _ id: UInt64) -> String { "127.0.0.1:\(cluster.nodes.layout.peerPort(id))" }
 
     @Test func aNodeWithTheIdOfAMemberIsRefused() async throws {
         try await withLocalCluster(size: 4, shards: 8, founders: 3) { cluster in
@@ -74,7 +129,7 @@ import ParleyRooms
         // Node "4" starts with id 2: same id as a member, its own addresses.
         var args = cluster.nodes.arguments(for: 4)
         args[args.firstIndex(of: "--id")! + 1] = "2"
-        let result = try runToExit(cluster.nodes.executable, args, seconds: 40)
+        let result = try await cluster.run(args, seconds: 40)
         #expect(result.status != 0)
         #expect(result.output.contains("node id 2 is already a member"), "\(result.output.suffix(600))")
         let meta = try await cluster.metaState(via: 1)
@@ -92,29 +147,12 @@ import ParleyRooms
                                        attributes: [.posixPermissions: 0o600])
         var args = cluster.nodes.arguments(for: 4)
         args[args.firstIndex(of: "--secret-file")! + 1] = wrong
-        let result = try runToExit(cluster.nodes.executable, args, seconds: 60)
+        let result = try await cluster.run(args, seconds: 60)
         #expect(result.status != 0)
         #expect(result.output.contains("cannot join the cluster") && result.output.contains("badToken"),
                 "\(result.output.suffix(600))")
         let meta = try await cluster.metaState(via: 1)
         #expect(meta.nodes.keys.sorted() == [1, 2, 3])
         }
-    }
-
-    /// Runs `parley` to its exit (killed after `seconds`), with its output.
-    private func runToExit(_ executable: URL, _ arguments: [String], seconds: Double) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = executable
-        p.arguments = arguments
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let deadline = Date().addingTimeInterval(seconds)
-        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
-        if p.isRunning { p.terminate() }
-        p.waitUntilExit()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

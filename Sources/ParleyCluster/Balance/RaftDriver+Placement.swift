@@ -76,25 +76,106 @@ extension RaftDriver {
 
     /// One look, on `loop`: the meta leader plans; every node moves the shards it leads one step.
     func tendPlacement() {
+        var metaTarget: [NodeID] = []
         if host.metaLeader == nodeID, let state = host.metaState, state.placementVersion > 0 {
-            let table = ReplicaMoves.table(shardMap: shardMap,
-                                           nodes: Self.placementNodes(founders: host.config.nodes, state: state))
+            let nodes = Self.placementNodes(founders: host.config.nodes, state: state)
+            let table = ReplicaMoves.table(shardMap: shardMap, nodes: nodes)
             if table != state.placement {
                 host.proposeMeta(.setPlacement(expectedVersion: state.placementVersion, replicas: table),
                                  timestamp: Self.now()) { _ in }
                 scheduleReady()
             }
+            metaTarget = shardMap.metaReplicas(nodes: nodes)
         }
         let limit = moves.maxLearnersPerNode
-        if let table = host.metaState?.placement {
-            if !host.moveReplicas(toward: table, maxLearners: limit).isEmpty { scheduleReady() }
+        if let state = host.metaState {
+            if !host.moveReplicas(toward: state.placement, meta: metaTarget, maxLearners: limit).isEmpty { scheduleReady() }
+            collectRemovedReplicas(table: state.placement,
+                                   metaTarget: shardMap.metaReplicas(nodes: Self.placementNodes(founders: host.config.nodes, state: state)))
             return
         }
-        guard !host.ledMemberships().isEmpty else { return }
         metaState().whenSuccess { state in
-            guard let table = state?.placement, !table.isEmpty else { return }
-            self.host.placementHint = table
-            if !self.host.moveReplicas(toward: table, maxLearners: limit).isEmpty { self.scheduleReady() }
+            guard let state, !state.placement.isEmpty else { return }
+            self.host.placementHint = state.placement
+            if !self.host.moveReplicas(toward: state.placement, maxLearners: limit).isEmpty { self.scheduleReady() }
+            self.collectRemovedReplicas(table: state.placement, metaTarget: [])
+        }
+    }
+
+    public static let removePath = "/rpc/v1/cluster/remove"
+    static let membersPath = "/rpc/v1/members"
+
+    /// `/rpc/v1/members`: whether this node leads a group, and the members it applied.
+    func handleMembers(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+        var r = ByteReader(body)
+        guard let group = try? r.readUInt64(), r.isAtEnd else {
+            return loop.makeSucceededFuture(PeerResponse(status: 400, body: []))
+        }
+        return loop.submit {
+            guard let view = self.host.members(of: group) else { return PeerResponse(status: 404, body: []) }
+            var w = ByteWriter()
+            w.write(view.leads)
+            w.write(view.members.count)
+            for n in view.members { w.write(n) }
+            return PeerResponse(status: 200, body: w.bytes)
+        }
+    }
+
+    /// Replicas here that the placement has moved away and that no longer hear from their group: each asks
+    /// the nodes the placement names for the group's leader, and is dropped when that leader's applied
+    /// configuration does not name this node (a removed replica that never applied its own removal).
+    func collectRemovedReplicas(table: [[NodeID]], metaTarget: [NodeID]) {
+        for group in host.replicasOutsidePlacement(table: table, metaTarget: metaTarget) {
+            let asked = group == ShardMap.metaGroup ? metaTarget
+                : shardMap.shard(ofGroup: group).map { table[$0] } ?? []
+            var w = ByteWriter()
+            w.write(group)
+            let answers = asked.filter { $0 != nodeID }.map { node in
+                transport.call(node, path: Self.membersPath, body: w.bytes, timeout: .seconds(1)).hop(to: loop)
+                    .map { response -> Bool? in
+                        guard response.status == 200 else { return nil }
+                        var r = ByteReader(response.body)
+                        guard let leads = try? r.readBool(), leads, let n = try? r.readInt(), (0...64).contains(n),
+                              let members = try? (0..<n).map({ _ in try r.readUInt64() }) else { return nil }
+                        return members.contains(self.nodeID)
+                    }.recover { _ in nil }
+            }
+            EventLoopFuture.whenAllComplete(answers, on: loop).whenSuccess { results in
+                // Only a leader's word counts, and only "not a member".
+                guard results.contains(where: { (try? $0.get()) == .some(false) }) else { return }
+                try? self.host.dropReplica(group)
+                self.scheduleReady()
+            }
+        }
+    }
+
+    /// `/rpc/v1/cluster/remove` (`parley cluster remove --node ID`): marks a node removed, so the planner
+    /// moves every replica off it (from the surviving replicas when it is down). Refused, changing nothing,
+    /// for a node the registry does not know, one already removed, or when the nodes left could not hold
+    /// `replicationFactor` copies of every shard.
+    func handleRemove(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {
+        func answer(_ status: Int, _ text: String) -> PeerResponse { PeerResponse(status: status, body: Array(text.utf8)) }
+        var r = ByteReader(body)
+        guard let id = try? r.readUInt64(), r.isAtEnd, id != 0 else {
+            return loop.makeSucceededFuture(answer(400, "bad node id"))
+        }
+        return metaState().flatMap { state -> EventLoopFuture<PeerResponse> in
+            guard let state else { return self.loop.makeSucceededFuture(answer(503, "the meta group cannot be reached")) }
+            guard let record = state.nodes[id] else {
+                return self.loop.makeSucceededFuture(answer(404, "node \(id) is not in the registry"))
+            }
+            guard record.state != .removed else {
+                return self.loop.makeSucceededFuture(answer(409, "node \(id) is already removed"))
+            }
+            let remaining = Self.placementNodes(founders: self.host.config.nodes, state: state).filter { $0 != id }
+            guard remaining.count >= self.shardMap.replicationFactor else {
+                return self.loop.makeSucceededFuture(answer(409, "removing node \(id) would leave \(remaining.count) nodes "
+                    + "(\(remaining.map(String.init).joined(separator: ", "))) for \(self.shardMap.replicationFactor) replicas per shard: add a node first"))
+            }
+            return self.submitMeta(.setNodeState(id, .removed)).map { outcome in
+                if case .refused(_, let why) = outcome { return answer(409, why) }
+                return answer(200, "node \(id) is marked removed; its replicas move to nodes \(remaining.map(String.init).joined(separator: ", "))")
+            }.recover { answer(503, "not applied: \($0)") }
         }
     }
 

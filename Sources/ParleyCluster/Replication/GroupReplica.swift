@@ -8,6 +8,8 @@ protocol HostedGroup: AnyObject {
     var group: GroupID { get }
     var raft: RawNode { get }
     var log: DurableGroupLog { get }
+    /// The membership this replica has applied.
+    var confState: ConfState { get }
     /// Called each time a proposal is made here, as leader or passed on to the leader (the host counts them).
     var onProposed: () -> Void { get set }
     /// One logical clock tick: Raft's, and the clock that gives up on proposals passed on to a leader.

@@ -20,6 +20,8 @@ public final class RaftDriver: @unchecked Sendable {
     let moves: ReplicaMoveSettings
     /// A balance round is gathering views (rounds never overlap).
     var balancing = false
+    /// The meta state as last fetched from a meta replica (on a node that holds none).
+    var fetchedMeta: MetaState?
     private let tickInterval: TimeAmount
     private var tickTask: RepeatedTask?
     private var readyScheduled = false
@@ -289,7 +291,7 @@ public final class RaftDriver: @unchecked Sendable {
         return loop.flatSubmit {
             self.route(GroupRoute<MetaOutcome>(
                 what: "the meta group", path: "/rpc/v1/meta/propose", body: request.encoded(),
-                replicas: self.shardMap.metaReplicas(nodes: self.host.config.nodes),
+                replicas: self.metaCandidates(),
                 here: self.host.metaLeader != nil ? { self.proposeMetaHere(request) } : nil), deadline)
         }
     }
@@ -365,6 +367,10 @@ public final class RaftDriver: @unchecked Sendable {
             return handleBalanceCall(request)
         case Self.joinPath:
             return handleJoin()
+        case Self.removePath:
+            return handleRemove(request.body)
+        case Self.membersPath:
+            return handleMembers(request.body)
         case "/rpc/v1/meta/propose":
             guard let command = try? ForwardedMetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
             return loop.flatSubmit { self.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
@@ -400,9 +406,24 @@ public final class RaftDriver: @unchecked Sendable {
     public func metaState() -> EventLoopFuture<MetaState?> {
         loop.flatSubmit {
             if let state = self.host.metaState { return self.loop.makeSucceededFuture(state) }
-            let holders = self.shardMap.metaReplicas(nodes: self.host.config.nodes)
-            return self.fetchMeta(from: holders[...])
+            return self.fetchMeta(from: self.metaCandidates()[...]).map { state in
+                if let state { self.fetchedMeta = state }
+                return state
+            }
         }
+    }
+
+    /// The nodes to ask for the meta group, likeliest holders first: the meta group sits on the first nodes of
+    /// its rendezvous order over the cluster's nodes (it moves there as nodes join and leave, issue 17), and
+    /// any other node may hold it while a move is under way.
+    func metaCandidates() -> [NodeID] {
+        let nodes = (host.metaState ?? fetchedMeta).map { Self.placementNodes(founders: host.config.nodes, state: $0) }
+            ?? host.config.nodes
+        let first = shardMap.metaReplicas(nodes: nodes)
+        let founders = shardMap.metaReplicas(nodes: host.config.nodes)
+        var out = first
+        for n in founders + nodes where !out.contains(n) && n != nodeID { out.append(n) }
+        return out
     }
 
     private func fetchMeta(from nodes: ArraySlice<NodeID>) -> EventLoopFuture<MetaState?> {

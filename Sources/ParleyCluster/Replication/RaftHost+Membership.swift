@@ -62,54 +62,96 @@ extension RaftHost {
     /// leader's message can still make one the group does not want; no snapshot ever fills it, and
     /// `dropUnfilledReplicas` removes it.
     func adopt(_ envelope: RaftEnvelope) -> Int? {
-        guard let shard = config.shardMap.shard(ofGroup: envelope.group) else { return nil }
-        if let retired = retiredShards[shard], hostTicks - retired < Self.retiredTicks { return nil }
+        let group = envelope.group
+        let shard = config.shardMap.shard(ofGroup: group)
+        guard shard != nil || (group == ShardMap.metaGroup && meta == nil) else { return nil }
+        if let retired = retiredGroups[group], hostTicks - retired < Self.retiredTicks { return nil }
         switch envelope.message.kind {
         case .append, .heartbeat, .snapshot: break
         default: return nil
         }
         do {
-            let log = try database.createEmptyGroup(envelope.group)
-            let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
-                                                    scratch: newEvents, publish: publish, events: &eventLogs)
-            replicas[shard] = replica
-            replica.onProposed = { [metrics] in metrics.proposals.increment() }
-            retiredShards[shard] = nil
-            adoptedShards[shard] = hostTicks
+            let log = try database.createEmptyGroup(group)
+            if let shard {
+                let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
+                                                        scratch: newEvents, publish: publish, events: &eventLogs)
+                replicas[shard] = replica
+                replica.onProposed = { [metrics] in metrics.proposals.increment() }
+            } else {
+                let replica = try GroupReplica<MetaState>(group: group, log: log, config: Self.raftConfig(group, config)) {
+                    MetaState()
+                }
+                replica.onProposed = { [metrics] in metrics.proposals.increment() }
+                meta = replica
+            }
+            retiredGroups[group] = nil
+            adoptedGroups[group] = hostTicks
             regroup()
             metrics.replicasAdded.increment()
-            return groupIndex[envelope.group]
+            return groupIndex[group]
         } catch {
             return nil
         }
     }
 
-    /// Drops the shard replicas whose applied configuration no longer names this node: the group removed it.
+    /// Drops the replicas whose applied configuration no longer names this node: the group removed it.
     /// Runs after a cycle's write, so nothing of theirs is still to be written.
     func dropRemovedReplicas() throws {
-        try drop(shardOrder.filter { shard in
-            let conf = replicas[shard]!.confState
-            if !conf.voters.isEmpty { adoptedShards[shard] = nil }
-            return !conf.voters.isEmpty && !conf.allMembers.contains(config.nodeID)
-        })
+        var gone: [GroupID] = []
+        for g in groups {
+            let conf = g.confState
+            if !conf.voters.isEmpty { adoptedGroups[g.group] = nil }
+            if !conf.voters.isEmpty && !conf.allMembers.contains(config.nodeID) { gone.append(g.group) }
+        }
+        try drop(gone)
     }
 
     /// Drops empty replicas no snapshot filled in `unfilledTicks` (made for a stale leader's message).
     func dropUnfilledReplicas() throws {
-        try drop(adoptedShards.filter { shard, since in
-            hostTicks - since >= Self.unfilledTicks && replicas[shard]?.confState.voters.isEmpty == true
-        }.keys.sorted())
+        try drop(groups.filter { g in
+            adoptedGroups[g.group].map { hostTicks - $0 >= Self.unfilledTicks } == true && g.confState.voters.isEmpty
+        }.map(\.group))
     }
 
-    private func drop(_ gone: [ShardID]) throws {
+    /// The groups held here that the placement no longer puts on this node and that do not lead: a replica
+    /// the group removed may never apply its own removal (the leader stops sending to it), so the driver asks
+    /// the group's leader whether it still counts this one (`RaftDriver.collectRemovedReplicas`).
+    func replicasOutsidePlacement(table: [[NodeID]], metaTarget: [NodeID]) -> [GroupID] {
+        var out: [GroupID] = []
+        if table.count == config.shardMap.shardCount {
+            for shard in shardOrder where !table[shard].contains(config.nodeID) && replicas[shard]?.isLeader == false {
+                out.append(config.shardMap.group(of: shard))
+            }
+        }
+        if !metaTarget.isEmpty, !metaTarget.contains(config.nodeID), let meta, !meta.isLeader { out.append(meta.group) }
+        return out
+    }
+
+    /// The members of `group` as this replica applied them, and whether it leads (nil: not held here).
+    public func members(of group: GroupID) -> (leads: Bool, members: [NodeID])? {
+        guard let i = groupIndex[group] else { return nil }
+        let g = groups[i]
+        return (g.raft.softState.role == .leader, g.confState.allMembers)
+    }
+
+    /// Drops a replica its group's leader says the group no longer counts.
+    public func dropReplica(_ group: GroupID) throws {
+        guard groupIndex[group] != nil else { return }
+        try drop([group])
+    }
+
+    private func drop(_ gone: [GroupID]) throws {
         guard !gone.isEmpty else { return }
         try writeCarried()
-        for shard in gone {
-            adoptedShards[shard] = nil
-            let group = config.shardMap.group(of: shard)
-            replicas[shard] = nil
-            eventLogs[shard] = nil
-            retiredShards[shard] = hostTicks
+        for group in gone {
+            adoptedGroups[group] = nil
+            if let shard = config.shardMap.shard(ofGroup: group) {
+                replicas[shard] = nil
+                eventLogs[shard] = nil
+            } else if group == ShardMap.metaGroup {
+                meta = nil
+            }
+            retiredGroups[group] = hostTicks
             try database.dropGroup(group)
             metrics.replicasRemoved.increment()
         }
@@ -155,41 +197,62 @@ extension RaftHost {
         }
     }
 
+    /// The meta group in `moveReplicas`' answers.
+    public static let metaShard: ShardID = -1
+
     /// The membership of every shard this node leads.
     public func ledMemberships() -> [Membership] {
-        shardOrder.compactMap { shard in
-            guard let r = replicas[shard], r.isLeader else { return nil }
-            let s = r.raft.status
-            return Membership(shard: shard, conf: r.confState, commit: s.hardState.commit,
-                              match: s.progress.mapValues(\.match), changePending: r.raft.hasPendingConfChange,
-                              transferring: s.leadTransferee != 0)
-        }
+        shardOrder.compactMap { shard in replicas[shard].flatMap { $0.isLeader ? membership(of: $0, shard: shard) : nil } }
+    }
+
+    private func membership<M>(of r: GroupReplica<M>, shard: ShardID) -> Membership {
+        let s = r.raft.status
+        return Membership(shard: shard, conf: r.confState, commit: s.hardState.commit,
+                          match: s.progress.mapValues(\.match), changePending: r.raft.hasPendingConfChange,
+                          transferring: s.leadTransferee != 0)
     }
 
     /// One step toward `table` (the meta placement: each shard's wanted replicas) on every shard this node
     /// leads (`ReplicaMoves`). At most `maxLearners` of them may have a replica catching up at once, so a
     /// node sends few snapshots at a time. Returns the steps taken, for logs and tests.
     @discardableResult
-    public func moveReplicas(toward table: [[NodeID]], maxLearners: Int) -> [(ShardID, ReplicaMoves.Step)] {
-        guard table.count == config.shardMap.shardCount else { return [] }
+    public func moveReplicas(toward table: [[NodeID]], meta metaTarget: [NodeID] = [],
+                             maxLearners: Int) -> [(ShardID, ReplicaMoves.Step)] {
+        var taken: [(ShardID, ReplicaMoves.Step)] = []
+        // The meta group moves the same way, toward the first nodes of its own rendezvous order.
+        if !metaTarget.isEmpty, let meta, meta.isLeader {
+            let step = ReplicaMoves.next(leader: config.nodeID, membership: membership(of: meta, shard: Self.metaShard),
+                                         target: metaTarget)
+            if take(step, on: meta) { taken.append((Self.metaShard, step)) }
+        }
+        guard table.count == config.shardMap.shardCount else { return taken }
         let led = ledMemberships()
         var learning = led.filter { !$0.conf.learners.isEmpty }.count
-        var taken: [(ShardID, ReplicaMoves.Step)] = []
         for m in led {
             let step = ReplicaMoves.next(leader: config.nodeID, membership: m, target: table[m.shard],
                                          mayAddLearner: learning < maxLearners)
-            switch step {
-            case .none, .wait:
-                continue
-            case .transferLeadership(let heir):
-                if transferLeadership(shard: m.shard, to: heir) { taken.append((m.shard, step)) }
-            default:
-                guard let change = step.change, proposeConfChange(change, shard: m.shard) else { continue }
-                if case .addLearner = step { learning += 1 }
-                taken.append((m.shard, step))
-            }
+            guard let r = replicas[m.shard], take(step, on: r) else { continue }
+            if case .addLearner = step { learning += 1 }
+            taken.append((m.shard, step))
         }
         return taken
+    }
+
+    /// Carries out one step on a group this node leads; false when there is nothing to do or Raft refused.
+    private func take<M>(_ step: ReplicaMoves.Step, on r: GroupReplica<M>) -> Bool {
+        switch step {
+        case .none, .wait:
+            return false
+        case .transferLeadership(let heir):
+            guard r.isLeader, r.confState.voters.contains(heir), heir != config.nodeID else { return false }
+            r.raft.transferLeadership(to: heir)
+            metrics.leadershipTransfersStarted.increment()
+        default:
+            guard let change = step.change, r.isLeader, (try? r.raft.proposeConfChange(change)) != nil else { return false }
+            metrics.membershipChanges.increment()
+        }
+        due.mark(groupIndex[r.group]!)
+        return true
     }
 
     /// Proposes a configuration change to a shard this node leads; false when it cannot be taken now.

@@ -111,7 +111,7 @@ public final class RaftHost {
     private var carriedDue = false
     private var busyCycles = 0
     var shardOrder: [ShardID]
-    let meta: GroupReplica<MetaState>?
+    var meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
     var groups: [HostedGroup]
     /// Each group's position in `groups`.
@@ -130,11 +130,11 @@ public final class RaftHost {
     /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
     /// counted against it).
     var knownLeaders: [NodeID]
-    /// Shards whose replica was dropped here (the group removed this node), with the tick it happened: for a
+    /// Groups whose replica was dropped here (the group removed this node), with the tick it happened: for a
     /// while a late message from their old leader must not make an empty one again.
-    var retiredShards: [ShardID: UInt64] = [:]
+    var retiredGroups: [GroupID: UInt64] = [:]
     /// Replicas made empty for a leader's message, with the tick: one that no snapshot filled is dropped.
-    var adoptedShards: [ShardID: UInt64] = [:]
+    var adoptedGroups: [GroupID: UInt64] = [:]
     var hostTicks: UInt64 = 0
     /// The meta placement table as last fetched, on a node that holds no meta replica.
     public var placementHint: [[NodeID]]?

@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyCluster
+import ParleyRaft
+import ParleyWire
+
+/// `parley cluster …`: the registry and membership changes, over any member's peer port with the cluster
+/// secret (issue 17).
+struct ClusterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster", abstract: "See and change the cluster's nodes.",
+        subcommands: [Nodes.self, Remove.self])
+
+    struct Connection: ParsableArguments {
+        @Option(help: "The peer address (host:port) of any node of the cluster.") var through = "127.0.0.1:7101"
+        @Option(name: .customLong("secret-file"), help: "A file holding the cluster secret (PARLEY_SECRET_FILE).")
+        var secretFile: String?
+
+        func secret() throws -> String {
+            if let path = secretFile ?? ProcessInfo.processInfo.environment["PARLEY_SECRET_FILE"] {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw ValidationError("--secret-file \(path) cannot be read")
+                }
+                return text.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            if let secret = ProcessInfo.processInfo.environment["PARLEY_SECRET"] { return secret }
+            throw ValidationError("--secret-file or PARLEY_SECRET is required")
+        }
+
+        /// A peer client (with an id no node has) that learned the registry through `--through`.
+        func open() async throws -> (PeerTransport, JoinInfo, MultiThreadedEventLoopGroup) {
+            let parts = through.split(separator: ":")
+            guard parts.count >= 2, let port = Int(parts.last!) else { throw ValidationError("--through must be host:port") }
+            let host = parts.dropLast().joined(separator: ":")
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let client = try await PeerTransport(config: .init(nodeID: NodeID.max - 1, port: 0, secret: try secret()),
+                                                 group: group, onRaft: { _, _ in },
+                                                 onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
+            await client.setPeers([PeerTokenCheck.anyNode: (host, port)])
+            var last = "no answer"
+            for _ in 0..<20 {
+                do {
+                    let info = try await RaftDriver.askToJoin(client).get()
+                    var peers: [NodeID: (host: String, port: Int)] = [:]
+                    for n in info.nodes {
+                        let p = n.peerAddress.split(separator: ":")
+                        if p.count >= 2, let port = Int(p.last!) {
+                            let h = p.dropLast().joined(separator: ":")
+                            peers[n.id] = (h == "0.0.0.0" ? host : h, port)
+                        }
+                    }
+                    await client.setPeers(peers)
+                    return (client, info, group)
+                } catch {
+                    last = "\(error)"
+                    if let why = await client.linkStatus().first(where: { $0.peer == PeerTokenCheck.anyNode })?.lastError {
+                        last = why
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            await client.shutdown()
+            throw ValidationError("cannot reach the cluster through \(through): \(last)")
+        }
+    }
+
+    struct Nodes: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the registry: every node with its addresses and state.")
+        @OptionGroup var connection: Connection
+
+        func run() async throws {
+            let (client, info, group) = try await connection.open()
+            print("node  state     peer                   http                   founder")
+            for n in info.nodes {
+                let cols = ["\(n.id)".padding(toLength: 6, withPad: " ", startingAt: 0),
+                            "\(n.state)".padding(toLength: 10, withPad: " ", startingAt: 0),
+                            n.peerAddress.padding(toLength: 23, withPad: " ", startingAt: 0),
+                            n.httpAddress.padding(toLength: 23, withPad: " ", startingAt: 0),
+                            info.founders.contains(n.id) ? "yes" : ""]
+                print(cols.joined())
+            }
+            await client.shutdown()
+            try await group.shutdownGracefully()
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Mark a node removed: every replica and leader moves off it (from the others when it is down).")
+        @OptionGroup var connection: Connection
+        @Option(help: "The id of the node to remove.") var node: UInt64
+
+        func run() async throws {
+            let (client, info, group) = try await connection.open()
+            defer { Task { await client.shutdown(); try? await group.shutdownGracefully() } }
+            var w = ByteWriter()
+            w.write(node)
+            let asked = info.nodes.filter { $0.state == .active && $0.id != node }.map(\.id)
+            var last = "no node answered"
+            for id in asked {
+                guard let response = try? await client.call(id, path: RaftDriver.removePath, body: w.bytes).get() else { continue }
+                let text = String(decoding: response.body, as: UTF8.self)
+                if response.status == 200 {
+                    print(text)
+                    return
+                }
+                last = text
+                if response.status != 503 { break }
+            }
+            print("refused: \(last)")
+            throw ExitCode.failure
+        }
+    }
+}
