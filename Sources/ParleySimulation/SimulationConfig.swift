@@ -50,6 +50,10 @@ public struct SimulationConfig: Sendable, Hashable {
     public var partitions = true
     public var crashes = true
     public var membershipChanges = true
+    /// Membership changes as the cluster's planner makes them (`ReplicaMoves`: learner, snapshot, promote and
+    /// remove in one joint change, leadership handed over first) toward a target that changes now and then,
+    /// instead of drawn at random. Nil: every other seed (even seeds plan).
+    public var plannedMoves: Bool?
     public var leadershipTransfers = true
     /// Share of new leaders that crash 1–15 ms after their election.
     public var youngLeaderCrashRate = 0.1

@@ -10,6 +10,9 @@ public struct SimulationStatistics: Sendable, Hashable {
     public var leadersElected = 0
     public var configurationsApplied = 0
     public var membershipProposals = 0
+    /// Steps the planner (`ReplicaMoves`) took in planned-moves runs, and the targets it reached.
+    public var plannedSteps = 0
+    public var plannedTargetsReached = 0
     public var transfers = 0
     public var snapshotsTaken = 0
     public var snapshotsReceived = 0
@@ -31,6 +34,8 @@ public struct SimulationStatistics: Sendable, Hashable {
         leadersElected += other.leadersElected
         configurationsApplied += other.configurationsApplied
         membershipProposals += other.membershipProposals
+        plannedSteps += other.plannedSteps
+        plannedTargetsReached += other.plannedTargetsReached
         transfers += other.transfers
         snapshotsTaken += other.snapshotsTaken
         snapshotsReceived += other.snapshotsReceived
@@ -42,7 +47,8 @@ public struct SimulationStatistics: Sendable, Hashable {
     public var summary: String {
         "msgs \(messagesSent) (dropped \(messagesDropped), dup \(messagesDuplicated)), partitions \(partitions), "
             + "crashes \(crashes) (torn \(tornCrashes)), restarts \(restarts), leaders \(leadersElected), "
-            + "conf applied \(configurationsApplied) (proposed \(membershipProposals)), transfers \(transfers), "
+            + "conf applied \(configurationsApplied) (proposed \(membershipProposals); planner steps \(plannedSteps), "
+            + "targets reached \(plannedTargetsReached)), transfers \(transfers), "
             + "snapshots taken \(snapshotsTaken) received \(snapshotsReceived), ops ok \(operationsCompleted) "
             + "unknown \(operationsUnknown)"
     }

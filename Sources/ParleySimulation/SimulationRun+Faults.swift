@@ -111,6 +111,7 @@ extension SimulationRun {
     /// storage), promote it, remove a voter or learner, replace a voter through a joint configuration,
     /// or leave a joint configuration.
     private func changeMembership() throws {
+        if plannedMoves { return try moveTowardTarget() }
         guard let leader else { return }
         let conf = leader.confState
         var options: [ConfChange] = []
@@ -136,6 +137,11 @@ extension SimulationRun {
         }
         guard !options.isEmpty else { return }
         let change = random.pick(options)
+        try propose(change, at: leader)
+    }
+
+    /// Proposes a configuration change through `leader`; nodes it adds start with empty storage.
+    private func propose(_ change: ConfChange, at leader: SimulatedNode) throws {
         for single in change.changes where single.type != .removeNode && nodes[single.node] == nil
             && downDisks[single.node] == nil {
             try start(single.node, disk: SimulatedDisk(bootstrap: nil, hardState: HardState()))
@@ -147,6 +153,50 @@ extension SimulationRun {
         } catch {
             statistics.proposalsRejected += 1
             note("conf change rejected: \(error)")
+        }
+        try drain(leader.id)
+    }
+
+    /// One step of the cluster's planner (`ReplicaMoves.next`, as `RaftHost.moveReplicas` takes it) toward
+    /// `moveTarget`. Once the group is there, a new target replaces one voter by a node that was never a
+    /// member (ids are not reused). Nodes the step adds start empty and are filled by snapshot.
+    private func moveTowardTarget() throws {
+        guard let leader else { return }
+        let conf = leader.confState
+        if moveTarget.isEmpty {
+            moveTarget = conf.voters
+            stepsAtTarget = statistics.plannedSteps
+        }
+        let membership = ReplicaMoves.Membership(shard: 0, leader: leader.raw, conf: conf)
+        var step = ReplicaMoves.next(leader: leader.id, membership: membership, target: moveTarget)
+        if step == .none {
+            // Counted once per target that took steps to reach.
+            if statistics.plannedSteps > stepsAtTarget {
+                statistics.plannedTargetsReached += 1
+                stepsAtTarget = statistics.plannedSteps
+            }
+            guard let fresh = allIDs.first(where: { !everMember.contains($0) && !retired.contains($0)
+                                                    && nodes[$0] == nil && downDisks[$0] == nil }) else { return }
+            var next = moveTarget
+            next[random.below(next.count)] = fresh
+            moveTarget = next.sorted()
+            stepsAtTarget = statistics.plannedSteps
+            note("planner: new target \(moveTarget)")
+            step = ReplicaMoves.next(leader: leader.id, membership: membership, target: moveTarget)
+        }
+        switch step {
+        case .none, .wait:
+            return
+        case .transferLeadership(let heir):
+            note("planner: transfer leadership n\(leader.id) → n\(heir)")
+            statistics.plannedSteps += 1
+            leader.raw.transferLeadership(to: heir)
+        default:
+            guard let change = step.change else { return }
+            statistics.plannedSteps += 1
+            note("planner: \(step)")
+            try propose(change, at: leader)
+            return
         }
         try drain(leader.id)
     }

@@ -35,6 +35,12 @@ final class SimulationRun {
     var blocked: Set<Link> = []
     var faultsActive = true
 
+    /// Planned-moves runs (`SimulationConfig.plannedMoves`): the voters the planner moves the group toward.
+    let plannedMoves: Bool
+    var moveTarget: [NodeID] = []
+    /// Planner steps taken when `moveTarget` was set (a target counts as reached only if it took steps).
+    var stepsAtTarget = 0
+
     var clients: [SimulatedClient]
     var history: [ClientOperation] = []
     var workloadActive = true
@@ -51,6 +57,7 @@ final class SimulationRun {
         allIDs = (1...NodeID(config.nodes + config.spareNodes)).map { $0 }
         everMember = Set(allIDs.prefix(config.nodes))
         latestMembers = Array(allIDs.prefix(config.nodes))
+        plannedMoves = config.plannedMoves ?? (seed % 2 == 0)
         // The last client writes the quiet period's final value.
         clients = (0...config.clients).map { SimulatedClient(id: $0) }
         note("seed \(seed): \(chosen.nodes) nodes; \(chosen.knobs)")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ParleyCluster
+import ParleyRaft
 import ParleyRooms
 
 /// Issue 17, scale-out and in on real `parley node` processes: a 3-node cluster under load is joined by a 4th

@@ -176,26 +176,7 @@ extension RaftHost {
     // MARK: Driving a group's membership (the leader's side)
 
     /// A shard replica's membership as its leader sees it, for `ReplicaMoves`.
-    public struct Membership: Sendable, Hashable {
-        public var shard: ShardID
-        public var conf: ConfState
-        public var commit: LogIndex
-        /// Each member's acknowledged log index (the leader's own is its last index).
-        public var match: [NodeID: LogIndex]
-        /// A configuration change is proposed and not yet applied (Raft takes one at a time).
-        public var changePending: Bool
-        public var transferring: Bool
-
-        public init(shard: ShardID, conf: ConfState, commit: LogIndex, match: [NodeID: LogIndex],
-                    changePending: Bool = false, transferring: Bool = false) {
-            self.shard = shard
-            self.conf = conf
-            self.commit = commit
-            self.match = match
-            self.changePending = changePending
-            self.transferring = transferring
-        }
-    }
+    public typealias Membership = ReplicaMoves.Membership
 
     /// The meta group in `moveReplicas`' answers.
     public static let metaShard: ShardID = -1
@@ -206,10 +187,7 @@ extension RaftHost {
     }
 
     private func membership<M>(of r: GroupReplica<M>, shard: ShardID) -> Membership {
-        let s = r.raft.status
-        return Membership(shard: shard, conf: r.confState, commit: s.hardState.commit,
-                          match: s.progress.mapValues(\.match), changePending: r.raft.hasPendingConfChange,
-                          transferring: s.leadTransferee != 0)
+        Membership(shard: shard, leader: r.raft, conf: r.confState)
     }
 
     /// One step toward `table` (the meta placement: each shard's wanted replicas) on every shard this node

@@ -1,5 +1,3 @@
-import ParleyRaft
-
 /// Issue 17, replica moves: the next membership step a shard's leader takes toward the replicas the meta
 /// placement table names for the shard. Pure, so every step and every crash point is a unit test; the
 /// leader asks again after each change applies, and after a crash or a new leader the state it asks from
@@ -10,6 +8,35 @@ import ParleyRaft
 /// has fewer voters than it had); a leader that is the one leaving hands its leadership to a staying voter
 /// first.
 public enum ReplicaMoves {
+    /// A group's membership as its leader sees it.
+    public struct Membership: Sendable, Hashable {
+        public var shard: Int
+        public var conf: ConfState
+        public var commit: LogIndex
+        /// Each member's acknowledged log index (the leader's own is its last index).
+        public var match: [NodeID: LogIndex]
+        /// A configuration change is proposed and not yet applied (Raft takes one at a time).
+        public var changePending: Bool
+        public var transferring: Bool
+
+        public init(shard: Int, conf: ConfState, commit: LogIndex, match: [NodeID: LogIndex],
+                    changePending: Bool = false, transferring: Bool = false) {
+            self.shard = shard
+            self.conf = conf
+            self.commit = commit
+            self.match = match
+            self.changePending = changePending
+            self.transferring = transferring
+        }
+
+        /// What `node`, the leader, knows of its group now.
+        public init(shard: Int, leader node: RawNode, conf: ConfState) {
+            let s = node.status
+            self.init(shard: shard, conf: conf, commit: s.hardState.commit, match: s.progress.mapValues(\.match),
+                      changePending: node.hasPendingConfChange, transferring: s.leadTransferee != 0)
+        }
+    }
+
     public enum Step: Sendable, Hashable {
         case none
         /// Wait: a change is still applying, a transfer is under way, or a learner is catching up.
@@ -35,18 +62,11 @@ public enum ReplicaMoves {
         }
     }
 
-    /// The placement table for a set of nodes: each shard's replicas are the top `replicationFactor` of its
-    /// rendezvous order over them, so a node joining or leaving changes only the shards whose top set it
-    /// enters or leaves.
-    public static func table(shardMap: ShardMap, nodes: [NodeID]) -> [[NodeID]] {
-        (0..<shardMap.shardCount).map { shardMap.replicas(of: $0, nodes: nodes) }
-    }
-
     /// - Parameters:
     ///   - leader: this node (the shard's leader).
     ///   - target: the replicas the placement table names (empty: no table yet, nothing moves).
     ///   - mayAddLearner: the node's move budget allows one more replica in flight.
-    public static func next(leader: NodeID, membership m: RaftHost.Membership, target: [NodeID],
+    public static func next(leader: NodeID, membership m: Membership, target: [NodeID],
                             mayAddLearner: Bool = true) -> Step {
         let conf = m.conf
         guard !target.isEmpty else { return .none }
