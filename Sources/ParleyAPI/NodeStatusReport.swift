@@ -44,9 +44,18 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         public var quiesced: Bool
         /// Hash of the shard's rooms state, present when asked for with `?digest=true`.
         public var digest: String?
+        /// Issue 17: the group's voters and learners as this replica applied them; a learner, or `joint`, means
+        /// a replica move is under way (absent in reports of older nodes).
+        public var voters: [UInt64]?
+        public var learners: [UInt64]?
+        public var joint: Bool?
 
         public init(shard: Int, role: String, term: UInt64, leader: UInt64, commit: UInt64, applied: UInt64,
-                    logSize: UInt64, lastSnapshot: UInt64, rooms: Int, quiesced: Bool, digest: String?) {
+                    logSize: UInt64, lastSnapshot: UInt64, rooms: Int, quiesced: Bool, digest: String?,
+                    voters: [UInt64]? = nil, learners: [UInt64]? = nil, joint: Bool? = nil) {
+            self.voters = voters
+            self.learners = learners
+            self.joint = joint
             self.shard = shard
             self.role = role
             self.term = term

@@ -291,7 +291,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                 .init(shard: s.shard, role: "\(s.role)", term: s.term, leader: s.leader, commit: s.commit,
                       applied: s.applied, logSize: s.lastIndex >= s.firstIndex ? s.lastIndex - s.firstIndex + 1 : 0,
                       lastSnapshot: s.snapshotIndex, rooms: s.rooms, quiesced: s.isQuiesced,
-                      digest: digests[s.shard].map { String($0, radix: 16) })
+                      digest: digests[s.shard].map { String($0, radix: 16) },
+                      voters: s.conf.voters, learners: s.conf.learners, joint: s.conf.isJoint)
             },
             meta: meta, edge: edgeFigures)
     }

@@ -55,10 +55,10 @@ enum StatusTable {
         out += "leaders: " + (leadersByNode.isEmpty ? "none known" : leadersByNode.keys.sorted().map { "\($0)=\(leadersByNode[$0]!)" }
             .joined(separator: " ")) + " (of the \(r.shards.count) shards held here)\n"
 
-        let rows = [["shard", "role", "term", "leader", "commit", "applied", "log", "snapshot", "rooms", "quiet"]]
+        let rows = [["shard", "role", "term", "leader", "commit", "applied", "log", "snapshot", "rooms", "quiet", "members"]]
             + r.shards.map { s in
                 ["\(s.shard)", s.role, "\(s.term)", s.leader == 0 ? "-" : "\(s.leader)", "\(s.commit)", "\(s.applied)",
-                 "\(s.logSize)", "\(s.lastSnapshot)", "\(s.rooms)", s.quiesced ? "yes" : ""]
+                 "\(s.logSize)", "\(s.lastSnapshot)", "\(s.rooms)", s.quiesced ? "yes" : "", Self.members(s)]
             }
         let widths = rows[0].indices.map { c in rows.map { $0[c].count }.max()! }
         for row in rows {
@@ -67,6 +67,17 @@ enum StatusTable {
         }
         let leaders = r.shards.filter { $0.role == "leader" }.count
         out += "\(r.shards.count) shards here, \(leaders) led by this node\n"
+        let moving = r.shards.filter { !($0.learners ?? []).isEmpty || $0.joint == true }.map(\.shard)
+        if !moving.isEmpty { out += "replica moves under way: shards \(moving.map(String.init).joined(separator: ", "))\n" }
         return out
+    }
+
+    /// Voters, then learners after a `+` (a move under way), `joint` while a change is half done.
+    static func members(_ s: NodeStatusReport.Shard) -> String {
+        guard let voters = s.voters else { return "" }
+        var text = voters.map(String.init).joined(separator: ",")
+        if let learners = s.learners, !learners.isEmpty { text += " +" + learners.map(String.init).joined(separator: ",") }
+        if s.joint == true { text += " joint" }
+        return text
     }
 }

@@ -84,7 +84,7 @@ final class MessageLoad: @unchecked Sendable {
                 if !done { result.failed.append("\(id) via \(cluster.running.sorted()): \(lastError)") }
                 i += 1
                 // Steady traffic, not a flood: the point is sends in flight while the cluster changes.
-                try? await Task.sleep(for: .milliseconds(5))
+                try? await Task.sleep(for: .milliseconds(25))
             }
             return result
         }

@@ -24,10 +24,17 @@ import ParleyRooms
         return (holders, leaders)
     }
 
+    /// Every shard is held by exactly the table's nodes, has one leader, and that leader's `/status` shows the
+    /// table's nodes as its voters with no learner and no joint state (no move under way).
     private func placed(_ cluster: LocalCluster, on nodes: [UInt64]) async -> Bool {
         let table = ReplicaMoves.table(shardMap: ShardMap(shardCount: cluster.shards), nodes: nodes)
+        let all = await cluster.statuses()
         let (holders, leaders) = await holders(cluster)
-        return (0..<cluster.shards).allSatisfy { holders[$0] == Set(table[$0]) && leaders[$0]?.count == 1 }
+        return (0..<cluster.shards).allSatisfy { shard in
+            guard holders[shard] == Set(table[shard]), leaders[shard]?.count == 1, let leader = leaders[shard]?.first,
+                  let view = all[leader]?.shards.first(where: { $0.shard == shard }) else { return false }
+            return Set(view.voters ?? []) == Set(table[shard]) && (view.learners ?? []).isEmpty && view.joint == false
+        }
     }
 
     @Test func aFourthAndAFifthNodeJoinUnderLoadAndTakeTheirReplicas() async throws {

@@ -492,6 +492,7 @@ public final class RaftHost {
         public var snapshotIndex: LogIndex
         public var rooms: Int
         public var isQuiesced: Bool
+        public var conf: ConfState
     }
 
     public func status() -> [ShardStatus] {
@@ -501,7 +502,7 @@ public final class RaftHost {
             return ShardStatus(shard: shard, role: s.softState.role, term: s.hardState.term, leader: s.softState.leader,
                                commit: s.hardState.commit, applied: r.applied, firstIndex: s.firstIndex,
                                lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.roomCount,
-                               isQuiesced: s.isQuiesced)
+                               isQuiesced: s.isQuiesced, conf: r.confState)
         }
     }
 
