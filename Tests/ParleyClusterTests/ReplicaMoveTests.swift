@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ParleyCluster
 import ParleyRaft
@@ -9,7 +10,7 @@ import ParleyRooms
 /// leader is the one leaving). Nothing is lost, every replica agrees, and only the shards that had to move did.
 @Suite(.serialized) struct ReplicaMoveTests {
     /// Every node asks its led shards for one step toward `table`, every `every` cycles.
-    private func run(_ cluster: InProcessCluster, toward table: [[NodeID]], until done: () -> Bool,
+    private func run(_ check: Check, _ cluster: InProcessCluster, toward table: [[NodeID]], until done: () -> Bool,
                      limit: Int = 6_000, every: Int = 5, crash: ((Int) throws -> Void)? = nil) throws -> [(ShardID, ReplicaMoves.Step)] {
         var taken: [(ShardID, ReplicaMoves.Step)] = []
         for cycle in 0..<limit {
@@ -22,12 +23,12 @@ import ParleyRooms
             // A move never leaves a group with fewer voters than it had (3), in either half of a joint state.
             for host in cluster.hosts.values {
                 for m in host.ledMemberships() {
-                    #expect(m.conf.voters.count >= 3, "shard \(m.shard): voters \(m.conf.voters)")
-                    #expect(!m.conf.isJoint || m.conf.votersOutgoing.count >= 3)
+                    check.that(m.conf.voters.count >= 3, "shard \(m.shard): voters \(m.conf.voters)")
+                    check.that(!m.conf.isJoint || m.conf.votersOutgoing.count >= 3)
                 }
             }
         }
-        if !done() { Issue.record("placement not reached after \(limit) cycles") }
+        if !done() { check.fail("placement not reached after \(limit) cycles") }
         return taken
     }
 
@@ -70,78 +71,84 @@ import ParleyRooms
         return items.compactMap { if case .message(let m) = $0 { m.body } else { nil } }
     }
 
-    @Test func aJoiningNodeTakesTheReplicasItWinsAndOnlyThoseMove() throws {
+    @Test func aJoiningNodeTakesTheReplicasItWinsAndOnlyThoseMove() async throws {
+        try await offThePool { check in
         let cluster = try InProcessCluster(nodes: [1, 2, 3], shards: 8)
         let sent = try seedRooms(cluster)
         try cluster.join(4)
         let before = ReplicaMoves.table(shardMap: cluster.shardMap, nodes: [1, 2, 3])
         let table = ReplicaMoves.table(shardMap: cluster.shardMap, nodes: [1, 2, 3, 4])
         let moving = Set((0..<8).filter { before[$0] != table[$0] })
-        #expect(!moving.isEmpty && moving.count < 8, "the test needs some shards to move and some to stay")
-        let taken = try run(cluster, toward: table, until: { placed(cluster, table) })
-        #expect(placed(cluster, table))
-        #expect(Set(taken.map(\.0)) == moving, "only the shards whose top 3 changed took steps")
-        #expect(cluster.hosts[4]!.shards == moving.sorted())
+        check.that(!moving.isEmpty && moving.count < 8, "the test needs some shards to move and some to stay")
+        let taken = try run(check, cluster, toward: table, until: { placed(cluster, table) })
+        check.that(placed(cluster, table))
+        check.that(Set(taken.map(\.0)) == moving, "only the shards whose top 3 changed took steps")
+        check.that(cluster.hosts[4]!.shards == moving.sorted())
         // Each moved shard went learner → promote-and-remove (with a transfer first where the leader left).
         for shard in moving {
             let steps = taken.filter { $0.0 == shard }.map(\.1)
-            #expect(steps.first == .addLearner(4), "shard \(shard): \(steps)")
-            #expect(steps.contains { if case .promote(4, removing: .some) = $0 { true } else { false } }, "shard \(shard): \(steps)")
+            check.that(steps.first == .addLearner(4), "shard \(shard): \(steps)")
+            check.that(steps.contains { if case .promote(4, removing: .some) = $0 { true } else { false } }, "shard \(shard): \(steps)")
         }
         // The moved data is there, on the new node too.
         for (room, bodies) in sent {
             for node in table[cluster.shardMap.shard(ofRoom: room)] {
-                #expect(self.bodies(cluster, room: room, on: node) == bodies, "\(room) on node \(node)")
+                check.that(self.bodies(cluster, room: room, on: node) == bodies, "\(room) on node \(node)")
             }
         }
         // Still serving: a new message in every room.
         for room in sent.keys {
             let out = try cluster.submit(.sendMessage(SendMessage(roomId: room, body: "after")), room: room, as: session("ann"))
-            #expect(out.errorCode == nil)
+            check.that(out.errorCode == nil)
+        }
         }
     }
 
     /// The same move with crashes: every 7 cycles one node (round robin, the new one included) loses its
     /// process and comes back from its disk, so crashes land on every kind of step (learner added, snapshot
     /// in flight, joint state, transfer). Each move resumes from the applied configuration and the table.
-    @Test func movesResumeAfterCrashesAtAnyStep() throws {
+    @Test func movesResumeAfterCrashesAtAnyStep() async throws {
+        try await offThePool { check in
         let cluster = try InProcessCluster(nodes: [1, 2, 3], shards: 8)
         let sent = try seedRooms(cluster)
         try cluster.join(4)
         let table = ReplicaMoves.table(shardMap: cluster.shardMap, nodes: [1, 2, 3, 4])
         var victim = 0
-        let taken = try run(cluster, toward: table, until: { placed(cluster, table) }, limit: 20_000) { cycle in
+        let taken = try run(check, cluster, toward: table, until: { placed(cluster, table) }, limit: 20_000) { cycle in
             guard cycle % 7 == 6, victim < 60 else { return }
             let node = cluster.nodes[victim % cluster.nodes.count]
             victim += 1
             cluster.stop(node)
             try cluster.start(node)
         }
-        #expect(placed(cluster, table))
-        #expect(victim >= 8, "only \(victim) crashes happened while the moves ran")
-        #expect(taken.count > 0)
+        check.that(placed(cluster, table))
+        check.that(victim >= 8, "only \(victim) crashes happened while the moves ran")
+        check.that(taken.count > 0)
         for (room, bodies) in sent {
             for node in table[cluster.shardMap.shard(ofRoom: room)] {
-                #expect(self.bodies(cluster, room: room, on: node) == bodies, "\(room) on node \(node)")
+                check.that(self.bodies(cluster, room: room, on: node) == bodies, "\(room) on node \(node)")
             }
+        }
         }
     }
 
     /// Back from 4 nodes to 3 (node 4 leaves the table): its replicas move back and it ends holding none.
-    @Test func aNodeLeavingTheTableGivesEveryReplicaBack() throws {
+    @Test func aNodeLeavingTheTableGivesEveryReplicaBack() async throws {
+        try await offThePool { check in
         let cluster = try InProcessCluster(nodes: [1, 2, 3], shards: 8)
         let sent = try seedRooms(cluster)
         try cluster.join(4)
         let four = ReplicaMoves.table(shardMap: cluster.shardMap, nodes: [1, 2, 3, 4])
-        _ = try run(cluster, toward: four, until: { placed(cluster, four) })
+        _ = try run(check, cluster, toward: four, until: { placed(cluster, four) })
         let three = ReplicaMoves.table(shardMap: cluster.shardMap, nodes: [1, 2, 3])
-        _ = try run(cluster, toward: three, until: { placed(cluster, three) })
-        #expect(placed(cluster, three))
-        #expect(cluster.hosts[4]!.shards.isEmpty)
+        _ = try run(check, cluster, toward: three, until: { placed(cluster, three) })
+        check.that(placed(cluster, three))
+        check.that(cluster.hosts[4]!.shards.isEmpty)
         for (room, bodies) in sent {
             for node in three[cluster.shardMap.shard(ofRoom: room)] {
-                #expect(self.bodies(cluster, room: room, on: node) == bodies, "\(room) on node \(node)")
+                check.that(self.bodies(cluster, room: room, on: node) == bodies, "\(room) on node \(node)")
             }
+        }
         }
     }
 }
@@ -211,7 +218,8 @@ import ParleyRooms
 
 /// The real-process scale-out sequence, in process: 3 founders, a 4th and a 5th node join, then node 1 leaves.
 @Suite(.serialized) struct ReplicaMoveSequenceTests {
-    @Test func twoJoinsThenTheFirstNodeLeaves() throws {
+    @Test func twoJoinsThenTheFirstNodeLeaves() async throws {
+        try await offThePool { check in
         let cluster = try InProcessCluster(nodes: [1, 2, 3], shards: 16)
         try cluster.run(until: { cluster.allShardsHaveLeaders() }, "leaders")
         for r in 0..<16 {
@@ -229,12 +237,34 @@ import ParleyRooms
                 try cluster.step()
             }
             let stuck = (0..<16).filter { shard in Set(cluster.hosts.filter { $0.value.shards.contains(shard) }.keys) != Set(table[shard]) }
-            Issue.record("not placed on \(nodes): shards \(stuck) held by \(stuck.map { s in cluster.hosts.filter { $0.value.shards.contains(s) }.keys.sorted() })")
+            check.fail("not placed on \(nodes): shards \(stuck) held by \(stuck.map { s in cluster.hosts.filter { $0.value.shards.contains(s) }.keys.sorted() })")
         }
         try cluster.join(4)
         try settle([1, 2, 3, 4])
         try cluster.join(5)
         try settle([1, 2, 3, 4, 5])
         try settle([2, 3, 4, 5])
+        }
     }
+}
+
+/// Failures of a test body that runs on a thread of its own (`offThePool`), recorded by the test afterwards.
+final class Check: @unchecked Sendable {
+    private(set) var failures: [String] = []
+
+    func that(_ condition: Bool, _ message: @autoclosure () -> String = "", file: StaticString = #file, line: UInt = #line) {
+        if !condition { failures.append("\(file):\(line): \(message())") }
+    }
+
+    func fail(_ message: String, file: StaticString = #file, line: UInt = #line) { failures.append("\(file):\(line): \(message)") }
+}
+
+/// Runs an in-process cluster on a thread of its own: thousands of synchronous cycles on one of the test
+/// runner's two shared threads starved the suites that serve sockets (their clients timed out connecting).
+func offThePool(_ body: @escaping @Sendable (Check) throws -> Void) async throws {
+    let check = Check()
+    try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, Error>) in
+        Thread { done.resume(with: Result { try body(check) }) }.start()
+    }
+    for failure in check.failures { Issue.record(Comment(rawValue: failure)) }
 }

@@ -81,7 +81,9 @@ final class TestClient: Sendable {
         }
         let client = TestClient(commands: continuation, running: running)
         box.set(client)
-        let deadline = ContinuousClock.now + .seconds(5)
+        // Generous: the suites that run real node processes beside this one can hold the machine's two
+        // cores for seconds at a time.
+        let deadline = ContinuousClock.now + .seconds(15)
         while !connected.value {
             if client.finished.withLock({ $0 }) { throw EdgeTestError.unexpected("connection refused") }
             guard ContinuousClock.now < deadline else { throw EdgeTestError.timeout("connect") }
