@@ -57,6 +57,10 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// A close frame went out: nothing but the peer's close (or the timeout) follows.
     private var closeSent = false
     private var failed = false
+    /// The client ended the connection itself (a close frame, or its end of the TCP connection).
+    private var peerEnded = false
+    /// This connection's failure was already counted (`errorCaught`).
+    private var errorCounted = false
     private var needsFlush = false
 
     private var jobs: [Job] = []
@@ -111,7 +115,16 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .chat = mode { enqueue(.closed) }
+        if case .chat(let edge) = mode {
+            // Neither side closed it and no error reached this handler: a write failed (a reset that came
+            // while an answer was being written fails that write, which NIO reports by closing the channel).
+            if !closeSent, !failed, !peerEnded, !errorCounted {
+                edge.metrics?.closed("error")
+                edge.connectionErrors.happened(["error": "the connection failed while writing",
+                                                "remote": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
+            }
+            enqueue(.closed)
+        }
         context.fireChannelInactive()
     }
 
@@ -121,7 +134,13 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // than closing; a WebSocket client that can no longer send is gone: close now, which ends its sessions
         // as a disconnect does, instead of leaving the socket in CLOSE-WAIT until the idle timeout (75 s).
         if let channelEvent = event as? ChannelEvent, channelEvent == .inputClosed {
+            peerEnded = true
             context.close(promise: nil)
+            return
+        }
+        if event is FrameDeadline.Expired {
+            failed = true
+            closeSent = true
             return
         }
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
@@ -138,10 +157,12 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // WebSocket protocol errors (too large, fragmented control frames) were answered with a close by
         // `WebSocketProtocolErrorHandler`; anything else ends the connection.
         guard !(error is NIOWebSocketError) else { return }
-        if case .chat(let edge) = mode {
+        if case .chat(let edge) = mode, !errorCounted, !closeSent, !peerEnded {
+            errorCounted = true
             edge.metrics?.closed("error")
             edge.connectionErrors.happened(["error": "\(error)", "remote": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
         }
+        errorCounted = true
         context.close(promise: nil)
     }
 
@@ -227,6 +248,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The peer's close: answered with the same code when it is a valid one (1002 / 1007 when not), then the
     /// connection ends. After our own close it just ends.
     private func peerClosed(_ frame: WebSocketFrame) {
+        peerEnded = true
         var data = frame.unmaskedData
         var reply: (code: UInt16, reason: String)?
         if data.readableBytes == 1 {

@@ -45,12 +45,17 @@ final class FrameDeadline: ChannelInboundHandler {
         context.fireChannelRead(data)
     }
 
+    /// Told to the handlers behind this one when a frame ran out of time and the connection is being closed.
+    struct Expired {}
+
     private func arm(context: ChannelHandlerContext) {
         timer?.cancel()
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         let expired = self.expired
         timer = context.eventLoop.scheduleTask(in: limit) {
             expired()
+            // The socket handler stops writing and does not count this close again (as a failed connection).
+            bound.value.fireUserInboundEventTriggered(Expired())
             // Toward the socket through the frame encoder (ahead of this handler), past everything that waits
             // on the frame the decoder still holds.
             let context = bound.value

@@ -151,8 +151,8 @@ extension RaftDriver {
 
     /// `/rpc/v1/cluster/remove` (`parley cluster remove --node ID`): marks a node removed, so the planner
     /// moves every replica off it (from the surviving replicas when it is down). Refused, changing nothing,
-    /// for a node the registry does not know, one already removed, or when the nodes left could not hold
-    /// `replicationFactor` copies of every shard.
+    /// for a node the registry does not know, or when the nodes left could not hold `replicationFactor` copies
+    /// of every shard. Removing a removed node again answers that it is.
     func handleRemove(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {
         func answer(_ status: Int, _ text: String) -> PeerResponse { PeerResponse(status: status, body: Array(text.utf8)) }
         var r = ByteReader(body)
@@ -165,14 +165,15 @@ extension RaftDriver {
                 return self.loop.makeSucceededFuture(answer(404, "node \(id) is not in the registry"))
             }
             guard record.state != .removed else {
-                return self.loop.makeSucceededFuture(answer(409, "node \(id) is already removed"))
+                // Idempotent: a retry after an answer that was lost (a meta election) finds it done.
+                return self.loop.makeSucceededFuture(answer(200, "node \(id) is marked removed (it already was)"))
             }
             let remaining = Self.placementNodes(founders: self.host.config.nodes, state: state).filter { $0 != id }
             guard remaining.count >= self.shardMap.replicationFactor else {
                 return self.loop.makeSucceededFuture(answer(409, "removing node \(id) would leave \(remaining.count) nodes "
                     + "(\(remaining.map(String.init).joined(separator: ", "))) for \(self.shardMap.replicationFactor) replicas per shard: add a node first"))
             }
-            return self.submitMeta(.setNodeState(id, .removed)).map { outcome in
+            return self.submitMeta(.setNodeState(id, .removed), deadline: .now() + .seconds(15)).map { outcome in
                 if case .refused(_, let why) = outcome { return answer(409, why) }
                 return answer(200, "node \(id) is marked removed; its replicas move to nodes \(remaining.map(String.init).joined(separator: ", "))")
             }.recover { answer(503, "not applied: \($0)") }
