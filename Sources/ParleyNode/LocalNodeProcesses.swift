@@ -50,11 +50,18 @@ public final class LocalNodeProcesses: @unchecked Sendable {
     /// The file the nodes read the cluster secret from (SPEC A5: never on a command line).
     public var secretFile: String { layout.dataDirectory + "/cluster-secret" }
 
+    /// Nodes that joined and now start without `--join` (what they need is in their data folder).
+    private var joined = Set<UInt64>()
+
+    /// From now on node `id` starts without `--join` (a restart of a node that joined).
+    public func startsWithoutJoin(_ id: UInt64) { lock.withLock { _ = joined.insert(id) } }
+
     public func arguments(for id: UInt64) -> [String] {
         let founders = layout.ids.prefix(layout.founders ?? layout.count)
+        let rejoining = lock.withLock { joined.contains(id) }
         let peers = founders.contains(id)
             ? ["--peers", founders.map { "\($0)=127.0.0.1:\(layout.peerPort($0))" }.joined(separator: ",")]
-            : ["--join", "127.0.0.1:\(layout.peerPort(1))"]
+            : rejoining ? [] : ["--join", "127.0.0.1:\(layout.peerPort(1))"]
         return ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(layout.httpPorts[Int(id) - 1])",
                 "--peer-listen", "127.0.0.1:\(layout.peerPort(id))"] + peers + [
                 "--data", "\(layout.dataDirectory)/node-\(id)", "--secret-file", secretFile,

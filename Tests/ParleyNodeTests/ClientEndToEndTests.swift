@@ -10,7 +10,7 @@ import Testing
 /// The Swift SDK against real node processes: two `ChatroomClient`s enter one room through different
 /// nodes' edges, exchange messages, and must see the same messages in the same order (invariant 3), then one
 /// loses its edge and resumes on another node without duplicates or holes (E8, X2).
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ClientEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ClientEndToEndTests {
     /// Collects one client's events.
     actor Inbox {
         private(set) var events: [ChatroomEvent] = []

@@ -17,7 +17,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
 }
 
 /// Three real `parley node` processes on loopback, talking HTTP/2 to each other, with SQLite on disk.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ClusterIntegrationTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ClusterIntegrationTests {
     @Test func threeNodesElectLeadersAndAgreeOnStatus() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()

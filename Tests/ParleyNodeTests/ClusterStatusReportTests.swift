@@ -26,7 +26,7 @@ import FoundationNetworking
 /// SPEC A4 on real nodes: with `--ops-listen` the client port serves no operator page, the operator port
 /// serves them all, and `/status/cluster` gathers every node's status over the peer port (no node's
 /// operator address is in the registry).
-@Suite(.serialized, .timeLimit(.minutes(3))) struct OperatorListenerTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct OperatorListenerTests {
     static func get(_ url: String) async -> (Int, Data) {
         var request = URLRequest(url: URL(string: url)!)
         request.timeoutInterval = 5

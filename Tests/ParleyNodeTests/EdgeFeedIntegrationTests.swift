@@ -5,7 +5,7 @@ import ParleyRooms
 
 /// The cluster side of the edge on real node processes: shard event feeds over `/rpc/v1/events` and the
 /// leases that end the sessions of an edge that stopped polling (E10 / Q3 on a dead edge).
-@Suite(.serialized, .timeLimit(.minutes(3))) struct EdgeFeedIntegrationTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct EdgeFeedIntegrationTests {
     @Test func everyReplicaFeedsTheSameEventsAndALongPollWakesOnTheNextOne() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()

@@ -6,7 +6,7 @@ import Testing
 /// The client protocol end to end on real node processes: the Python client written from docs/protocol.md
 /// alone (Tests/interop/ws_client_test.py) talks to two different nodes' `/ws`, so the message it checks
 /// crosses from one edge to another through the shard's event feed.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct EdgeInteropIntegrationTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct EdgeInteropIntegrationTests {
     static let python: String? =
         (try? runTool("/usr/bin/env", ["python3", "-c", "import websockets"]))?.status == 0 ? "python3" : nil
 

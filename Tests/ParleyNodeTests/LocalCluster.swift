@@ -158,8 +158,22 @@ final class LocalCluster: @unchecked Sendable {
             let room = "budget-\(n)"
             n += 1
             guard done.insert(shardMap.shard(ofRoom: room)).inserted else { continue }
-            let outcome = try await submit(.setSendBudget(namespace: app, lifted), room: room, via: ids[0])
+            let outcome = try await submitRetrying(.setSendBudget(namespace: app, lifted), room: room, via: ids[0])
             guard outcome.errorCode == nil else { throw LocalClusterError.failed("setSendBudget: \(outcome.result)") }
+        }
+    }
+
+    /// `submit`, retried (as a client retries with its request key) while the answer is lost in a leader
+    /// change or no leader is known yet: for idempotent set-up commands in clusters whose leaders move.
+    func submitRetrying(_ command: RoomCommand, room: String, as actor: CommandActor = .appServer, via id: UInt64,
+                        seconds: Double = 30) async throws -> ApplyOutcome {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            do {
+                return try await submit(command, room: room, as: actor, via: id)
+            } catch where Date() < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+            }
         }
     }
 
@@ -309,6 +323,10 @@ final class LocalCluster: @unchecked Sendable {
 func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
                       opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil,
                       _ body: (LocalCluster) async throws -> Void) async throws {
+    // At most a few clusters at once: every suite starts its own, and a machine of two cores running a dozen
+    // clusters at once starved the tests that time an election or a client's connect.
+    await ClusterSlots.shared.acquire()
+    defer { Task { await ClusterSlots.shared.release() } }
     let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS,
                                    opsListeners: opsListeners, environment: environment, founders: founders)
     // The tests' own sessions live on edge "it-edge": keep its lease.
@@ -324,3 +342,32 @@ func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] 
     await cluster.shutdown()
 }
 
+
+/// Bounds how many local clusters the test process runs at once (`withLocalCluster`).
+actor ClusterSlots {
+    static let shared = ClusterSlots(limit: 3)
+
+    private let limit: Int
+    private var used = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func acquire() async {
+        if used < limit {
+            used += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty {
+            used -= 1
+        } else {
+            waiting.removeFirst().resume()  // the slot passes straight to the next test
+        }
+    }
+}

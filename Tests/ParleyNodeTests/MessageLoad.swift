@@ -24,9 +24,13 @@ final class MessageLoad: @unchecked Sendable {
     /// Creates each room, enters "ann" and lifts the send budget.
     static func prepare(_ cluster: LocalCluster, rooms: [String]) async throws {
         for room in rooms {
-            let made = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: room)), room: room, via: 1)
-            guard made.errorCode == nil else { throw LocalClusterError.failed("createRoom \(room): \(made.result)") }
-            _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: member, via: 2)
+            // Retried while leaders move (the balancer may be at work): a retry that finds the room made is fine.
+            let made = try await cluster.submitRetrying(.createRoom(CreateRoom(roomId: room, creator: "ann", name: room)),
+                                                        room: room, via: 1)
+            guard made.errorCode == nil || made.errorCode == .alreadyInState else {
+                throw LocalClusterError.failed("createRoom \(room): \(made.result)")
+            }
+            _ = try await cluster.submitRetrying(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: member, via: 2)
         }
         try await cluster.unlimitedSends(app: "")
     }

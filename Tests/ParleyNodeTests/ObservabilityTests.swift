@@ -15,7 +15,7 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
 }
 
 /// `/metrics`, `/status/cluster` and `/dashboard` on three real `parley node` processes.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ObservabilityTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ObservabilityTests {
     @Test func metricsCountCommandsCommitsLeadersAndStorageOnEveryNode() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()

@@ -7,7 +7,7 @@ import ParleyAPI
 /// HTTP/2 ping goes unanswered — and elect a new leader, as an active group does by its election timeout.
 /// Before the peer heartbeat the connection to a paused node never broke (its kernel still acknowledges
 /// TCP), and a quiet group followed its frozen leader for as long as the pause lasted.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct QuietShardFaultTests {
+@Suite(.serialized, .timeLimit(.minutes(4))) struct QuietShardFaultTests {
     @Test func aQuietShardWhoseLeaderIsPausedElectsAnother() async throws {
         try await withLocalCluster(shards: 4) { cluster in
             try cluster.startAll()

@@ -8,7 +8,7 @@ import ParleyAPI
 /// stored the message twice. The nodes run under libfaketime with their wall clock read from a file, so the
 /// test moves every node's clock 303 s forward at once instead of waiting (their monotonic clocks, which
 /// drive Raft and every timeout, are left alone: what a real NTP step does).
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ReplayWindowTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ReplayWindowTests {
     static let appKey = "rw-app"
     static let secret = "rw-app-secret-0123456789"
     static let libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"

@@ -130,6 +130,36 @@ import ParleyRooms
 
     private func peer(_ cluster: LocalCluster, _ id: UInt64) -> String { "127.0.0.1:\(cluster.nodes.layout.peerPort(id))" }
 
+    /// A node that joined restarts from its data folder without `--join`, holds the same replicas and serves.
+    @Test func aJoinedNodeRestartsWithoutJoin() async throws {
+        try await withLocalCluster(size: 4, shards: 8, founders: 3) { cluster in
+        for id: UInt64 in [1, 2, 3] { try cluster.start(id) }
+        try await cluster.eventually("the founders to place every shard", seconds: 45) { await placed(cluster, on: [1, 2, 3]) }
+        try cluster.start(4)
+        try await cluster.eventually("node 4 to take its replicas", seconds: 60) { await placed(cluster, on: [1, 2, 3, 4]) }
+        let held = try #require(await cluster.statuses()[4]).shards.map(\.shard)
+        #expect(cluster.stop(4) == 0)
+        cluster.nodes.startsWithoutJoin(4)
+        #expect(!cluster.nodes.arguments(for: 4).contains("--join"))
+        try cluster.start(4)
+        try await cluster.eventually("node 4 back with the same replicas", seconds: 60) {
+            guard await placed(cluster, on: [1, 2, 3, 4]), let report = await cluster.statuses()[4] else { return false }
+            return report.ready && report.shards.map(\.shard) == held
+        }
+        // It serves: a room on one of its shards takes a message through it, and the message reads back through it.
+        let room = try #require(MessageLoad.rooms(8, prefix: "back", shards: 8).first {
+            held.contains(ShardMap(shardCount: 8).shard(ofRoom: $0))
+        })
+        try await MessageLoad.prepare(cluster, rooms: [room])
+        let sent = try await cluster.submit(.sendMessage(SendMessage(roomId: room, clientMessageId: "b1", body: "back")),
+                                            room: room, as: MessageLoad.member, via: 4)
+        #expect(sent.errorCode == nil, "\(sent.result)")
+        try await cluster.eventually("the message read back through node 4", seconds: 20) {
+            (try? await cluster.messageBodies(room: room, via: 4)) == ["back"]
+        }
+        }
+    }
+
     @Test func aNodeWithTheIdOfAMemberIsRefused() async throws {
         try await withLocalCluster(size: 4, shards: 8, founders: 3) { cluster in
         for id: UInt64 in [1, 2, 3] { try cluster.start(id) }
