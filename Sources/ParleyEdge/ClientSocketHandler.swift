@@ -158,7 +158,6 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // `WebSocketProtocolErrorHandler`; anything else ends the connection.
         guard !(error is NIOWebSocketError) else { return }
         if case .chat(let edge) = mode, !errorCounted, !closeSent, !peerEnded {
-            errorCounted = true
             edge.metrics?.closed("error")
             edge.connectionErrors.happened(["error": "\(error)", "remote": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
         }

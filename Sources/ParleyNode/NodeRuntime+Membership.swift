@@ -63,11 +63,6 @@ extension NodeRuntime {
                 }
             }
             for (id, address) in config.peers where id != config.id { peers[id] = address }
-            if let saved = membershipFile?.load() {
-                for (id, address) in saved.peers where peers[id] == nil {
-                    peers[id] = address
-                }
-            }
             guard peers != current else { continue }
             let added = peers.keys.filter { current[$0] == nil }.sorted()
             current = peers

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import ParleyCluster
+import ParleyNode
 import ParleyRaft
 import ParleyWire
 
@@ -31,9 +32,8 @@ struct ClusterCommand: AsyncParsableCommand {
 
         /// A peer client (with an id no node has) that learned the registry through `--through`.
         func open() async throws -> (PeerTransport, JoinInfo, MultiThreadedEventLoopGroup) {
-            let parts = through.split(separator: ":")
-            guard parts.count >= 2, let port = Int(parts.last!) else { throw ValidationError("--through must be host:port") }
-            let host = parts.dropLast().joined(separator: ":")
+            guard let seed = NodeConfig.Address(Substring(through)) else { throw ValidationError("--through must be host:port") }
+            let (host, port) = (seed.host, seed.port)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             let client = try await PeerTransport(config: .init(nodeID: NodeID.max - 1, port: 0, secret: try secret()),
                                                  group: group, onRaft: { _, _ in },
@@ -45,11 +45,8 @@ struct ClusterCommand: AsyncParsableCommand {
                     let info = try await RaftDriver.askToJoin(client).get()
                     var peers: [NodeID: (host: String, port: Int)] = [:]
                     for n in info.nodes {
-                        let p = n.peerAddress.split(separator: ":")
-                        if p.count >= 2, let port = Int(p.last!) {
-                            let h = p.dropLast().joined(separator: ":")
-                            peers[n.id] = (h == "0.0.0.0" ? host : h, port)
-                        }
+                        guard let a = NodeConfig.Address(Substring(n.peerAddress)) else { continue }
+                        peers[n.id] = (a.host == "0.0.0.0" ? host : a.host, a.port)  // an address on every interface
                     }
                     await client.setPeers(peers)
                     return (client, info, group)

@@ -217,7 +217,7 @@ extension RaftHost {
     }
 
     /// Carries out one step on a group this node leads; false when there is nothing to do or Raft refused.
-    private func take<M>(_ step: ReplicaMoves.Step, on r: GroupReplica<M>) -> Bool {
+    func take<M>(_ step: ReplicaMoves.Step, on r: GroupReplica<M>) -> Bool {
         switch step {
         case .none, .wait:
             return false
@@ -230,19 +230,6 @@ extension RaftHost {
             metrics.membershipChanges.increment()
         }
         due.mark(groupIndex[r.group]!)
-        return true
-    }
-
-    /// Proposes a configuration change to a shard this node leads; false when it cannot be taken now.
-    public func proposeConfChange(_ change: ConfChange, shard: ShardID) -> Bool {
-        guard let r = replicas[shard], r.isLeader else { return false }
-        do {
-            try r.raft.proposeConfChange(change)
-        } catch {
-            return false
-        }
-        due.mark(groupIndex[r.group]!)
-        metrics.membershipChanges.increment()
         return true
     }
 }

@@ -526,12 +526,8 @@ public final class RaftHost {
     /// Starts handing `shard`'s leadership to `node` (Raft catches it up first, then tells it to campaign).
     /// False when this replica does not lead the shard or `node` is not one of its voters.
     public func transferLeadership(shard: ShardID, to node: NodeID) -> Bool {
-        guard let r = replicas[shard], r.isLeader, node != config.nodeID,
-              r.raft.status.confState.voters.contains(node) else { return false }
-        r.raft.transferLeadership(to: node)
-        metrics.leadershipTransfersStarted.increment()
-        if let i = groupIndex[config.shardMap.group(of: shard)] { due.mark(i) }
-        return true
+        guard let r = replicas[shard] else { return false }
+        return take(.transferLeadership(to: node), on: r)
     }
 
     /// The rooms state of a shard replica as bytes (tests compare replicas with it).
