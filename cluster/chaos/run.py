@@ -133,9 +133,10 @@ class Cluster:
         os.killpg(proc.pid, signal.SIGSTOP if stopped else signal.SIGCONT)
         (self.paused.add if stopped else self.paused.discard)(i)
 
-    def drop_between(self, i, others, inbound=True, outbound=True):
-        """nft rules in node i's namespace: drop its traffic with the other nodes (not with the clients)."""
-        table = f"inet {PREFIX}"
+    def drop_between(self, i, others, inbound=True, outbound=True, tag="0"):
+        """nft rules in node i's namespace: drop its traffic with the other nodes (not with the clients). Each
+        fault has its own table (`tag`), so healing one fault never lifts another's cut that overlaps it."""
+        table = f"inet {PREFIX}{tag}"
         sh(*netns(self.ns(i)), "nft", "add", "table", *table.split())
         sh(*netns(self.ns(i)), "nft", "add", "chain", *table.split(), "in",
            "{ type filter hook input priority 0; policy accept; }")
@@ -146,12 +147,14 @@ class Cluster:
                 sh(*netns(self.ns(i)), "nft", "add", "rule", *table.split(), "in", "ip", "saddr", self.address(j), "drop")
             if outbound:
                 sh(*netns(self.ns(i)), "nft", "add", "rule", *table.split(), "out", "ip", "daddr", self.address(j), "drop")
-        self.cut.setdefault(i, set()).update(others)
+        self.cut.setdefault((i, tag), set()).update(others)
 
-    def heal_network(self):
-        for i in list(self.cut):
-            sh(*netns(self.ns(i)), "nft", "delete", "table", "inet", PREFIX, check_exit=False)
-        self.cut.clear()
+    def heal_network(self, tag=None):
+        """Deletes the tables of fault `tag` (every fault's when None)."""
+        for (i, t) in list(self.cut):
+            if tag is None or t == tag:
+                sh(*netns(self.ns(i)), "nft", "delete", "table", "inet", f"{PREFIX}{t}", check_exit=False)
+                del self.cut[(i, t)]
 
     def can_reach_peer_port(self, i, j):
         """Whether node i's namespace can open a TCP connection to node j's peer port (a partition must cut it)."""
@@ -304,24 +307,26 @@ async def apply_faults(cluster, schedule, rooms_shards, t0, touched):
         elif kind.startswith("isolate") or kind == "one-way":
             touched.add(target)
             others = [i for i in cluster.ids if i != target]
-            cluster.drop_between(target, others, inbound=(kind != "one-way"))
+            tag = str(id(fault))
+            cluster.drop_between(target, others, inbound=(kind != "one-way"), tag=tag)
             # The partition must really cut the peer traffic, or the schedule proves nothing.
             if kind != "one-way":
                 reach = await asyncio.to_thread(cluster.can_reach_peer_port, target, others[0])
                 if reach:
                     raise Failure(f"the partition of node {target} did not cut its peer traffic")
             await asyncio.sleep(fault["for"])
-            cluster.heal_network()
+            cluster.heal_network(tag)
         elif kind == "split":
             minority = cluster.ids[: cluster.size // 2] if pick < 0.5 else cluster.ids[-(cluster.size // 2):]
             majority = [i for i in cluster.ids if i not in minority]
             touched.update(minority)
+            tag = str(id(fault))
             for i in minority:
-                cluster.drop_between(i, majority)
+                cluster.drop_between(i, majority, tag=tag)
             if await asyncio.to_thread(cluster.can_reach_peer_port, minority[0], majority[0]):
                 raise Failure("the split did not cut the peer traffic")
             await asyncio.sleep(fault["for"])
-            cluster.heal_network()
+            cluster.heal_network(tag)
         elif kind == "full-restart":
             touched.update(cluster.ids)
             for i in cluster.ids:
