@@ -26,13 +26,29 @@ public struct ClusterStatusReport: Codable, Sendable, Equatable {
         }
     }
 
+    /// Shard leaders one node holds, as the nodes that answered report them.
+    public struct Leaders: Codable, Sendable, Equatable {
+        public var node: UInt64
+        public var leaders: Int
+    }
+
     /// The node that gathered the report.
     public var gatheredBy: UInt64
     public var nodes: [Node]
+    /// The placement table's version in the meta group (nil: no meta view).
+    public var placementVersion: UInt64?
+    /// Shard leaders per node that answered (the meta group not counted).
+    public var leaders: [Leaders]
+    /// Every move under way in the cluster, from the leaders that answered.
+    public var moves: [NodeStatusReport.Move]
 
     public init(gatheredBy: UInt64, nodes: [Node]) {
         self.gatheredBy = gatheredBy
         self.nodes = nodes
+        let answered = nodes.compactMap(\.status)
+        placementVersion = answered.compactMap { $0.meta?.placementVersion }.max()
+        leaders = answered.map { s in Leaders(node: s.node, leaders: s.shards.filter { $0.role == "leader" }.count) }
+        moves = answered.flatMap { $0.moves ?? [] }.sorted { ($0.shard, $0.leader) < ($1.shard, $1.leader) }
     }
 
     /// Asks every registered node for its `/status` concurrently (`timeout` each) and answers for this node

@@ -1,7 +1,7 @@
 /// The `/dashboard` page: one self-contained HTML document (inline CSS and JS, no external assets, so it
 /// works on a cluster with no internet access) that polls `/status/cluster` every 1.5 s and renders a
-/// table of nodes, one of peer links and one of shards. Rows carry `data-node` / `data-link` /
-/// `data-connected` / `data-shard` / `data-leader` attributes
+/// table of nodes, one of replica moves under way, one of peer links and one of shards. Rows carry
+/// `data-node` / `data-move` / `data-link` / `data-connected` / `data-shard` / `data-leader` attributes
 /// so tests (and scripts) can read the rendered DOM.
 enum DashboardPage {
     static let html = #"""
@@ -31,6 +31,11 @@ enum DashboardPage {
 <table id="nodes">
   <thead><tr><th>node</th><th>http</th><th>state</th><th>healthy</th><th>version</th><th>uptime s</th>
   <th>shards</th><th>leading</th><th>peers up</th><th>dropped</th><th>error</th></tr></thead>
+  <tbody></tbody>
+</table>
+<h2>Moves <span id="placement"></span></h2>
+<table id="moves">
+  <thead><tr><th>shard</th><th>leader</th><th>voters</th><th>target</th><th>learners catching up</th><th>step</th></tr></thead>
   <tbody></tbody>
 </table>
 <h2>Peer links</h2>
@@ -73,6 +78,29 @@ function renderNodes(report) {
     cell(tr, s ? s.peers.filter(p => p.connected).length + "/" + s.peers.length : "");
     cell(tr, s ? s.peers.reduce((a, p) => a + p.droppedBatches, 0) : "");
     cell(tr, n.error || "", "text");
+    body.appendChild(tr);
+  }
+}
+// One row per group whose replicas are moving, from its leader: who votes, where the placement wants it,
+// each learner's progress (snapshot bytes, or log index against the commit), and the next step.
+function renderMoves(report) {
+  document.getElementById("placement").textContent =
+    report.placementVersion === undefined || report.placementVersion === null ? "" :
+    "(placement version " + report.placementVersion + ", " + report.moves.length + " under way)";
+  const body = document.querySelector("#moves tbody");
+  body.textContent = "";
+  const mib = b => (b / 1048576).toFixed(1) + " MiB";
+  for (const m of report.moves) {
+    const tr = document.createElement("tr");
+    tr.dataset.move = m.shard;
+    cell(tr, m.shard < 0 ? "meta" : m.shard);
+    cell(tr, m.leader);
+    cell(tr, m.voters.join(" ") + (m.joint ? " (joint)" : ""), "text");
+    cell(tr, m.target.join(" "), "text");
+    cell(tr, m.learners.map(l => l.node + ": " + (l.bySnapshot
+      ? "snapshot " + mib(l.snapshotBytesSent) + " / " + mib(l.snapshotBytes)
+      : "log " + l.match + " / " + m.commit)).join(", "), "text");
+    cell(tr, m.step, "text");
     body.appendChild(tr);
   }
 }
@@ -145,6 +173,7 @@ async function refresh() {
     if (!answer.ok) throw new Error("HTTP " + answer.status);
     const report = await answer.json();
     renderNodes(report);
+    renderMoves(report);
     renderLinks(report);
     renderShards(report);
     stamp.textContent = "updated " + new Date().toLocaleTimeString() + " by node " + report.gatheredBy;

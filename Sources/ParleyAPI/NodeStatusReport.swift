@@ -116,6 +116,53 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     public var meta: Meta?
     /// This node's client edge (nil for a report made without one).
     public var edge: Edge?
+    /// Issue 17: the replica moves under way in the groups this node leads.
+    public var moves: [Move]?
+
+    /// A group whose membership is on its way to what the placement wants, as its leader sees it.
+    public struct Move: Codable, Sendable, Equatable {
+        /// A replica catching up as a learner: by snapshot (bytes the learner acknowledged of the snapshot's
+        /// size), or from the log (`match` of the leader's `commit`).
+        public struct Learner: Codable, Sendable, Equatable {
+            public var node: UInt64
+            public var match: UInt64
+            public var bySnapshot: Bool
+            public var snapshotBytesSent: UInt64
+            public var snapshotBytes: UInt64
+
+            public init(node: UInt64, match: UInt64, bySnapshot: Bool, snapshotBytesSent: UInt64, snapshotBytes: UInt64) {
+                self.node = node
+                self.match = match
+                self.bySnapshot = bySnapshot
+                self.snapshotBytesSent = snapshotBytesSent
+                self.snapshotBytes = snapshotBytes
+            }
+        }
+
+        /// -1 for the meta group.
+        public var shard: Int
+        public var leader: UInt64
+        /// The replicas the placement wants.
+        public var target: [UInt64]
+        public var voters: [UInt64]
+        public var learners: [Learner]
+        public var joint: Bool
+        public var commit: UInt64
+        /// The step the move takes next, or why it waits.
+        public var step: String
+
+        public init(shard: Int, leader: UInt64, target: [UInt64], voters: [UInt64], learners: [Learner], joint: Bool,
+                    commit: UInt64, step: String) {
+            self.shard = shard
+            self.leader = leader
+            self.target = target
+            self.voters = voters
+            self.learners = learners
+            self.joint = joint
+            self.commit = commit
+            self.step = step
+        }
+    }
 
     /// The client edge's figures: open WebSocket connections, (room, connection) sessions, shard event feeds
     /// being polled, and room events fanned out since start (events received, deliveries written).
@@ -137,7 +184,7 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
 
     public init(node: UInt64, version: String, uptimeSeconds: Double, httpAddress: String, peerAddress: String,
                 peerEncrypted: Bool = false, shardCount: Int, healthy: Bool, peers: [Peer], shards: [Shard], meta: Meta?,
-                edge: Edge? = nil) {
+                edge: Edge? = nil, moves: [Move]? = nil) {
         self.node = node
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -150,6 +197,7 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         self.shards = shards
         self.meta = meta
         self.edge = edge
+        self.moves = moves
     }
 
     /// Ready for traffic: the node is registered in the meta group it can reach, and every hosted shard

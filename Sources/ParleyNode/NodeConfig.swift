@@ -43,6 +43,8 @@ public struct NodeConfig: Sendable, Equatable {
     /// Issue 17: how often the meta leader evens out shard leaders, and how many transfers a round asks for
     /// (`--leader-balance-ms`, 0 = off).
     public var leaderBalance = LeaderBalanceSettings()
+    /// Issue 17: how replicas move (`--moves-per-node`, `--snapshot-bytes-per-second`).
+    public var moves = ReplicaMoveSettings()
     /// Issue 17: `--join HOST:PORT`, the peer address of any member of a running cluster this node joins.
     /// It learns the founders and the registry from it; `--peers` then needs to list only this node.
     public var join: Address?

@@ -16,6 +16,10 @@ extension NodeRuntime {
         while ContinuousClock.now < deadline {
             do {
                 let info = try await RaftDriver.askToJoin(transport).get()
+                if let same = info.nodes.first(where: { $0.id == config.id }), same.state == .dropped {
+                    throw NodeConfigError.invalid("node id \(config.id) belonged to a node that left the cluster; "
+                                                  + "a node that joins needs an id never used before (and an empty --data)")
+                }
                 if !holdsData, let same = info.nodes.first(where: { $0.id == config.id }) {
                     throw NodeConfigError.invalid("node id \(config.id) is already a member of the cluster (peer address "
                                                   + "\(same.peerAddress)): a new node needs an id of its own")
@@ -25,7 +29,7 @@ extension NodeRuntime {
                 }
                 guard !info.founders.isEmpty else { throw NodeConfigError.invalid("the member at \(seed) knows no founders") }
                 var peers: [NodeID: NodeConfig.Address] = [:]
-                for n in info.nodes where n.state != .removed && n.id != config.id {
+                for n in info.nodes where n.state != .removed && n.state != .dropped && n.id != config.id {
                     if let address = NodeConfig.Address(Substring(n.peerAddress)) { peers[n.id] = address }
                 }
                 logger.notice("joining the cluster", metadata: [
@@ -56,13 +60,15 @@ extension NodeRuntime {
             guard let state = try? await driver.metaState().get() else { continue }
             var peers: [NodeID: NodeConfig.Address] = [:]
             // Removed nodes too: one may still lead a group it is moving off, and its followers must answer it.
-            for n in state.nodes.values where n.id != config.id {
+            // Dropped ones are gone: every group moved off them.
+            let dropped = Set(state.nodes.values.filter { $0.state == .dropped }.map(\.id))
+            for n in state.nodes.values where n.id != config.id && !dropped.contains(n.id) {
                 // An address on every interface (containers) names no host: the founders' --peers do.
                 if let address = NodeConfig.Address(Substring(n.peerAddress)), address.host != "0.0.0.0" {
                     peers[n.id] = address
                 }
             }
-            for (id, address) in config.peers where id != config.id { peers[id] = address }
+            for (id, address) in config.peers where id != config.id && !dropped.contains(id) { peers[id] = address }
             guard peers != current else { continue }
             let added = peers.keys.filter { current[$0] == nil }.sorted()
             current = peers

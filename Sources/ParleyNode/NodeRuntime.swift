@@ -100,7 +100,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let factory = metrics.factory
         driver = try RaftDriver(loop: raftLoop.next(), transport: transport,
                                 tickInterval: .milliseconds(Int64(config.tickMillis)),
-                                leaderBalance: config.leaderBalance) { send, publish in
+                                leaderBalance: config.leaderBalance, moves: config.moves) { send, publish in
             try RaftHost(config: hostConfig, database: database, send: send, publish: publish, metrics: factory)
         }
         ref.driver = driver
@@ -264,6 +264,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             edgeFigures = .init(connections: f.connections, sessions: f.sessions, feeds: f.feeds,
                                 fanoutEvents: f.fanoutEvents, fanoutDeliveries: f.fanoutDeliveries)
         }
+        let moves = (try? await driver.movesInProgress().get()) ?? []
         let metaState = try? await driver.metaState().get()
         let metaLeader = try? await driver.metaLeader().get()
         let meta = metaState.flatMap { $0 }.map { m in
@@ -294,7 +295,14 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       digest: digests[s.shard].map { String($0, radix: 16) },
                       voters: s.conf.voters, learners: s.conf.learners, joint: s.conf.isJoint)
             },
-            meta: meta, edge: edgeFigures)
+            meta: meta, edge: edgeFigures,
+            moves: moves.map { m in
+                .init(shard: m.shard, leader: config.id, target: m.target, voters: m.conf.voters,
+                      learners: m.learners.map { .init(node: $0.node, match: $0.match, bySnapshot: $0.bySnapshot,
+                                                       snapshotBytesSent: $0.snapshotBytesAcked,
+                                                       snapshotBytes: $0.snapshotBytes) },
+                      joint: m.conf.isJoint, commit: m.commit, step: m.step)
+            })
     }
 }
 

@@ -14,7 +14,10 @@ extension Raft {
         wake()
         let ents = payloads.map { Entry(term: 0, index: 0, kind: .normal, data: $0) }
         if forwardProposals, role == .follower, lead != 0 {
-            send(Message(kind: .propose, to: lead, entries: ents))
+            // Stamped with the term whose leader it is meant for: only that leader appends it, so a proposer
+            // that sees an entry of a later term apply knows a proposal it passed on without seeing it
+            // apply never will.
+            send(Message(kind: .propose, to: lead, logTerm: term, entries: ents))
             return
         }
         try checkCanPropose()
@@ -23,10 +26,11 @@ extension Raft {
     }
 
     /// A leader takes proposals a follower forwarded; when it cannot (stepping down, over the uncommitted
-    /// cap, transferring leadership) they are dropped and the proposer's timeout answers for them.
+    /// cap, transferring leadership) they are dropped and the proposer's timeout answers for them. One meant
+    /// for the leader of another term is dropped too (zero: from a node that does not stamp them).
     func handleForwardedProposal(_ m: Message) {
         // `RawNode.step` refused any `.propose` that is not unindexed normal entries.
-        guard (try? checkCanPropose()) != nil else { return }
+        guard m.logTerm == 0 || m.logTerm == term, (try? checkCanPropose()) != nil else { return }
         if appendEntries(m.entries, checkCap: true) { broadcastPending = true }
     }
 

@@ -162,6 +162,9 @@ public final class RawNode {
     /// The current term, without building a whole `status` (hot path).
     public var term: Term { raft.term }
 
+    /// The index of the last entry in this node's log (a leader's proposal is appended there).
+    public var lastIndex: LogIndex { raft.log.lastIndex }
+
     /// A snapshot of the node's state for observation.
     public var status: RaftStatus {
         let r = raft

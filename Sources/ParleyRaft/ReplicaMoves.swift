@@ -103,3 +103,41 @@ public enum ReplicaMoves {
         return .none
     }
 }
+
+extension ReplicaMoves.Step: CustomStringConvertible {
+    /// How `/status` shows the step a move is at.
+    public var description: String {
+        switch self {
+        case .none: return "none"
+        case .wait(let why): return "waiting: \(why)"
+        case .leaveJoint: return "leave the joint configuration"
+        case .addLearner(let n): return "add node \(n) as a learner"
+        case .promote(let n, let removing?): return "promote node \(n), remove node \(removing) (joint change)"
+        case .promote(let n, nil): return "promote node \(n)"
+        case .remove(let n): return "remove node \(n)"
+        case .transferLeadership(let n): return "hand leadership to node \(n)"
+        }
+    }
+}
+
+extension ReplicaMoves {
+    /// What one applied configuration change did to the moves of a group, for the move counters: a learner
+    /// added starts a move, a learner becoming a voter finishes one, a learner removed without having voted
+    /// is a move that failed (the table changed while it caught up, or it was abandoned).
+    public struct Transition: Sendable, Hashable {
+        public var started: [NodeID] = []
+        public var done: [NodeID] = []
+        public var failed: [NodeID] = []
+
+        public init(from old: ConfState, to new: ConfState) {
+            let oldLearners = Set(old.learners)
+            let newLearners = Set(new.learners)
+            let newVoters = Set(new.voters).union(new.votersOutgoing)
+            let oldVoters = Set(old.voters).union(old.votersOutgoing)
+            // A voter demoted on leaving a joint configuration (learnersNext) is no new move.
+            started = newLearners.subtracting(oldLearners).subtracting(oldVoters).sorted()
+            done = oldLearners.intersection(newVoters).sorted()
+            failed = oldLearners.subtracting(newLearners).subtracting(newVoters).sorted()
+        }
+    }
+}

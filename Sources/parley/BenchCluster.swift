@@ -17,27 +17,39 @@ final class BenchCluster: @unchecked Sendable {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private(set) var client: PeerTransport!
 
-    init(nodes: Int, shards: Int, fsync: Bool) throws {
+    /// `founders` (nil: every node) found the cluster; the others join it through node 1 when started.
+    init(nodes: Int, shards: Int, fsync: Bool, founders: Int? = nil, extraArguments: [String] = []) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)")
         let ports = try LocalNodeProcesses.freePorts(2 * nodes)
         var layout = LocalNodeProcesses.Layout(count: nodes, httpPorts: Array(ports[0..<nodes]), peerPorts: Array(ports[nodes...]),
                                                dataDirectory: directory.path, secret: "bench-\(UUID().uuidString)", shards: shards)
-        if !fsync { layout.extraArguments = ["--no-fsync"] }
+        layout.extraArguments = (fsync ? [] : ["--no-fsync"]) + extraArguments
+        layout.founders = founders
         self.layout = layout
         processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
 
-    /// Starts the nodes and waits until each answers `/readyz`.
+    /// Starts the founders (every node by default) and waits until each answers `/readyz`.
     func start() async throws {
-        for id in layout.ids { try processes.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
+        let founders = Array(layout.ids.prefix(layout.founders ?? layout.count))
+        for id in founders { try processes.start(id, log: directory.appendingPathComponent("node-\(id).log")) }
         client = try await PeerTransport(config: .init(nodeID: 900, port: 0, secret: layout.secret), group: group,
                                          onRaft: { _, _ in },
                                          onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
         var peers: [NodeID: (host: String, port: Int)] = [:]
         for id in layout.ids { peers[id] = ("127.0.0.1", layout.peerPort(id)) }
         await client.setPeers(peers)
-        let deadline = Date().addingTimeInterval(30)
-        for id in layout.ids {
+        try await waitUntilReady(founders)
+    }
+
+    /// Starts a node that joins the running cluster (`--join` through node 1).
+    func join(_ id: UInt64) throws {
+        try processes.start(id, log: directory.appendingPathComponent("node-\(id).log"))
+    }
+
+    func waitUntilReady(_ ids: [UInt64], seconds: Double = 30) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        for id in ids {
             while true {
                 let url = URL(string: layout.httpURL(id) + "/readyz")!
                 if let (_, response) = try? await URLSession.shared.data(from: url),

@@ -109,7 +109,7 @@ struct ReplicateLoad: Sendable {
 
     /// Creates the rooms and puts one sender in each. The rooms have no app: their message budgets (A1) are
     /// lifted on every shard first, so the benchmark measures replication, not the abuse limits.
-    func prepare() async throws {
+    func prepare(window: Int = 1) async throws {
         let lifted = SendBudget.unlimited
         var lifting = Set<Int>()
         var n = 0
@@ -119,12 +119,21 @@ struct ReplicateLoad: Sendable {
             guard lifting.insert(shardMap.shard(ofRoom: probe)).inserted else { continue }
             _ = try await submit(.setSendBudget(namespace: "", lifted), room: probe, actor: .appServer, via: nodes[0])
         }
-        for (i, room) in rooms.enumerated() {
-            _ = try await submit(.createRoom(CreateRoom(roomId: room, creator: "bench-owner", name: room)), room: room,
-                                 actor: .appServer, via: nodes[i % nodes.count])
-            let entered = try await submit(.enter(EnterRoom(roomId: room, nickname: "bench \(i)")), room: room,
-                                           actor: Self.sender(i), via: nodes[i % nodes.count])
-            guard case .success = entered.result else { throw ValidationError("enter failed: \(entered.result)") }
+        // `window` rooms at a time (a benchmark that fills a shard with thousands of rooms).
+        for start in stride(from: 0, to: rooms.count, by: max(1, window)) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in start..<min(rooms.count, start + max(1, window)) {
+                    let room = rooms[i]
+                    group.addTask {
+                        _ = try await submit(.createRoom(CreateRoom(roomId: room, creator: "bench-owner", name: room)), room: room,
+                                             actor: .appServer, via: nodes[i % nodes.count])
+                        let entered = try await submit(.enter(EnterRoom(roomId: room, nickname: "bench \(i)")), room: room,
+                                                       actor: Self.sender(i), via: nodes[i % nodes.count])
+                        guard case .success = entered.result else { throw ValidationError("enter failed: \(entered.result)") }
+                    }
+                }
+                try await group.waitForAll()
+            }
         }
     }
 

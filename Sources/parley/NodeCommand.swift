@@ -29,6 +29,10 @@ struct NodeCommand: AsyncParsableCommand {
     var join: String?
     @Option(name: .customLong("leader-balance-ms"), help: "How often the meta leader evens out shard leaders across nodes (default 1000; 0 = off).")
     var leaderBalanceMillis: Int?
+    @Option(name: .customLong("moves-per-node"), help: "Replicas the shards a node leads may have catching up at once while replicas move (default 2).")
+    var movesPerNode: Int?
+    @Option(name: .customLong("snapshot-bytes-per-second"), help: "Snapshot bytes a node sends per second, over all shards, to fill moved replicas (default 33554432 = 32 MiB; 0 = no cap).")
+    var snapshotBytesPerSecond: Int?
     @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
     var apps: [String] = []
     @Option(name: .customLong("peer-tls-cert"), help: "PEM certificate of this node for mutual TLS on the peer port (with --peer-tls-key and --peer-tls-ca).")
@@ -79,6 +83,16 @@ struct NodeCommand: AsyncParsableCommand {
         if let b = value("leader-balance-ms", leaderBalanceMillis.map(String.init)) {
             guard let ms = Int64(b), ms >= 0 else { throw ValidationError("--leader-balance-ms must be a number of milliseconds ≥ 0") }
             nodeConfig.leaderBalance.intervalMillis = ms
+        }
+        if let m = value("moves-per-node", movesPerNode.map(String.init)) {
+            guard let n = Int(m), n >= 1 else { throw ValidationError("--moves-per-node must be a number ≥ 1") }
+            nodeConfig.moves.maxLearnersPerNode = n
+        }
+        if let b = value("snapshot-bytes-per-second", snapshotBytesPerSecond.map(String.init)) {
+            guard let n = Int(b), n == 0 || n >= 65_536 else {
+                throw ValidationError("--snapshot-bytes-per-second must be 0 (no cap) or at least 65536")
+            }
+            nodeConfig.moves.snapshotBytesPerSecond = n
         }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
         if let app = value("legacy-rooms-app", legacyRoomsApp), !app.isEmpty { nodeConfig.legacyRoomsApp = app }

@@ -69,6 +69,14 @@ enum StatusTable {
         out += "\(r.shards.count) shards here, \(leaders) led by this node\n"
         let moving = r.shards.filter { !($0.learners ?? []).isEmpty || $0.joint == true }.map(\.shard)
         if !moving.isEmpty { out += "replica moves under way: shards \(moving.map(String.init).joined(separator: ", "))\n" }
+        for m in r.moves ?? [] {
+            let learners = m.learners.map { l in
+                l.bySnapshot ? "\(l.node) snapshot \(l.snapshotBytesSent)/\(l.snapshotBytes) B" : "\(l.node) log \(l.match)/\(m.commit)"
+            }
+            out += "move: \(m.shard < 0 ? "meta" : "shard \(m.shard)") voters \(m.voters.map(String.init).joined(separator: ","))"
+                + (m.joint ? " (joint)" : "") + " → \(m.target.map(String.init).joined(separator: ","))"
+                + (learners.isEmpty ? "" : ", learning: " + learners.joined(separator: "; ")) + "; next: \(m.step)\n"
+        }
         return out
     }
 

@@ -1,6 +1,7 @@
 import Testing
-import ParleyCluster
+@testable import ParleyCluster
 import ParleyRaft
+import ParleyWire
 
 /// Issue 17, leader balance: the planner's rule, without a cluster.
 @Suite struct LeaderBalanceTests {
@@ -95,5 +96,17 @@ import ParleyRaft
         let share = Double(64) / Double(size)
         #expect(end.isBalanced, "seed \(seed): \(end.counts)")
         #expect(end.counts.values.allSatisfy { Double($0) >= share.rounded(.down) && Double($0) <= share.rounded(.up) })
+    }
+
+    /// The leads answer carries each shard's members after all the shards, so a node that sends none (an
+    /// older one) is still read, with the caught-up voters standing in for the members.
+    @Test func leadsAnswersCarryMembersAndOlderOnesStillRead() throws {
+        let shards = [LeaderBalance.Shard(shard: 3, leader: 1, replicas: [1, 2], members: [1, 2, 3, 4])]
+        let bytes = RaftDriver.encodeLeads(shards)
+        #expect(try RaftDriver.decodeLeads(bytes) == shards)
+        var old = ByteWriter()
+        old.write(Int(1)); old.write(Int(3)); old.write(UInt64(1)); old.write(Int(2)); old.write(UInt64(1)); old.write(UInt64(2))
+        #expect(try RaftDriver.decodeLeads(old.bytes) == [LeaderBalance.Shard(shard: 3, leader: 1, replicas: [1, 2])])
+        #expect(throws: (any Error).self) { try RaftDriver.decodeLeads(Array(bytes.dropLast())) }
     }
 }

@@ -29,6 +29,25 @@ import ParleyWire
                                           state: .draining, registeredAt: 1_000))
     }
 
+    /// Issue 17: a node is dropped from the registry only once removed and placed nowhere; a dropped node
+    /// never comes back (its id stays taken).
+    @Test func onlyARemovedNodeThePlacementLeftIsDroppedAndItStaysDropped() {
+        var m = Self.registered([1, 2, 3, 4])
+        _ = m.apply(.setPlacement(expectedVersion: 0, replicas: [[1, 2, 4], [2, 3, 4]]), context: Self.app)
+        #expect(m.apply(.setNodeState(4, .dropped), context: Self.app)
+                == .refusal(.versionConflict, "node 4 is active; only a removed node is dropped"))
+        #expect(m.apply(.setNodeState(4, .removed), context: Self.app) == .done)
+        #expect(m.apply(.setNodeState(4, .dropped), context: Self.app)
+                == .refusal(.versionConflict, "the placement still puts replicas on node 4"))
+        _ = m.apply(.setPlacement(expectedVersion: 1, replicas: [[1, 2, 3], [2, 3, 1]]), context: Self.app)
+        #expect(m.apply(.setNodeState(4, .dropped), context: Self.app) == .done)
+        #expect(m.apply(.setNodeState(4, .active), context: Self.app) == .refusal(.versionConflict, "node 4 has left the cluster"))
+        // Registering again (a dropped node's process restarted) changes nothing about its state.
+        #expect(m.apply(.registerNode(NodeRecord(id: 4, peerAddress: "127.0.0.1:7104", httpAddress: "127.0.0.1:8104")),
+                        context: Self.app) == .done)
+        #expect(m.nodes[4]?.state == .dropped)
+    }
+
     @Test func theTableIsInstalledByCompareAndSetOverRegisteredNodes() {
         var m = Self.registered([1, 2, 3])
         #expect(m.apply(.setPlacement(expectedVersion: 0, replicas: [[1, 2, 3], [2, 3, 1]]), context: Self.app)

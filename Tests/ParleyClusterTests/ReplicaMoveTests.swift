@@ -216,6 +216,38 @@ import ParleyRooms
     }
 }
 
+/// What the move counters count (`parley_moves_started/done/failed_total`), from each applied change.
+@Suite struct ReplicaMoveTransitionTests {
+    @Test func aLearnerAddedStartsAMoveAndItsPromotionFinishesIt() {
+        let added = ReplicaMoves.Transition(from: ConfState(voters: [1, 2, 3]), to: ConfState(voters: [1, 2, 3], learners: [4]))
+        #expect(added.started == [4] && added.done.isEmpty && added.failed.isEmpty)
+        // Promote 4 and remove 3 in one joint change: the move is done, nothing failed.
+        let joint = ReplicaMoves.Transition(from: ConfState(voters: [1, 2, 3], learners: [4]),
+                                            to: ConfState(voters: [1, 2, 4], votersOutgoing: [1, 2, 3], autoLeave: true))
+        #expect(joint.done == [4] && joint.started.isEmpty && joint.failed.isEmpty)
+        let left = ReplicaMoves.Transition(from: ConfState(voters: [1, 2, 4], votersOutgoing: [1, 2, 3]),
+                                           to: ConfState(voters: [1, 2, 4]))
+        #expect(left == ReplicaMoves.Transition(from: ConfState(), to: ConfState()), "leaving the joint state moves nothing")
+    }
+
+    @Test func aLearnerRemovedBeforeItVotedIsAFailedMove() {
+        let t = ReplicaMoves.Transition(from: ConfState(voters: [1, 2, 3], learners: [5]), to: ConfState(voters: [1, 2, 3]))
+        #expect(t.failed == [5] && t.started.isEmpty && t.done.isEmpty)
+    }
+
+    @Test func aVoterDemotedOnLeavingAJointStateStartsNoMove() {
+        let t = ReplicaMoves.Transition(from: ConfState(voters: [1, 2, 4], votersOutgoing: [1, 2, 3]),
+                                        to: ConfState(voters: [1, 2, 4], learners: [3]))
+        #expect(t.started.isEmpty && t.done.isEmpty && t.failed.isEmpty)
+    }
+
+    @Test func stepsReadAsOperatorsSeeThem() {
+        #expect("\(ReplicaMoves.Step.promote(4, removing: 3))" == "promote node 4, remove node 3 (joint change)")
+        #expect("\(ReplicaMoves.Step.wait("a learner is catching up"))" == "waiting: a learner is catching up")
+        #expect("\(ReplicaMoves.Step.addLearner(5))" == "add node 5 as a learner")
+    }
+}
+
 /// The real-process scale-out sequence, in process: 3 founders, a 4th and a 5th node join, then node 1 leaves.
 @Suite(.serialized) struct ReplicaMoveSequenceTests {
     @Test func twoJoinsThenTheFirstNodeLeaves() async throws {

@@ -1,5 +1,9 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
+import ParleyAPI
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
@@ -49,8 +53,30 @@ import ParleyRooms
 
         let three = ReplicaMoves.table(shardMap: shardMap, nodes: [1, 2, 3])
         try await Task.sleep(for: .seconds(1))
+        // What an operator watching /status/cluster sees while node 4 takes its replicas.
+        let watching = Task { () -> (version: UInt64, moves: [NodeStatusReport.Move]) in
+            var seen: [NodeStatusReport.Move] = []
+            var version: UInt64 = 0
+            while !Task.isCancelled {
+                if let report = try? await clusterStatus(cluster, via: 1) {
+                    seen += report.moves
+                    version = max(version, report.placementVersion ?? 0)
+                }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return (version, seen)
+        }
         try cluster.start(4)
         try await cluster.eventually("node 4 to take the replicas it wins", seconds: 90) { await placed(cluster, on: [1, 2, 3, 4]) }
+        watching.cancel()
+        let watched = await watching.value
+        #expect(watched.version >= 2, "the placement table changed for node 4 (version \(watched.version))")
+        #expect(watched.moves.contains { $0.target.contains(4) && !$0.step.isEmpty },
+                "/status/cluster showed the moves toward node 4 with their step: \(watched.moves.prefix(3))")
+        #expect(watched.moves.allSatisfy { m in m.learners.allSatisfy { !$0.bySnapshot || $0.snapshotBytesSent <= $0.snapshotBytes } })
+        let moveCounts = try await movesCounted(cluster, on: [1, 2, 3, 4])
+        #expect(moveCounts.started >= 1 && moveCounts.done >= 1 && moveCounts.snapshotBytes > 0,
+                "moves started \(moveCounts.started), done \(moveCounts.done), snapshot bytes \(moveCounts.snapshotBytes)")
         let four = ReplicaMoves.table(shardMap: shardMap, nodes: [1, 2, 3, 4])
         #expect(Set((await holders(cluster)).holders.filter { $0.value.contains(4) }.keys)
                 == Set((0..<16).filter { three[$0] != four[$0] }), "node 4 holds exactly the shards whose top 3 it entered")
@@ -85,9 +111,17 @@ import ParleyRooms
             }
             throw error
         }
-        let listing = try await cluster.parley(["cluster", "nodes", "--through", peer(cluster, 5)])
-        #expect(listing.output.contains(where: { _ in true }) && listing.output.split(separator: "\n")
-            .contains { $0.hasPrefix("\(leaving) ") && $0.contains("removed") }, "\(listing.output)")
+        // Every group moved off it: the planner drops it from the registry, and no node keeps it as a peer.
+        try await cluster.eventually("node \(leaving) to be dropped from the registry", seconds: 30) {
+            let listing = try? await cluster.parley(["cluster", "nodes", "--through", peer(cluster, 5)])
+            return listing?.output.split(separator: "\n").contains { $0.hasPrefix("\(leaving) ") && $0.contains("dropped") } == true
+        }
+        try await cluster.eventually("no node to keep node \(leaving) as a peer", seconds: 20) {
+            let all = await cluster.statuses()
+            return afterRemoval.allSatisfy { id in all[id].map { !$0.peers.contains { $0.id == leaving } } == true }
+        }
+        let again = try await cluster.parley(["cluster", "remove", "--node", "\(leaving)", "--through", peer(cluster, 5)])
+        #expect(again.status == 0 && again.output.contains("has left the cluster"), "\(again.output)")
         // The meta group moved too: a node still in the cluster leads it.
         try await cluster.eventually("a new meta leader", seconds: 30) {
             guard let leader = await metaLeader(cluster) else { return false }
@@ -102,6 +136,9 @@ import ParleyRooms
         #expect(gone.status == 0, "\(gone.output)")
         try await cluster.eventually("every shard back to 3 replicas without node \(dead)", seconds: 120) {
             await placed(cluster, on: survivors)
+        }
+        try await cluster.eventually("the dead node \(dead) to be dropped from the registry", seconds: 30) {
+            (try? await cluster.metaState(via: survivors[0]))?.nodes[dead]?.state == .dropped
         }
         // Three nodes left for three replicas: removing another is refused, and nothing changes.
         let refused = try await cluster.parley(["cluster", "remove", "--node", "\(survivors[0])", "--through", peer(cluster, survivors[1])])
@@ -120,6 +157,27 @@ import ParleyRooms
         }
         print("scale-out: \(result.sent) messages through two joins and two removals, \(result.retries) retried sends")
         }
+    }
+
+    private func clusterStatus(_ cluster: LocalCluster, via id: UInt64) async throws -> ClusterStatusReport {
+        var request = URLRequest(url: URL(string: cluster.ops(id) + "/status/cluster")!)
+        request.timeoutInterval = 3
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return try JSONDecoder().decode(ClusterStatusReport.self, from: data)
+    }
+
+    /// Moves started and done, and snapshot bytes sent, summed over `nodes`' `/metrics`.
+    private func movesCounted(_ cluster: LocalCluster, on nodes: [UInt64]) async throws
+        -> (started: Double, done: Double, snapshotBytes: Double) {
+        var total = (started: 0.0, done: 0.0, snapshotBytes: 0.0)
+        for id in nodes {
+            let (data, _) = try await URLSession.shared.data(from: URL(string: cluster.ops(id) + "/metrics")!)
+            let text = PrometheusText(text: String(decoding: data, as: UTF8.self))
+            total.started += text.value("parley_moves_started_total") ?? 0
+            total.done += text.value("parley_moves_done_total") ?? 0
+            total.snapshotBytes += text.value("parley_snapshot_bytes_sent_total") ?? 0
+        }
+        return total
     }
 
     /// The meta leader as the nodes that hold a meta replica name it (the group moves as nodes come and go).

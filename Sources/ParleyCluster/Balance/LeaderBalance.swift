@@ -12,13 +12,17 @@ public struct LeaderBalance: Sendable {
     public struct Shard: Sendable, Hashable {
         public var shard: ShardID
         public var leader: NodeID
-        /// The voters of the group (the leader among them).
+        /// The voters of the group that may take over (caught up; the leader among them).
         public var replicas: [NodeID]
+        /// Every member of the group, learners and outgoing voters included (a node is dropped from the
+        /// registry only once no group names it).
+        public var members: [NodeID]
 
-        public init(shard: ShardID, leader: NodeID, replicas: [NodeID]) {
+        public init(shard: ShardID, leader: NodeID, replicas: [NodeID], members: [NodeID]? = nil) {
             self.shard = shard
             self.leader = leader
             self.replicas = replicas
+            self.members = members ?? replicas
         }
     }
 

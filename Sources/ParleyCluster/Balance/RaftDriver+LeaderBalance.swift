@@ -27,11 +27,9 @@ extension RaftDriver {
     static let transferPath = "/rpc/v1/transfer"
     private static let balanceCallTimeout = TimeAmount.milliseconds(800)
 
-    /// One round, on `loop`: nothing unless this node leads the meta group and the last round has ended.
-    func balanceLeaders() {
-        guard host.metaLeader == nodeID, !balancing else { return }
-        balancing = true
-        let limit = leaderBalance.transfersPerRound
+    /// Every shard as the nodes that may lead it see it: the shards each node leads, from every placement
+    /// node that answers within the call timeout (on `loop`).
+    func gatherLeads() -> EventLoopFuture<(nodes: [NodeID], shards: [LeaderBalance.Shard])> {
         // Every node that may lead: the founders and the nodes that joined (issue 17).
         let nodes = host.metaState.map { Self.placementNodes(founders: host.config.nodes, state: $0) } ?? host.config.nodes
         let views = nodes.map { node -> EventLoopFuture<(NodeID, [LeaderBalance.Shard])?> in
@@ -42,17 +40,26 @@ extension RaftDriver {
                     return (node, try Self.decodeLeads(response.body))
                 }.recover { _ in nil }
         }
-        EventLoopFuture.whenAllComplete(views, on: loop).whenComplete { results in
-            defer { self.balancing = false }
-            guard case .success(let all) = results else { return }
-            let answered = all.compactMap { try? $0.get() }.compactMap { $0 }
-            // A shard two nodes claim to lead (a deposed leader that has not heard yet) is left alone.
+        return EventLoopFuture.whenAllSucceed(views, on: loop).map { all in
+            let answered = all.compactMap { $0 }
+            // A shard two nodes claim to lead (a deposed leader that has not heard yet) is left out.
             let claims = Dictionary(grouping: answered.flatMap(\.1), by: \.shard)
-            let settled = claims.values.compactMap { $0.count == 1 ? $0[0] : nil }
+            return (answered.map(\.0), claims.values.compactMap { $0.count == 1 ? $0[0] : nil })
+        }
+    }
+
+    /// One round, on `loop`: nothing unless this node leads the meta group and the last round has ended.
+    func balanceLeaders() {
+        guard host.metaLeader == nodeID, !balancing else { return }
+        balancing = true
+        let limit = leaderBalance.transfersPerRound
+        gatherLeads().whenComplete { result in
+            defer { self.balancing = false }
+            guard case .success(let view) = result else { return }
             // Only a settled cluster is balanced: while a shard has no leader that answers (an election, a
             // paused or cut-off node), moving others would add elections to a cluster already having them.
-            guard settled.count == self.shardMap.shardCount else { return }
-            let plan = LeaderBalance(nodes: answered.map(\.0), shards: settled)
+            guard view.shards.count == self.shardMap.shardCount else { return }
+            let plan = LeaderBalance(nodes: view.nodes, shards: view.shards)
             for t in plan.transfers(limit: limit) { self.askTransfer(t) }
         }
     }
@@ -98,6 +105,11 @@ extension RaftDriver {
             w.write(s.replicas.count)
             for node in s.replicas { w.write(node) }
         }
+        // Each shard's members after all of them: a reader that stops after the shards still reads the rest.
+        for s in shards {
+            w.write(s.members.count)
+            for node in s.members { w.write(node) }
+        }
         return w.bytes
     }
 
@@ -114,6 +126,12 @@ extension RaftDriver {
             var replicas: [NodeID] = []
             for _ in 0..<n { replicas.append(try r.readUInt64()) }
             out.append(LeaderBalance.Shard(shard: shard, leader: leader, replicas: replicas))
+        }
+        guard !r.isAtEnd else { return out }  // from a node that sends no members
+        for i in out.indices {
+            let n = try r.readInt()
+            guard n >= 0, n <= 64 else { throw CodecError.invalidValue("member count \(n)") }
+            out[i].members = try (0..<n).map { _ in try r.readUInt64() }
         }
         return out
     }

@@ -8,10 +8,13 @@ public struct ReplicaMoveSettings: Sendable, Hashable {
     public var intervalMillis: Int64
     /// Replicas a node's leaders may have catching up (as learners, by snapshot) at once.
     public var maxLearnersPerNode: Int
+    /// Snapshot bytes per second a node sends, over all its groups (`SnapshotPacer`); zero: no cap.
+    public var snapshotBytesPerSecond: Int
 
-    public init(intervalMillis: Int64 = 1_000, maxLearnersPerNode: Int = 2) {
+    public init(intervalMillis: Int64 = 1_000, maxLearnersPerNode: Int = 2, snapshotBytesPerSecond: Int = 32 << 20) {
         self.intervalMillis = intervalMillis
         self.maxLearnersPerNode = maxLearnersPerNode
+        self.snapshotBytesPerSecond = snapshotBytesPerSecond
     }
 }
 
@@ -74,24 +77,32 @@ extension RaftDriver {
         return Set(founders).union(registered).subtracting(leaving).sorted()
     }
 
+    /// Where the meta group's replicas belong: the first nodes of its own rendezvous order.
+    func metaTarget(_ state: MetaState) -> [NodeID] {
+        shardMap.metaReplicas(nodes: Self.placementNodes(founders: host.config.nodes, state: state))
+    }
+
     /// One look, on `loop`: the meta leader plans; every node moves the shards it leads one step.
     func tendPlacement() {
-        var metaTarget: [NodeID] = []
-        if host.metaLeader == nodeID, let state = host.metaState, state.placementVersion > 0 {
-            let nodes = Self.placementNodes(founders: host.config.nodes, state: state)
-            let table = ReplicaMoves.table(shardMap: shardMap, nodes: nodes)
-            if table != state.placement {
-                host.proposeMeta(.setPlacement(expectedVersion: state.placementVersion, replicas: table),
-                                 timestamp: Self.now()) { _ in }
-                scheduleReady()
-            }
-            metaTarget = shardMap.metaReplicas(nodes: nodes)
-        }
         let limit = moves.maxLearnersPerNode
         if let state = host.metaState {
-            if !host.moveReplicas(toward: state.placement, meta: metaTarget, maxLearners: limit).isEmpty { scheduleReady() }
-            collectRemovedReplicas(table: state.placement,
-                                   metaTarget: shardMap.metaReplicas(nodes: Self.placementNodes(founders: host.config.nodes, state: state)))
+            if host.metaLeader == nodeID, state.placementVersion > 0 {
+                let nodes = Self.placementNodes(founders: host.config.nodes, state: state)
+                let table = ReplicaMoves.table(shardMap: shardMap, nodes: nodes)
+                if table != state.placement {
+                    host.proposeMeta(.setPlacement(expectedVersion: state.placementVersion, replicas: table),
+                                     timestamp: Self.now()) { _ in }
+                    scheduleReady()
+                }
+                dropMovedOffNodes(state)
+            }
+            let metaTarget = metaTarget(state)
+            let leads = host.metaLeader == nodeID
+            if !host.moveReplicas(toward: state.placement, meta: leads && state.placementVersion > 0 ? metaTarget : [],
+                                  maxLearners: limit).isEmpty {
+                scheduleReady()
+            }
+            collectRemovedReplicas(table: state.placement, metaTarget: metaTarget)
             return
         }
         metaState().whenSuccess { state in
@@ -99,6 +110,36 @@ extension RaftDriver {
             self.host.placementHint = state.placement
             if !self.host.moveReplicas(toward: state.placement, maxLearners: limit).isEmpty { self.scheduleReady() }
             self.collectRemovedReplicas(table: state.placement, metaTarget: [])
+        }
+    }
+
+    /// On the meta leader: a removed node that every group has moved off is dropped from the registry, and
+    /// stops being anyone's peer. Only when the placement and the meta group no longer name it and every
+    /// shard has one leader that answers whose configuration does not name it either.
+    func dropMovedOffNodes(_ state: MetaState) {
+        guard !checkingDrops else { return }
+        let placed = Set(state.placement.joined()).union(metaTarget(state)).union(host.metaMembers)
+        let candidates = state.nodes.values.filter { $0.state == .removed && !placed.contains($0.id) }.map(\.id).sorted()
+        guard !candidates.isEmpty else { return }
+        checkingDrops = true
+        gatherLeads().whenComplete { result in
+            self.checkingDrops = false
+            guard case .success(let view) = result, view.shards.count == self.shardMap.shardCount else { return }
+            let named = Set(view.shards.flatMap(\.members))
+            for id in candidates where !named.contains(id) {
+                self.host.proposeMeta(.setNodeState(id, .dropped), timestamp: Self.now()) { _ in }
+                self.scheduleReady()
+            }
+        }
+    }
+
+    /// The moves under way in the groups this node leads, for `/status`.
+    public func movesInProgress() -> EventLoopFuture<[RaftHost.MoveStatus]> {
+        loop.submit {
+            let state = self.host.metaState
+            let table = state?.placement ?? self.host.placementHint ?? []
+            return self.host.movesInProgress(table: table, metaTarget: state.map(self.metaTarget) ?? [],
+                                             maxLearners: self.moves.maxLearnersPerNode)
         }
     }
 
@@ -164,9 +205,11 @@ extension RaftDriver {
             guard let record = state.nodes[id] else {
                 return self.loop.makeSucceededFuture(answer(404, "node \(id) is not in the registry"))
             }
-            guard record.state != .removed else {
+            guard record.state != .removed, record.state != .dropped else {
                 // Idempotent: a retry after an answer that was lost (a meta election) finds it done.
-                return self.loop.makeSucceededFuture(answer(200, "node \(id) is marked removed (it already was)"))
+                return self.loop.makeSucceededFuture(answer(200, record.state == .dropped
+                    ? "node \(id) has left the cluster (its replicas moved off)"
+                    : "node \(id) is marked removed (it already was); its replicas are moving off"))
             }
             let remaining = Self.placementNodes(founders: self.host.config.nodes, state: state).filter { $0 != id }
             guard remaining.count >= self.shardMap.replicationFactor else {

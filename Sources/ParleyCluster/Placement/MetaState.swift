@@ -4,7 +4,9 @@ import ParleyWire
 
 /// What the cluster knows of one node.
 public struct NodeRecord: Sendable, Hashable, Codable {
-    public enum State: UInt8, Sendable, Hashable, Codable { case active = 0, draining = 1, removed = 2 }
+    /// `removed`: marked for removal, its replicas moving off; `dropped`: every replica and leader moved off,
+    /// no longer a peer of anyone (the record stays, so its id is never given to another node).
+    public enum State: UInt8, Sendable, Hashable, Codable { case active = 0, draining = 1, removed = 2, dropped = 3 }
 
     public var id: NodeID
     /// host:port for other nodes (HTTP/2).
@@ -183,7 +185,18 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             nodes[record.id] = record
             return .done
         case .setNodeState(let id, let state):
-            guard nodes[id] != nil else { return .refusal(.notFound, "no node \(id)") }
+            guard let known = nodes[id] else { return .refusal(.notFound, "no node \(id)") }
+            guard known.state != .dropped || state == .dropped else {
+                return .refusal(.versionConflict, "node \(id) has left the cluster")
+            }
+            if state == .dropped {
+                guard known.state == .removed || known.state == .dropped else {
+                    return .refusal(.versionConflict, "node \(id) is \(known.state); only a removed node is dropped")
+                }
+                guard !placement.joined().contains(id) else {
+                    return .refusal(.versionConflict, "the placement still puts replicas on node \(id)")
+                }
+            }
             nodes[id]!.state = state
             return .done
         case .setPlacement(let expected, let replicas):

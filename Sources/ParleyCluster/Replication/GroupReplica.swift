@@ -12,6 +12,9 @@ protocol HostedGroup: AnyObject {
     var confState: ConfState { get }
     /// Called each time a proposal is made here, as leader or passed on to the leader (the host counts them).
     var onProposed: () -> Void { get set }
+    /// Called when a configuration change applies here: the configuration before and after, and whether
+    /// this replica leads (the host counts moves once per group, on its leader).
+    var onConfChange: (ConfState, ConfState, Bool) -> Void { get set }
     /// One logical clock tick: Raft's, and the clock that gives up on proposals passed on to a leader.
     func tick()
     /// First half of a ready cycle: take the group's Ready and stage what must be durable into `batch`.
@@ -49,9 +52,22 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// up by a newer snapshot (docs/simulator.md, Findings), so one is taken when the configuration outgrows it.
     private var snapshotMembers: Set<NodeID>
     private var configurationChanged = false
-    /// Proposals made here that wait for their entries to apply; `forwardedAt` is the tick at which a
-    /// follower passed one on to its leader (nil: proposed as leader).
-    private var pending: [ProposalID: (term: Term, forwardedAt: UInt64?, completion: Completion)] = [:]
+    /// A proposal made here that waits for its entry to apply.
+    private struct Waiting {
+        /// The term of the leader that may append it: only entries of this term can carry it (a leader appends
+        /// its own proposals in its term; one passed on is stamped with the term it is meant for).
+        var term: Term
+        /// The tick at which a follower passed it on to its leader (nil: proposed as leader).
+        var forwardedAt: UInt64?
+        /// The tick at which this replica, its leader, stepped down (a leadership transfer, an election).
+        var orphanedAt: UInt64?
+        var completion: Completion
+    }
+
+    private var pending: [ProposalID: Waiting] = [:]
+    /// The term of the last entry applied here: when it grows, proposals of earlier terms that have not
+    /// applied never will.
+    private var appliedTerm: Term = 0
     /// Proposals made since the group's last ready cycle; they enter the log together, as one entry.
     private var staged = ProposalBatch<Machine.Command>()
     private var ticks: UInt64 = 0
@@ -74,6 +90,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// Sets up every machine this replica makes or restores.
     private let prepare: (inout Machine) -> Void
     var onProposed: () -> Void = {}
+    var onConfChange: (ConfState, ConfState, Bool) -> Void = { _, _, _ in }
 
     init(group: GroupID, log: DurableGroupLog, config: RaftConfig, forwardedTimeoutTicks: UInt64 = 60,
          prepare: @escaping (inout Machine) -> Void = { _ in }, fresh: () -> Machine) throws {
@@ -148,7 +165,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             return completion(.failure(.notLeader(leader: soft.leader)))
         }
         staged.append(GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command, requestKey: requestKey))
-        pending[id] = (raft.term, soft.role == .leader ? nil : ticks, completion)
+        pending[id] = Waiting(term: raft.term, forwardedAt: soft.role == .leader ? nil : ticks, completion: completion)
         onProposed()
         if staged.isFull { proposeStaged() }
     }
@@ -162,6 +179,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         let refusal: ClusterError
         do {
             try raft.propose(batch.bytes)
+            let term = raft.term
+            for id in batch.ids { pending[id]?.term = term }
             return
         } catch let RaftError.notLeader(leader) {
             refusal = .notLeader(leader: leader)
@@ -188,6 +207,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             snapshotMembers = Set(confState.allMembers)
             configurationChanged = true
             onRestored(applied)
+            // Entries up to here were never applied here: whether a proposal of their terms applied is not known.
+            let restored = snapshot.metadata.term
+            failPending { $0.term <= restored }
+            appliedTerm = max(appliedTerm, restored)
             durableBeforeReady = 0
         } else {
             // Every earlier cycle's entries were written (synced) before that cycle ended.
@@ -221,11 +244,14 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private func apply(_ entry: Entry) {
         precondition(entry.index == applied + 1, "group \(group): applying \(entry.index) after \(applied)")
         applied = entry.index
+        defer { answerSuperseded(byTerm: entry.term) }
         switch entry.kind {
         case .confChange:
             if let cc = try? ConfChange(decoding: entry.data) {
+                let before = confState
                 confState = raft.applyConfChange(cc)
                 configurationChanged = true
+                onConfChange(before, confState, raft.softState.role == .leader)
             }
             onApplied(entry.index, [])
         case .normal:
@@ -262,12 +288,27 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     }
 
     /// A proposal made in an earlier term, or on a replica whose role or leader changed since, may never
-    /// apply (a new leader can overwrite it, or never received it): its caller is told the outcome is
-    /// unknown rather than left waiting.
+    /// apply (a new leader can overwrite it, or never received it) — or may: a leadership transfer hands
+    /// the whole log to a caught-up heir, which commits it. So it waits, a while: it applies, or an entry of
+    /// a later term applies first and it never will (`answerSuperseded`), or its caller is told after
+    /// `forwardedTimeoutTicks` that the outcome is unknown rather than left waiting.
     private func failOrphanedProposals() {
         let stillLeader = raft.softState.role == .leader
         let term = raft.term
-        failPending { !stillLeader || $0.term < term || $0.forwardedAt != nil }
+        for (id, w) in pending where w.forwardedAt == nil && w.orphanedAt == nil && (!stillLeader || w.term < term) {
+            pending[id]!.orphanedAt = ticks
+        }
+    }
+
+    /// An entry of `term` applied: proposals of earlier terms that have not applied never will (entries of a
+    /// term all come before any of a later one), so their callers hear they were not applied, which is
+    /// safe to retry.
+    private func answerSuperseded(byTerm term: Term) {
+        guard term > appliedTerm else { return }
+        appliedTerm = term
+        let leader = raft.softState.leader
+        let ids = pending.filter { $0.value.term < term }.keys.sorted { $0.sequence < $1.sequence }
+        for id in ids { pending.removeValue(forKey: id)!.completion(.failure(.notLeader(leader: leader))) }
     }
 
     func takeConfigurationChanged() -> Bool {
@@ -281,10 +322,16 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         guard ticks % 10 == 0 else { return }
         let limit = forwardedTimeoutTicks
         let now = ticks
-        failPending { $0.forwardedAt.map { now - $0 >= limit } ?? false }
+        failPending { w in (w.orphanedAt ?? w.forwardedAt).map { now - $0 >= limit } ?? false }
     }
 
-    private func failPending(where orphaned: ((term: Term, forwardedAt: UInt64?, completion: Completion)) -> Bool) {
+    /// The replica is being dropped (its group removed this node): whatever it passed on may still apply
+    /// elsewhere, so every caller still waiting hears the outcome is unknown rather than waiting forever.
+    func abandonPending() {
+        failPending { _ in true }
+    }
+
+    private func failPending(where orphaned: (Waiting) -> Bool) {
         let ids = pending.filter { orphaned($0.value) }.keys.sorted { $0.sequence < $1.sequence }
         for id in ids { pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown)) }
     }

@@ -18,8 +18,12 @@ public final class RaftDriver: @unchecked Sendable {
     private var placementTask: RepeatedTask?
     let leaderBalance: LeaderBalanceSettings
     let moves: ReplicaMoveSettings
+    /// Caps the snapshot bytes this node sends per second (issue 17).
+    let snapshots: SnapshotPacer
     /// A balance round is gathering views (rounds never overlap).
     var balancing = false
+    /// The planner is asking whether removed nodes can be dropped (`dropMovedOffNodes`).
+    var checkingDrops = false
     /// The meta state as last fetched from a meta replica (on a node that holds none).
     var fetchedMeta: MetaState?
     private let tickInterval: TimeAmount
@@ -47,7 +51,12 @@ public final class RaftDriver: @unchecked Sendable {
         feeds = EdgeFeedBoard(leaseMillis: edgeLeaseMillis, takeoverMillis: Self.pollCallTimeoutMillis)
         self.transport = transport
         self.tickInterval = tickInterval
-        host = try makeHost({ peer, batch in transport.send(to: peer, batch) }, publish)
+        let pacer = SnapshotPacer(bytesPerSecond: moves.snapshotBytesPerSecond, loop: loop) { peer, batch in
+            transport.send(to: peer, batch)
+        }
+        host = try makeHost({ peer, batch in pacer.send(peer, batch) }, publish)
+        pacer.sentBytes = host.metrics.snapshotBytesSent
+        snapshots = pacer
         host.answered = { transport.flushAnswers(on: loop) }
     }
 

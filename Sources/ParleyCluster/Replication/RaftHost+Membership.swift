@@ -76,12 +76,12 @@ extension RaftHost {
                 let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
                                                         scratch: newEvents, publish: publish, events: &eventLogs)
                 replicas[shard] = replica
-                replica.onProposed = { [metrics] in metrics.proposals.increment() }
+                metrics.watch(replica)
             } else {
                 let replica = try GroupReplica<MetaState>(group: group, log: log, config: Self.raftConfig(group, config)) {
                     MetaState()
                 }
-                replica.onProposed = { [metrics] in metrics.proposals.increment() }
+                metrics.watch(replica)
                 meta = replica
             }
             retiredGroups[group] = nil
@@ -146,9 +146,10 @@ extension RaftHost {
         for group in gone {
             adoptedGroups[group] = nil
             if let shard = config.shardMap.shard(ofGroup: group) {
-                replicas[shard] = nil
+                replicas.removeValue(forKey: shard)?.abandonPending()
                 eventLogs[shard] = nil
             } else if group == ShardMap.metaGroup {
+                meta?.abandonPending()
                 meta = nil
             }
             retiredGroups[group] = hostTicks
@@ -231,5 +232,62 @@ extension RaftHost {
         }
         due.mark(groupIndex[r.group]!)
         return true
+    }
+}
+
+// MARK: Moves in progress, for /status
+
+extension RaftHost {
+    /// A group this node leads whose membership is not yet what the placement wants.
+    public struct MoveStatus: Sendable, Hashable {
+        /// A learner catching up: from a snapshot (bytes acknowledged of the snapshot's size) or from the log.
+        public struct Learner: Sendable, Hashable {
+            public var node: NodeID
+            public var match: LogIndex
+            public var bySnapshot: Bool
+            public var snapshotBytesAcked: UInt64
+            public var snapshotBytes: UInt64
+        }
+
+        /// `RaftHost.metaShard` for the meta group.
+        public var shard: ShardID
+        public var target: [NodeID]
+        public var conf: ConfState
+        public var commit: LogIndex
+        /// The step the move takes next, or why it waits.
+        public var step: String
+        public var learners: [Learner]
+    }
+
+    /// Every move under way in the groups this node leads, toward `table` (and `metaTarget` for the meta
+    /// group), with the step each takes next under a budget of `maxLearners` replicas catching up.
+    public func movesInProgress(table: [[NodeID]], metaTarget: [NodeID], maxLearners: Int) -> [MoveStatus] {
+        var out: [MoveStatus] = []
+        let led = ledMemberships()
+        let learning = led.filter { !$0.conf.learners.isEmpty }.count
+        func look<M>(_ r: GroupReplica<M>, _ m: Membership, _ target: [NodeID]) {
+            let conf = m.conf
+            guard !target.isEmpty, conf.isJoint || !conf.learners.isEmpty || Set(conf.voters) != Set(target) else { return }
+            let step = ReplicaMoves.next(leader: config.nodeID, membership: m, target: target,
+                                         mayAddLearner: learning < maxLearners || !conf.learners.isEmpty)
+            let status = r.raft.status
+            let size = UInt64((try? r.log.snapshot().data.count) ?? 0)
+            let learners = conf.learners.map { n -> MoveStatus.Learner in
+                let p = status.progress[n]
+                let bySnapshot = p?.state == .snapshot
+                return MoveStatus.Learner(node: n, match: p?.match ?? 0, bySnapshot: bySnapshot,
+                                          snapshotBytesAcked: bySnapshot ? p?.snapshotAckedBytes ?? 0 : 0,
+                                          snapshotBytes: bySnapshot ? size : 0)
+            }
+            out.append(MoveStatus(shard: m.shard, target: target.sorted(), conf: conf, commit: m.commit,
+                                  step: "\(step)", learners: learners))
+        }
+        if !metaTarget.isEmpty, let meta, meta.isLeader {
+            look(meta, membership(of: meta, shard: Self.metaShard), metaTarget)
+        }
+        if table.count == config.shardMap.shardCount {
+            for m in led { if let r = replicas[m.shard] { look(r, m, table[m.shard]) } }
+        }
+        return out
     }
 }

@@ -192,8 +192,7 @@ public final class RaftHost {
         due = DueGroups(count: all.count)
         due.markAll()
         knownLeaders = all.map { $0.raft.softState.leader }
-        let proposals = self.metrics.proposals
-        for g in all { g.onProposed = { proposals.increment() } }
+        for g in all { self.metrics.watch(g) }
     }
 
 
@@ -476,6 +475,9 @@ public final class RaftHost {
     /// The meta leader this node knows of (0 = none known), or nil when it holds no meta replica.
     public var metaLeader: NodeID? { meta?.leader }
 
+    /// Every member of the meta group as this node's replica applied it (empty when it holds none).
+    public var metaMembers: [NodeID] { meta?.confState.allMembers ?? [] }
+
     /// The meta state as this node's replica has applied it (nil when it holds no meta replica).
     public var metaState: MetaState? { meta?.machine }
 
@@ -517,7 +519,7 @@ public final class RaftHost {
             let ready = s.confState.voters.filter { v in
                 v == config.nodeID || (s.progress[v].map { $0.match >= s.hardState.commit && !$0.isLearner } ?? false)
             }
-            return LeaderBalance.Shard(shard: shard, leader: config.nodeID, replicas: ready)
+            return LeaderBalance.Shard(shard: shard, leader: config.nodeID, replicas: ready, members: s.confState.allMembers)
         }
     }
 

@@ -19,6 +19,13 @@ final class RaftMetrics {
     let membershipChanges: Counter
     let replicasAdded: Counter
     let replicasRemoved: Counter
+    /// Moves as the groups' leaders applied them (`ReplicaMoves.Transition`): learners added, promoted, and
+    /// removed before they voted.
+    let movesStarted: Counter
+    let movesDone: Counter
+    let movesFailed: Counter
+    /// Snapshot chunk bytes this node sent (`SnapshotPacer`).
+    let snapshotBytesSent: Counter
     private let factory: any MetricsFactory
     /// `commandsOK[kind]`: applied without error, one per command type.
     private let commandsOK: [Counter]
@@ -38,8 +45,25 @@ final class RaftMetrics {
         membershipChanges = Counter(label: "parley_moves_conf_changes_total", factory: factory)
         replicasAdded = Counter(label: "parley_moves_replicas_added_total", factory: factory)
         replicasRemoved = Counter(label: "parley_moves_replicas_removed_total", factory: factory)
+        movesStarted = Counter(label: "parley_moves_started_total", factory: factory)
+        movesDone = Counter(label: "parley_moves_done_total", factory: factory)
+        movesFailed = Counter(label: "parley_moves_failed_total", factory: factory)
+        snapshotBytesSent = Counter(label: "parley_snapshot_bytes_sent_total", factory: factory)
         commandsOK = RoomCommand.metricNames.map { name in
             Counter(label: Self.commandsName, dimensions: [("type", name), ("result", "ok")], factory: factory)
+        }
+    }
+
+    /// Counts `group`'s proposals, and the moves its configuration changes make while it leads.
+    func watch(_ group: HostedGroup) {
+        let proposals = self.proposals, started = movesStarted, done = movesDone, failed = movesFailed
+        group.onProposed = { proposals.increment() }
+        group.onConfChange = { old, new, leads in
+            guard leads else { return }
+            let t = ReplicaMoves.Transition(from: old, to: new)
+            if !t.started.isEmpty { started.increment(by: t.started.count) }
+            if !t.done.isEmpty { done.increment(by: t.done.count) }
+            if !t.failed.isEmpty { failed.increment(by: t.failed.count) }
         }
     }
 
