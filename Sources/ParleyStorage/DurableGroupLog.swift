@@ -143,6 +143,9 @@ public final class DurableGroupLog: RaftStorage {
     /// The oldest row this group needs (or, needing none, its `logFrom`).
     public var oldestNeededRow: Int64 { rows.first?.seq ?? logFrom }
 
+    /// The rows this group's log holds (freed when the group is dropped).
+    public var heldRows: [Int64] { rows.map(\.seq) }
+
     /// Whether this group keeps rows `rewriteAfterRows` or more rows old from being deleted.
     public var pinsOldRows: Bool { sequence.upcoming - oldestNeededRow >= rewriteAfterRows }
 

@@ -38,6 +38,17 @@ enum HeadlessChromium {
         return dom
     }
 
+    /// `dumpDOM` on a thread of its own, not the two-thread cooperative pool the test's other tasks need.
+    static func renderedDOM(url: String, virtualMilliseconds: Int) async throws -> String {
+        try await withCheckedThrowingContinuation { done in
+            Thread.detachNewThread {
+                do { done.resume(returning: try dumpDOM(url: url, virtualMilliseconds: virtualMilliseconds)) } catch {
+                    done.resume(throwing: error)
+                }
+            }
+        }
+    }
+
     /// Capture groups of every match of `pattern`.
     static func matches(_ pattern: String, in text: String) -> [[String]] {
         let regex = try! NSRegularExpression(pattern: pattern)

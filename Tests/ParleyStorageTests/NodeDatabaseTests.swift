@@ -270,8 +270,37 @@ func commit(_ db: NodeDatabase, _ logs: DurableGroupLog...) throws {
         #expect(throws: StorageError.unknownGroup(4)) { try db.openGroup(4) }
         _ = try db.createGroup(4, bootstrap: ConfState(voters: [1]))
         #expect(throws: StorageError.groupExists(4)) { try db.createGroup(4, bootstrap: ConfState(voters: [1])) }
-        try db.dropGroup(4)
+        try db.dropGroup(4, rows: [])
         #expect(try db.groupIDs().isEmpty)
+    }
+
+    /// Issue 17: a dropped group (its replica moved away) takes its state at once and its log rows soon after,
+    /// with the freed rows, without touching another group's log.
+    @Test func aDroppedGroupsRowsGoWithTheFreedRowsAndOthersStay() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let kept = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        let moved = try db.createGroup(2, bootstrap: ConfState(voters: [1]))
+        for round in 0..<10 {
+            let from = LogIndex(2 + round * 5)
+            try kept.append(entries(from...(from + 4), term: 2))
+            try moved.append(entries(from...(from + 4), term: 2))
+            try commit(db, kept, moved)
+        }
+        let before = try db.logRowCount()
+        #expect(moved.heldRows.count == 10)
+        try db.dropGroup(2, rows: moved.heldRows)
+        #expect(try db.groupIDs() == [1])
+        #expect(db.mayHoldUnneededLogRows)
+        var batch = StorageBatch()
+        try kept.append(entries(52...52, term: 2))
+        kept.stage(into: &batch)
+        batch.deleteUnneededLogRows = 256
+        try db.commit(batch)
+        #expect(try db.logRowCount() == before - 10 + 1)
+        let reopened = try NodeDatabase(path: path)
+        #expect(try reopened.openGroup(1).entries(from: 2, to: 53, maxBytes: .max) == entries(2...52, term: 2))
+        #expect(throws: StorageError.unknownGroup(2)) { try reopened.openGroup(2) }
     }
 
     @Test func membershipCodecRejectsGarbage() throws {

@@ -144,6 +144,7 @@ extension RaftHost {
         guard !gone.isEmpty else { return }
         try writeCarried()
         for group in gone {
+            let rows = groupIndex[group].map { groups[$0].log.heldRows } ?? []
             adoptedGroups[group] = nil
             if let shard = config.shardMap.shard(ofGroup: group) {
                 replicas.removeValue(forKey: shard)?.abandonPending()
@@ -153,7 +154,7 @@ extension RaftHost {
                 meta = nil
             }
             retiredGroups[group] = hostTicks
-            try database.dropGroup(group)
+            try database.dropGroup(group, rows: rows)
             metrics.replicasRemoved.increment()
         }
         regroup()
