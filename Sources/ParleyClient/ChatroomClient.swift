@@ -52,6 +52,8 @@ public actor ChatroomClient {
         var link: WebSocketLink?
         var heartbeat: Task<Void, Never>?
         var reconnect: Task<Void, Never>?
+        /// C5: a move to another edge under way (the old link stays until the new one has entered).
+        var handOver: Task<Void, Never>?
         var ledger = ResumeLedger()
         /// Events that arrived on the link after the enter's answer but before the entering task took that
         /// answer: held so the ledger records the answer (a `gapTooOld` range) before the events behind it.
@@ -187,10 +189,11 @@ public actor ChatroomClient {
 
     /// Looks up the room's addresses and tries each: connect, hello, enter. The first success becomes the
     /// room's link. A refusal that another edge would repeat (bad token, blocklist, …) ends the search.
-    private func connectAndEnter(_ roomId: String, epoch: Int, resume: Int64?) async throws -> ChatroomEnterResult {
+    private func connectAndEnter(_ roomId: String, epoch: Int, resume: Int64?, addresses given: [String]? = nil,
+                                 replacing: String? = nil) async throws -> ChatroomEnterResult {
         let addresses: [String]
         do {
-            addresses = try await configuration.addressLookup(roomId)
+            if let given { addresses = given } else { addresses = try await configuration.addressLookup(roomId) }
         } catch {
             throw (error as? ChatroomError) ?? ChatroomError.lost("address lookup for \(roomId) failed: \(error)")
         }
@@ -222,7 +225,8 @@ public actor ChatroomClient {
             rooms[roomId]?.link = link
             do {
                 let hello = try decode(Hello.self, try await send(.hello(versions: Self.protocolVersions, client: configuration.clientName), on: link))
-                let answer = try decode(ChatroomEnterResult.self, try await send(.enter(request, lastSeq: resume), on: link))
+                let answer = try decode(ChatroomEnterResult.self,
+                                        try await send(.enter(request, lastSeq: resume, replacing: replacing), on: link))
                 guard rooms[roomId]?.epoch == epoch else {
                     forget(link: linkId)
                     await link.close()
@@ -297,6 +301,9 @@ public actor ChatroomClient {
         switch frame {
         case .answer(let id, let result):
             pending.resolve(id, result)
+        case .reconnect(let eventRoom, let addresses, let sessionId):
+            guard let roomId = links[linkId], roomId == eventRoom else { return }
+            handOver(roomId, to: addresses, replacing: sessionId, from: linkId)
         case .event(let eventRoom, let seq, let event):
             guard let roomId = links[linkId], roomId == eventRoom, var session = rooms[roomId],
                   session.link?.id == linkId, let event else { return }
@@ -378,6 +385,40 @@ public actor ChatroomClient {
         sink.yield(.autoLoginFailed(roomId: roomId, lastError))
     }
 
+    // MARK: Moving to another edge (C5)
+
+    /// The room's edge is draining: enter the room at `addresses` with the resume point, taking over the
+    /// session there (`replacing`), while the old link stays open; then close the old link. The app sees no
+    /// connection state change and the room no exit and re-entry. If no address takes the room, the room
+    /// reconnects as after any loss.
+    private func handOver(_ roomId: String, to addresses: [String], replacing: String, from linkId: Int) {
+        guard let session = rooms[roomId], session.phase == .entered, let old = session.link, old.id == linkId,
+              session.handOver == nil else { return }
+        let epoch = session.epoch
+        rooms[roomId]?.handOver = Task { [weak self] in
+            await self?.move(roomId, epoch: epoch, to: addresses, replacing: replacing, from: old)
+        }
+    }
+
+    private func move(_ roomId: String, epoch: Int, to addresses: [String], replacing: String, from old: WebSocketLink) async {
+        defer { if rooms[roomId]?.epoch == epoch { rooms[roomId]?.handOver = nil } }
+        guard let resume = rooms[roomId]?.ledger.resumePoint else { return }
+        do {
+            _ = try await connectAndEnter(roomId, epoch: epoch, resume: resume, addresses: addresses, replacing: replacing)
+            configuration.logger.info("room \(roomId) moved from \(old.address) to \(rooms[roomId]?.link?.address ?? "?")")
+        } catch {
+            guard rooms[roomId]?.epoch == epoch else { return }
+            configuration.logger.info("room \(roomId) could not move from draining \(old.address): \(error)")
+            // Back to the old link, then lost: the usual reconnect resumes from the ledger.
+            rooms[roomId]?.link = old
+            rooms[roomId]?.phase = .entered
+            links[old.id] = roomId
+            linkClosed(old.id)
+        }
+        forget(link: old.id)
+        await old.close()
+    }
+
     // MARK: Teardown
 
     private func forget(link linkId: Int) {
@@ -390,6 +431,7 @@ public actor ChatroomClient {
         guard let session = rooms.removeValue(forKey: roomId) else { return }
         session.heartbeat?.cancel()
         session.reconnect?.cancel()
+        session.handOver?.cancel()
         if let link = session.link {
             forget(link: link.id)
             Task { await link.close() }

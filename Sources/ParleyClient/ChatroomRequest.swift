@@ -41,8 +41,10 @@ public struct ChatroomRequest: Sendable, Hashable {
 
     // MARK: Entering and leaving
 
-    public static func enter(_ request: ChatroomEnterRequest, lastSeq: Int64?) -> ChatroomRequest {
+    /// `replacing`: C5, the session on a draining edge this enter takes over (its `reconnect` event).
+    public static func enter(_ request: ChatroomEnterRequest, lastSeq: Int64?, replacing: String? = nil) -> ChatroomRequest {
         room("enter", request.roomId, [
+            "replacing": replacing.map(JSONValue.string),
             "auth": request.auth.json,
             "nickname": request.nickname.map(JSONValue.string),
             "avatar": request.avatar.map(JSONValue.string),

@@ -6,6 +6,9 @@ enum InboundFrame: Sendable {
     case answer(id: Int, Result<Data, ChatroomError>)
     /// `event` is nil for an event name this SDK version does not know (ignored, not an error).
     case event(roomId: String, seq: Int64, event: ChatroomEvent?)
+    /// C5: the edge is draining; enter the room at `addresses` replacing `sessionId` (handled by the client,
+    /// not passed to the app).
+    case reconnect(roomId: String, addresses: [String], sessionId: String)
 
     private struct Head: Decodable {
         var id: Int?
@@ -22,6 +25,7 @@ enum InboundFrame: Sendable {
 
     private struct Kicked: Decodable { var reason: KickReason; var ext: String }
     private struct Gap: Decodable { var fromSeq: Int64; var toSeq: Int64 }
+    private struct Reconnect: Decodable { var addresses: [String]; var sessionId: String }
 
     static func decode(_ text: String) throws -> InboundFrame {
         let data = Data(text.utf8)
@@ -35,6 +39,10 @@ enum InboundFrame: Sendable {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "neither an answer nor an event"))
         }
         func payload<T: Decodable>(_: T.Type) throws -> T { try decoder.decode(DataOf<T>.self, from: data).data }
+        if name == "reconnect" {
+            let r = try payload(Reconnect.self)
+            return .reconnect(roomId: roomId, addresses: r.addresses, sessionId: r.sessionId)
+        }
         let event: ChatroomEvent?
         switch name {
         case "message": event = .message(roomId: roomId, try payload(Message.self))

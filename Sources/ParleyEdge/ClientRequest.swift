@@ -195,6 +195,8 @@ public struct EnterRequest: Sendable {
     public var roomNotifyExt: String
     /// X2: the highest seq the client has seen in the room.
     public var lastSeq: UInt64?
+    /// C5: the client's session on a draining edge this enter takes over (from its `reconnect` event).
+    public var replacing: String
 
     init(_ f: RequestFields) throws(ProtocolError) {
         roomId = try f.string("roomId")
@@ -216,6 +218,7 @@ public struct EnterRequest: Sendable {
         avatar = try f.optionalString("avatar")
         roomExt = try f.string("roomExt", default: "")
         roomNotifyExt = try f.string("roomNotifyExt", default: "")
+        replacing = try f.string("replacing", default: "")
         if let v = try f.optionalInt("lastSeq") {
             guard v >= 0 else { throw .badValue("lastSeq", "negative") }
             lastSeq = UInt64(v)

@@ -56,7 +56,7 @@ extension Edge {
                                        edgeId: cluster.edgeId)
         let command = RoomCommand.enter(EnterRoom(
             roomId: request.roomId, nickname: request.nickname ?? "", avatar: request.avatar ?? "",
-            roomExt: request.roomExt, roomNotifyExt: request.roomNotifyExt))
+            roomExt: request.roomExt, roomNotifyExt: request.roomNotifyExt, replacing: request.replacing))
         let result: EnterResult
         var events: [RoomEvent] = []
         do {

@@ -139,7 +139,11 @@ public actor Edge {
         let cluster = self.cluster
         let ending = exits
         let slots = c.slots
+        // C5: a client told to move re-enters elsewhere replacing these sessions; their exits then change
+        // nothing, and for one that did not move they come after the grace.
+        let grace = handedOff(c) ? Duration.milliseconds(settings.handOffGraceMillis) : .zero
         Task {
+            if grace > .zero { try? await Task.sleep(for: grace) }
             for (roomId, shard) in ending {
                 _ = try? await cluster.submit(.exit(roomId: roomId), shard: shard, actor: .session(identity))
                 if slots.contains(roomId) { self.releaseSlot(identity, roomId: roomId) }

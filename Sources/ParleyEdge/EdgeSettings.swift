@@ -43,6 +43,13 @@ public struct EdgeSettings: Sendable, Hashable {
     /// descriptor limit above `maxConnections` plus the peer links and the database (docs/operations.md).
     public var maxConnections: Int = 15_000
     public var maxConnectionsPerAddress: Int = 2_000
+    /// C5, draining: connections told to move to other edges per second (so the others are not stampeded),
+    /// how long one may take to move before it is closed with 4100, and how long the sessions of a connection
+    /// that moved wait before their exits are proposed (a client that re-entered elsewhere replaced them, and
+    /// those exits change nothing; one that did not leaves with a 302 then).
+    public var handOffsPerSecond: Int = 200
+    public var handOffDeadlineMillis: Int = 10_000
+    public var handOffGraceMillis: Int = 15_000
     /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
     public var servesEcho = false
 

@@ -103,6 +103,26 @@ public enum EventFrame {
         return j.string
     }
 
+    /// C5: `{"event": "reconnect", …}` — this edge is draining: enter the room again at one of `addresses`
+    /// (best first) with `lastSeq` and `replacing: sessionId`, then close this connection.
+    public static func reconnect(roomId: String, addresses: [String], sessionId: String) -> String {
+        var j = JSONText()
+        j.beginObject()
+        j.field("event", "reconnect")
+        j.field("roomId", AppScope.local(roomId))
+        j.field("seq", UInt64(0))
+        j.key("data")
+        j.beginObject()
+        j.key("addresses")
+        j.beginArray()
+        for a in addresses { j.value(a) }
+        j.endArray()
+        j.field("sessionId", sessionId)
+        j.endObject()
+        j.endObject()
+        return j.string
+    }
+
     /// `{"id": …, "ok": true, "data": …}`; `data` writes the answer's object.
     public static func answer(id: Int64, _ data: (inout JSONText) -> Void) -> String {
         var j = JSONText()

@@ -44,6 +44,8 @@ struct ClientConnection {
     var slots: Set<String> = []
     /// A1: the connection's request budget (`EdgeSettings.requestsPerSecond`), made with its first request.
     var requests: TokenBucket?
+    /// C5: when this draining edge told the client to move (its sessions then end late, in silence).
+    var handedOffAt: ContinuousClock.Instant?
 
     func send(_ text: String) {
         send(ByteBuffer(string: text))

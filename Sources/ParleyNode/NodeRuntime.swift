@@ -25,7 +25,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     /// The edge's view of the cluster (commands, event feeds, tokens, addresses).
     public let edgeCluster: NodeEdgeCluster
     /// The client edge, once `run()` has made it (its figures go on `/status`).
-    private let edge = NIOLockedValueBox<Edge?>(nil)
+    let edge = NIOLockedValueBox<Edge?>(nil)
     /// This node's Prometheus registry (`/metrics`); components record through `metrics.factory`.
     public let metrics: NodeMetrics
     /// The cluster's founding nodes (`--peers`, or learned when joining).
@@ -122,6 +122,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         }
         let watching = Task { await self.watchElections() }
         let following = Task { await self.followRegistry() }
+        let draining = Task { await self.followDrain() }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
             "peerTLS": "\(config.peerTLS != nil)",
@@ -161,6 +162,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         joining.cancel()
         watching.cancel()
         following.cancel()
+        draining.cancel()
         // Client sockets outlive the HTTP server's tasks: tell them we are going (1001) before the loops stop.
         await edge.closeAll()
         let deadline = ContinuousClock.now + .seconds(1)

@@ -27,6 +27,7 @@ extension Room {
         if sessions[identity.sessionId] != nil {
             throw RoomError(.sessionAlreadyEntered, "the session has already entered the room")
         }
+        try FieldCheck.size(e.replacing, limits.maxIdBytes, "replacing")
     }
 
     /// E1 / E7: adds the session (after `validateEnter` and the shard's E3 check).
@@ -38,8 +39,16 @@ extension Room {
         if let until = members[userId]?.blockedUntil, until <= now {
             members[userId]!.blockedUntil = nil
         }
+        // C5: a session handed over from a draining edge leaves in silence; the user never went offline, so
+        // no one hears of the move (no 302/301, no multi-login sync) and their transient queue elements stay.
+        var tookOver = false
+        if !e.replacing.isEmpty, e.replacing != identity.sessionId, sessions[e.replacing]?.userId == userId {
+            sessions[e.replacing] = nil
+            userSessions[userId]!.removeAll { $0 == e.replacing }
+            tookOver = true
+        }
         let existing = userSessions[userId] ?? []
-        if !existing.isEmpty {
+        if !existing.isEmpty && !tookOver {
             switch info.devicePolicy ?? env.policy.devicePolicy {
             case .singleDevice:
                 // E7: the older sessions go; the user stays online through the new one.
@@ -60,7 +69,7 @@ extension Room {
         if !e.avatar.isEmpty { members[userId]!.avatar = e.avatar }
         members[userId]!.ext = e.roomExt
 
-        if existing.isEmpty {
+        if existing.isEmpty && !tookOver {
             fx.online.append(userId)
             if enterExitEnabled(env) {
                 let op = RoomOperator(userId: userId, rank: rank(of: userId), member: notificationMember(userId),

@@ -198,7 +198,9 @@ extension RoomCommand: BinaryCodable {
         case .setRoomPolicy(let p): w.write(UInt8(5)); w.write(p)
         case .setAppPolicy(let p): w.write(UInt8(6)); w.write(p)
         case .fetchRoomInfo(let id): w.write(UInt8(7)); w.write(id)
-        case .enter(let p): w.write(UInt8(8)); w.write(p)
+        // A plain enter keeps its first encoding (tag 8), so nodes that predate C5 still read it.
+        case .enter(let p) where p.replacing.isEmpty: w.write(UInt8(8)); w.write(p)
+        case .enter(let p): w.write(UInt8(38)); w.write(p); w.write(p.replacing)
         case .exit(let id): w.write(UInt8(9)); w.write(id)
         case .sessionLost(let edge): w.write(UInt8(10)); w.write(edge)
         case .sendMessage(let p): w.write(UInt8(11)); w.write(p)
@@ -270,6 +272,11 @@ extension RoomCommand: BinaryCodable {
         case 35: self = .yieldRoom(roomId: try r.readString())
         case 36: self = .setScopedAppPolicy(namespace: try r.readString(), try r.read())
         case 37: self = .setSendBudget(namespace: try r.readString(), try r.read())
+        case 38:
+            var e: EnterRoom = try r.read()
+            e.replacing = try r.readString()
+            guard !e.replacing.isEmpty else { throw .invalidValue("an enter replacing no session") }
+            self = .enter(e)
         case let t: throw .badTag("RoomCommand", UInt64(t))
         }
     }

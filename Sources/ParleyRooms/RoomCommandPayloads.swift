@@ -65,14 +65,19 @@ public struct EnterRoom: Sendable, Hashable {
     public var avatar: String
     public var roomExt: String
     public var roomNotifyExt: String
+    /// C5: the session this enter takes over — the same user's session on an edge that is handing its
+    /// clients to others. It leaves without an exit (no 302/301 for the user, its transient queue elements
+    /// kept); empty: a plain enter.
+    public var replacing: String
 
     public init(roomId: String, nickname: String = "", avatar: String = "", roomExt: String = "",
-                roomNotifyExt: String = "") {
+                roomNotifyExt: String = "", replacing: String = "") {
         self.roomId = roomId
         self.nickname = nickname
         self.avatar = avatar
         self.roomExt = roomExt
         self.roomNotifyExt = roomNotifyExt
+        self.replacing = replacing
     }
 }
 

@@ -12,7 +12,7 @@ import ParleyWire
 struct ClusterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster", abstract: "See and change the cluster's nodes.",
-        subcommands: [Nodes.self, Remove.self])
+        subcommands: [Nodes.self, Remove.self, Drain.self, Undrain.self])
 
     struct Connection: ParsableArguments {
         @Option(help: "The peer address (host:port) of any node of the cluster.") var through = "127.0.0.1:7101"
@@ -89,25 +89,50 @@ struct ClusterCommand: AsyncParsableCommand {
         @OptionGroup var connection: Connection
         @Option(help: "The id of the node to remove.") var node: UInt64
 
-        func run() async throws {
-            let (client, info, group) = try await connection.open()
-            defer { Task { await client.shutdown(); try? await group.shutdownGracefully() } }
-            var w = ByteWriter()
-            w.write(node)
-            let asked = info.nodes.filter { $0.state == .active && $0.id != node }.map(\.id)
-            var last = "no node answered"
-            for id in asked {
-                guard let response = try? await client.call(id, path: RaftDriver.removePath, body: w.bytes).get() else { continue }
-                let text = String(decoding: response.body, as: UTF8.self)
-                if response.status == 200 {
-                    print(text)
-                    return
-                }
-                last = text
-                if response.status != 503 { break }
+        func run() async throws { try await connection.ask(RaftDriver.removePath, node: node) }
+    }
+
+    struct Drain: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Drain a node before a restart or an upgrade: it leaves room address lookups, hands its shard leaderships to other replicas and its clients to other edges; it keeps its replicas.")
+        @OptionGroup var connection: Connection
+        @Option(help: "The id of the node to drain.") var node: UInt64
+
+        func run() async throws { try await connection.ask(RaftDriver.drainPath, node: node) }
+    }
+
+    struct Undrain: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Put a drained node back into service.")
+        @OptionGroup var connection: Connection
+        @Option(help: "The id of the node to put back.") var node: UInt64
+
+        func run() async throws { try await connection.ask(RaftDriver.undrainPath, node: node) }
+    }
+}
+
+extension ClusterCommand.Connection {
+    /// Sends a registry change about `node` to the active nodes in turn until one that reaches the meta
+    /// group answers; prints the answer, and fails on a refusal.
+    func ask(_ path: String, node: UInt64) async throws {
+        let (client, info, group) = try await open()
+        defer { Task { await client.shutdown(); try? await group.shutdownGracefully() } }
+        var w = ByteWriter()
+        w.write(node)
+        // Any live member can pass the change to the meta group: active ones first, then draining ones.
+        let asked = info.nodes.filter { $0.state == .active && $0.id != node }.map(\.id)
+            + info.nodes.filter { $0.state == .draining && $0.id != node }.map(\.id)
+        var last = "no node answered"
+        for id in asked {
+            guard let response = try? await client.call(id, path: path, body: w.bytes).get() else { continue }
+            let text = String(decoding: response.body, as: UTF8.self)
+            if response.status == 200 {
+                print(text)
+                return
             }
-            print("refused: \(last)")
-            throw ExitCode.failure
+            last = text
+            if response.status != 503 { break }
         }
+        print("refused: \(last)")
+        throw ExitCode.failure
     }
 }

@@ -88,7 +88,7 @@ struct CommandGenerator {
             command = rng.chance(50) ? .setAppPolicy(p) : .setScopedAppPolicy(namespace: rng.chance(50) ? "" : "app", p)
         case 7 ..< 25:
             command = .enter(EnterRoom(roomId: room, nickname: text(), avatar: text(), roomExt: text(),
-                                       roomNotifyExt: text()))
+                                       roomNotifyExt: text(), replacing: rng.chance(20) ? text() : ""))
         case 25 ..< 31: command = .exit(roomId: room)
         case 31 ..< 32: command = .sessionLost(edgeId: "e\(rng.below(3))"); actor = .appServer
         case 32 ..< 55:

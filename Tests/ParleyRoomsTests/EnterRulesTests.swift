@@ -246,4 +246,46 @@ import Testing
         #expect(home.state.slotRooms(of: "bo") == ["b"])
         #expect(home.state.edgesWithSessions == ["e2"])
     }
+
+    @Test("C5 an enter replacing the user's session on a draining edge moves it in silence: no 302/301, no multi-login sync, transient queue elements kept")
+    func c5HandOverKeepsTheUserOnline() throws {
+        var shard = TestShard()
+        shard.createRoom()
+        shard.enter("bob")
+        shard.enter("amy", device: 1, edge: "edge-2")
+        shard.user("amy", .queueOffer(QueueOffer(roomId: "r1", key: "seat", value: "amy", transient: true)))
+        let moved = shard.run(.enter(EnterRoom(roomId: "r1", nickname: "nick-amy", avatar: "https://a/amy",
+                                               replacing: "amy#1")),
+                              as: TestShard.session("amy", 2, edge: "edge-3"))
+        #expect(moved.isSuccess)
+        #expect(moved.notifications.isEmpty, "no 301 (and no 302) for a session handed over: \(moved.notificationTypes)")
+        #expect(!moved.events.contains { if case .multiLoginSync = $0.kind { true } else { false } })
+        let room = try #require(shard.state.rooms["r1"])
+        #expect(room.userSessions["amy"] == ["amy#2"] && room.sessions["amy#1"] == nil)
+        #expect(room.sessions["amy#2"]?.edgeId == "edge-3")
+        let queue = shard.user("bob", .queueList(roomId: "r1"))
+        guard case .queue(let items) = queue.reply else { Issue.record("no queue"); return }
+        #expect(items.map(\.key) == ["seat"], "the transient element stays with its online owner")
+        // The old edge's late exit for the handed-over session changes nothing.
+        let late = shard.run(.exit(roomId: "r1"), as: TestShard.session("amy", 1, edge: "edge-2"))
+        #expect(late.notifications.isEmpty)
+        #expect(shard.state.rooms["r1"]!.userSessions["amy"] == ["amy#2"])
+    }
+
+    @Test("C5 replacing a session that is gone, or another user's, is a plain enter")
+    func c5ReplacingSomeoneElseOrNothingIsAPlainEnter() throws {
+        var shard = TestShard()
+        shard.createRoom()
+        shard.enter("bob")
+        let fresh = shard.run(.enter(EnterRoom(roomId: "r1", nickname: "a", avatar: "https://a/amy", replacing: "amy#1")),
+                              as: TestShard.session("amy", 2))
+        #expect(fresh.notificationTypes == [.enter], "the user was offline: 301 as usual")
+        let theft = shard.run(.enter(EnterRoom(roomId: "r1", nickname: "e", avatar: "https://a/eve", replacing: "bob#1")),
+                              as: TestShard.session("eve", 1))
+        #expect(theft.isSuccess && theft.notificationTypes == [.enter])
+        #expect(shard.state.rooms["r1"]!.sessions["bob#1"] != nil, "another user's session cannot be taken over")
+        shard.expectRejected(.enter(EnterRoom(roomId: "r1", nickname: "c", avatar: "https://a/c",
+                                              replacing: .bytes(129))),
+                             as: TestShard.session("carl", 1), .badParameter)
+    }
 }

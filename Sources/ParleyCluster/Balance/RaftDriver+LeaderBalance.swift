@@ -29,9 +29,13 @@ extension RaftDriver {
 
     /// Every shard as the nodes that may lead it see it: the shards each node leads, from every placement
     /// node that answers within the call timeout (on `loop`).
-    func gatherLeads() -> EventLoopFuture<(nodes: [NodeID], shards: [LeaderBalance.Shard])> {
-        // Every node that may lead: the founders and the nodes that joined (issue 17).
-        let nodes = host.metaState.map { Self.placementNodes(founders: host.config.nodes, state: $0) } ?? host.config.nodes
+    func gatherLeads(leadersOnly: Bool = false) -> EventLoopFuture<(nodes: [NodeID], shards: [LeaderBalance.Shard])> {
+        // Every node that holds replicas: the founders and the nodes that joined (issue 17); for balancing,
+        // only those that may lead (not draining, issue 18).
+        let nodes = host.metaState.map {
+            leadersOnly ? Self.leaderNodes(founders: host.config.nodes, state: $0)
+                : Self.placementNodes(founders: host.config.nodes, state: $0)
+        } ?? host.config.nodes
         let views = nodes.map { node -> EventLoopFuture<(NodeID, [LeaderBalance.Shard])?> in
             if node == nodeID { return loop.makeSucceededFuture((node, host.ledShards())) }
             return transport.call(node, path: Self.leadsPath, body: [], timeout: Self.balanceCallTimeout).hop(to: loop)
@@ -53,7 +57,7 @@ extension RaftDriver {
         guard host.metaLeader == nodeID, !balancing else { return }
         balancing = true
         let limit = leaderBalance.transfersPerRound
-        gatherLeads().whenComplete { result in
+        gatherLeads(leadersOnly: true).whenComplete { result in
             defer { self.balancing = false }
             guard case .success(let view) = result else { return }
             // Only a settled cluster is balanced: while a shard has no leader that answers (an election, a

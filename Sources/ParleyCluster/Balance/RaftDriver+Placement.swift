@@ -69,12 +69,19 @@ public struct JoinInfo: Sendable, Hashable {
 extension RaftDriver {
     public static let joinPath = PeerStreamHandler.joinPath
 
-    /// The nodes replicas are placed on: the founders and every registered node, less those marked draining
-    /// or removed. Founders count before they have registered, so a node that starts late is not planned away.
+    /// The nodes replicas are placed on: the founders and every registered node, less those marked removed
+    /// or dropped. Founders count before they have registered, so a node that starts late is not planned
+    /// away. A draining node keeps its replicas (issue 18: a drain comes before a restart, not a removal).
     static func placementNodes(founders: [NodeID], state: MetaState) -> [NodeID] {
-        let leaving = Set(state.nodes.values.filter { $0.state != .active }.map(\.id))
-        let registered = state.nodes.values.filter { $0.state == .active }.map(\.id)
+        let leaving = Set(state.nodes.values.filter { $0.state == .removed || $0.state == .dropped }.map(\.id))
+        let registered = state.nodes.values.filter { $0.state == .active || $0.state == .draining }.map(\.id)
         return Set(founders).union(registered).subtracting(leaving).sorted()
+    }
+
+    /// The nodes that may lead shards: the placement nodes that are not draining.
+    static func leaderNodes(founders: [NodeID], state: MetaState) -> [NodeID] {
+        let draining = Set(state.nodes.values.filter { $0.state == .draining }.map(\.id))
+        return placementNodes(founders: founders, state: state).filter { !draining.contains($0) }
     }
 
     /// Where the meta group's replicas belong: the first nodes of its own rendezvous order.
@@ -96,6 +103,7 @@ extension RaftDriver {
                 }
                 dropMovedOffNodes(state)
             }
+            handOffLeaderships(state)
             let metaTarget = metaTarget(state)
             let leads = host.metaLeader == nodeID
             if !host.moveReplicas(toward: state.placement, meta: leads && state.placementVersion > 0 ? metaTarget : [],
@@ -107,6 +115,7 @@ extension RaftDriver {
         }
         metaState().whenSuccess { state in
             guard let state, !state.placement.isEmpty else { return }
+            self.handOffLeaderships(state)
             self.host.placementHint = state.placement
             if !self.host.moveReplicas(toward: state.placement, maxLearners: limit).isEmpty { self.scheduleReady() }
             self.collectRemovedReplicas(table: state.placement, metaTarget: [])
@@ -195,32 +204,46 @@ extension RaftDriver {
     /// for a node the registry does not know, or when the nodes left could not hold `replicationFactor` copies
     /// of every shard. Removing a removed node again answers that it is.
     func handleRemove(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {
-        func answer(_ status: Int, _ text: String) -> PeerResponse { PeerResponse(status: status, body: Array(text.utf8)) }
-        var r = ByteReader(body)
-        guard let id = try? r.readUInt64(), r.isAtEnd, id != 0 else {
-            return loop.makeSucceededFuture(answer(400, "bad node id"))
-        }
-        return metaState().flatMap { state -> EventLoopFuture<PeerResponse> in
-            guard let state else { return self.loop.makeSucceededFuture(answer(503, "the meta group cannot be reached")) }
-            guard let record = state.nodes[id] else {
-                return self.loop.makeSucceededFuture(answer(404, "node \(id) is not in the registry"))
-            }
+        registryChange(body) { id, record, state in
             guard record.state != .removed, record.state != .dropped else {
                 // Idempotent: a retry after an answer that was lost (a meta election) finds it done.
-                return self.loop.makeSucceededFuture(answer(200, record.state == .dropped
+                return self.loop.makeSucceededFuture(.text(200, record.state == .dropped
                     ? "node \(id) has left the cluster (its replicas moved off)"
                     : "node \(id) is marked removed (it already was); its replicas are moving off"))
             }
             let remaining = Self.placementNodes(founders: self.host.config.nodes, state: state).filter { $0 != id }
             guard remaining.count >= self.shardMap.replicationFactor else {
-                return self.loop.makeSucceededFuture(answer(409, "removing node \(id) would leave \(remaining.count) nodes "
+                return self.loop.makeSucceededFuture(.text(409, "removing node \(id) would leave \(remaining.count) nodes "
                     + "(\(remaining.map(String.init).joined(separator: ", "))) for \(self.shardMap.replicationFactor) replicas per shard: add a node first"))
             }
-            return self.submitMeta(.setNodeState(id, .removed), deadline: .now() + .seconds(15)).map { outcome in
-                if case .refused(_, let why) = outcome { return answer(409, why) }
-                return answer(200, "node \(id) is marked removed; its replicas move to nodes \(remaining.map(String.init).joined(separator: ", "))")
-            }.recover { answer(503, "not applied: \($0)") }
+            return self.setNodeState(id, .removed,
+                                     done: "node \(id) is marked removed; its replicas move to nodes \(remaining.map(String.init).joined(separator: ", "))")
         }
+    }
+
+    /// A registry change about the node a request names (`parley cluster remove|drain|undrain`): reads the id
+    /// and the registry, answers 400 / 503 / 404 for a bad id, no meta group, an unknown node; else `decide`.
+    func registryChange(_ body: [UInt8],
+                        decide: @escaping (NodeID, NodeRecord, MetaState) -> EventLoopFuture<PeerResponse>) -> EventLoopFuture<PeerResponse> {
+        var r = ByteReader(body)
+        guard let id = try? r.readUInt64(), r.isAtEnd, id != 0 else {
+            return loop.makeSucceededFuture(.text(400, "bad node id"))
+        }
+        return metaState().flatMap { state -> EventLoopFuture<PeerResponse> in
+            guard let state else { return self.loop.makeSucceededFuture(.text(503, "the meta group cannot be reached")) }
+            guard let record = state.nodes[id] else {
+                return self.loop.makeSucceededFuture(.text(404, "node \(id) is not in the registry"))
+            }
+            return decide(id, record, state)
+        }
+    }
+
+    /// Proposes a node's new state; answers `done`, or why it was not applied.
+    func setNodeState(_ id: NodeID, _ state: NodeRecord.State, done: String) -> EventLoopFuture<PeerResponse> {
+        submitMeta(.setNodeState(id, state), deadline: .now() + .seconds(15)).map { outcome in
+            if case .refused(_, let why) = outcome { return .text(409, why) }
+            return .text(200, done)
+        }.recover { .text(503, "not applied: \($0)") }
     }
 
     /// `/rpc/v1/join`: the founders and the registry, for a node joining by address.

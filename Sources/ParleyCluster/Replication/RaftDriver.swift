@@ -381,6 +381,8 @@ public final class RaftDriver: @unchecked Sendable {
             return handleJoin()
         case Self.removePath:
             return handleRemove(request.body)
+        case Self.drainPath, Self.undrainPath:
+            return handleDrain(request.body, draining: request.path == Self.drainPath)
         case Self.membersPath:
             return handleMembers(request.body)
         case "/rpc/v1/meta/propose":

@@ -532,6 +532,19 @@ public final class RaftHost {
         return take(.transferLeadership(to: node), on: r)
     }
 
+    /// The meta group's voters that are caught up with its leader here (empty unless this node leads it).
+    public func caughtUpMetaVoters() -> [NodeID] {
+        guard let meta, meta.isLeader else { return [] }
+        let s = meta.raft.status
+        return s.confState.voters.filter { v in s.progress[v].map { $0.match >= s.hardState.commit && !$0.isLearner } ?? false }
+    }
+
+    /// Starts handing the meta group's leadership to `node`; false when this node does not lead it.
+    public func transferMetaLeadership(to node: NodeID) -> Bool {
+        guard let meta else { return false }
+        return take(.transferLeadership(to: node), on: meta)
+    }
+
     /// The rooms state of a shard replica as bytes (tests compare replicas with it).
     public func roomsSnapshot(shard: ShardID) -> [UInt8]? { replicas[shard]?.machine.snapshot() }
 }

@@ -19,6 +19,9 @@ public struct PeerResponse: Sendable {
         self.status = status
         self.body = body
     }
+
+    /// An answer whose body is a sentence for the operator (the cluster tool prints it).
+    static func text(_ status: Int, _ text: String) -> PeerResponse { PeerResponse(status: status, body: Array(text.utf8)) }
 }
 
 /// The server side of one HTTP/2 stream from a peer. Three kinds of stream:

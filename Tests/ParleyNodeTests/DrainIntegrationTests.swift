@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import ParleyClient
+import ParleyCluster
+import ParleyRooms
+
+/// Issue 18 / SPEC C5 on real `parley node` processes: draining an edge hands its clients to the other edges.
+/// Clients (the Swift SDK over WebSocket) on node 2 send messages all along; `parley cluster drain --node 2`
+/// gets each a `reconnect` event with the room's addresses, and each re-enters there taking over its
+/// session. Nobody in the room sees them leave or come back (no 302/301), no client sees its connection
+/// state change or a gap, every acknowledged message reaches everyone once and in order, and node 2 ends with
+/// no client and no shard leader while keeping its replicas. Undrained, it is active again.
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DrainIntegrationTests {
+    typealias Faults = ClientFaultTests
+
+    @Test func C5_drainingAnEdgeMovesItsClientsWithoutExitsGapsOrDuplicates() async throws {
+        try await withLocalCluster { cluster in
+        let room = "drain-room"
+        let movers = ["mia", "ned", "ora", "pat"]
+        try await Faults.prepare(cluster, users: movers + ["lis"], room: room)
+        // The movers start on node 2 (their only address), the listener on node 1.
+        let clients = movers.map { _ in Faults.client(cluster, via: [2]) }
+        let recorders = clients.map { FaultEventRecorder($0) }
+        for (client, user) in zip(clients, movers) { try await Faults.enter(client, user, room) }
+        let listener = Faults.client(cluster, via: [1])
+        let heard = FaultEventRecorder(listener)
+        try await Faults.enter(listener, "lis", room)
+        try await cluster.eventually("node 2's edge to hold the movers", seconds: 10) {
+            (try? await cluster.status(2))?.edge?.connections == movers.count
+        }
+        let before = await heard.events.count
+
+        // Every mover sends all along; each send is retried (same clientMessageId) until acknowledged.
+        let sending = Task { () -> [Int64] in
+            try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for (client, user) in zip(clients, movers) {
+                    group.addTask {
+                        var acked: [Int64] = []
+                        for i in 0..<60 {
+                            acked.append(try await Faults.sendAcked(client, room, body: "\(user)-\(i)", id: "\(user)-\(i)"))
+                            try await Task.sleep(for: .milliseconds(100))
+                        }
+                        return acked
+                    }
+                }
+                var all: [Int64] = []
+                for try await acked in group { all += acked }
+                return all
+            }
+        }
+        try await Task.sleep(for: .seconds(1))
+        let peer1 = "127.0.0.1:\(cluster.nodes.layout.peerPort(1))"
+        let drained = try await cluster.parley(["cluster", "drain", "--node", "2", "--through", peer1])
+        #expect(drained.status == 0 && drained.output.contains("is draining"), "\(drained.output)")
+        try await cluster.eventually("node 2 to hold no client and lead no shard", seconds: 40) {
+            guard let s = try? await cluster.status(2) else { return false }
+            return s.edge?.connections == 0 && !s.shards.contains { $0.role == "leader" }
+        }
+        let drainedAt = ContinuousClock.now
+        let acked = try await sending.value
+        #expect(Set(acked).count == movers.count * 60)
+
+        // Node 2 kept its replicas and is listed draining.
+        #expect(try await cluster.status(2).shards.count == 16)
+        let listing = try await cluster.parley(["cluster", "nodes", "--through", peer1])
+        #expect(listing.output.split(separator: "\n").contains { $0.hasPrefix("2 ") && $0.contains("draining") }, "\(listing.output)")
+
+        try await Faults.waitFor("every acknowledged message to reach everyone", seconds: 30) {
+            for r in recorders + [heard] where !Set(await r.messages(in: room).map(\.seq)).isSuperset(of: acked) { return false }
+            return true
+        }
+        for (name, r) in zip(movers + ["lis"], recorders + [heard]) {
+            let seqs = await r.messages(in: room).map(\.seq)
+            #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "\(name): in order, once each")
+            let events = await r.events
+            #expect(!events.contains { if case .gap = $0 { true } else { false } }, "\(name) saw a gap")
+            let states = await r.states(of: room)
+            #expect(states == [.entering, .enterOK], "\(name)'s connection states: \(states)")
+        }
+        // The old edge proposes the handed-over sessions' exits after its grace (15 s): they were replaced, so
+        // they change nothing — without the take-over each would tell the mover's new session that another
+        // device left (multi-login sync), and a client that never moved would leave the room then.
+        try await Task.sleep(until: drainedAt + .seconds(17))
+        for (name, r) in zip(movers, recorders) {
+            let syncs = await r.events.filter { if case .multiLoginSync = $0 { true } else { false } }
+            #expect(syncs.isEmpty, "\(name) heard of another device: \(syncs)")
+        }
+        // The room saw no one leave or come back.
+        let churn = await heard.events.dropFirst(before).compactMap { event -> String? in
+            guard case .notification(_, let n) = event, n.type == .enter || n.type == .exit else { return nil }
+            return "\(n.type) \(n.source.userId)"
+        }
+        #expect(churn.isEmpty, "the room saw \(churn)")
+
+        let undrained = try await cluster.parley(["cluster", "undrain", "--node", "2", "--through", peer1])
+        #expect(undrained.status == 0 && undrained.output.contains("active again"), "\(undrained.output)")
+        #expect(try await cluster.metaState(via: 1).nodes[2]?.state == .active)
+        for client in clients + [listener] { await client.close() }
+        }
+    }
+
+    /// Draining is refused, changing nothing, for an unknown node and for the last active node.
+    @Test func drainingTheLastActiveNodeIsRefused() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.waitForLeaders()
+        let peer1 = "127.0.0.1:\(cluster.nodes.layout.peerPort(1))"
+        let unknown = try await cluster.parley(["cluster", "drain", "--node", "9", "--through", peer1])
+        #expect(unknown.status != 0 && unknown.output.contains("not in the registry"), "\(unknown.output)")
+        for id: UInt64 in [2, 3] {
+            let r = try await cluster.parley(["cluster", "drain", "--node", "\(id)", "--through", peer1])
+            #expect(r.status == 0, "\(r.output)")
+        }
+        let last = try await cluster.parley(["cluster", "drain", "--node", "1", "--through", peer1])
+        #expect(last.status != 0 && last.output.contains("last active node"), "\(last.output)")
+        #expect(try await cluster.metaState(via: 1).nodes[1]?.state == .active)
+        }
+    }
+}
