@@ -65,7 +65,10 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         return ["node", "--id", "\(id)", "--listen", "127.0.0.1:\(layout.httpPorts[Int(id) - 1])",
                 "--peer-listen", "127.0.0.1:\(layout.peerPort(id))"] + peers + [
                 "--data", "\(layout.dataDirectory)/node-\(id)", "--secret-file", secretFile,
-                "--shards", "\(layout.shards)"]
+                "--shards", "\(layout.shards)",
+                // Local clusters (tests, benchmarks, `parley dev`) stop at once unless told otherwise: a later
+                // `--drain-seconds` in `extraArguments` wins.
+                "--drain-seconds", "0"]
             + (layout.opsPorts.isEmpty ? [] : ["--ops-listen", "127.0.0.1:\(layout.opsPorts[Int(id) - 1])"])
             + layout.extraArguments
     }

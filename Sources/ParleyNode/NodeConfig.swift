@@ -43,6 +43,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// Issue 17: how often the meta leader evens out shard leaders, and how many transfers a round asks for
     /// (`--leader-balance-ms`, 0 = off).
     public var leaderBalance = LeaderBalanceSettings()
+    /// Issue 18: on SIGTERM the node drains first (hands its clients and leaderships to the others) for at
+    /// most this many seconds, then stops (`--drain-seconds`, 0 = stop at once).
+    public var drainSeconds = 30
     /// Issue 17: how replicas move (`--moves-per-node`, `--snapshot-bytes-per-second`).
     public var moves = ReplicaMoveSettings()
     /// Issue 17: `--join HOST:PORT`, the peer address of any member of a running cluster this node joins.

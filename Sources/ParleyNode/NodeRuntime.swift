@@ -116,8 +116,10 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public func run() async throws {
         driver.start()
         let hosted = try await driver.status().get().count
+        let drainedBefore = FileManager.default.fileExists(atPath: drainedForStopFile.path)
         let joining = Task {
             await self.joinMeta()
+            await self.undrainAfterStop(drainedBefore: drainedBefore)
             await self.bootstrapApps()
         }
         let watching = Task { await self.watchElections() }
@@ -156,8 +158,11 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                          configuration: .init(address: .hostname(ops.host, port: ops.port), serverName: "parley-ops"),
                                          eventLoopGroupProvider: .shared(network), logger: logger))
         }
-        let services = ServiceGroup(configuration: .init(services: listeners, gracefulShutdownSignals: [.sigterm, .sigint],
+        // SIGINT stops at once; SIGTERM (a service manager, Kubernetes) drains first (`stopAfterDraining`).
+        let services = ServiceGroup(configuration: .init(services: listeners, gracefulShutdownSignals: [.sigint],
                                                          logger: logger))
+        let terms = stopAfterDraining(services)
+        defer { terms.cancel() }
         try await services.run()
         joining.cancel()
         watching.cancel()

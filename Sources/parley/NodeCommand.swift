@@ -29,6 +29,8 @@ struct NodeCommand: AsyncParsableCommand {
     var join: String?
     @Option(name: .customLong("leader-balance-ms"), help: "How often the meta leader evens out shard leaders across nodes (default 1000; 0 = off).")
     var leaderBalanceMillis: Int?
+    @Option(name: .customLong("drain-seconds"), help: "On SIGTERM, drain first (hand clients and leaderships to the other nodes) for at most this many seconds (default 30; 0 = stop at once).")
+    var drainSeconds: Int?
     @Option(name: .customLong("moves-per-node"), help: "Replicas the shards a node leads may have catching up at once while replicas move (default 2).")
     var movesPerNode: Int?
     @Option(name: .customLong("snapshot-bytes-per-second"), help: "Snapshot bytes a node sends per second, over all shards, to fill moved replicas (default 33554432 = 32 MiB; 0 = no cap).")
@@ -83,6 +85,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let b = value("leader-balance-ms", leaderBalanceMillis.map(String.init)) {
             guard let ms = Int64(b), ms >= 0 else { throw ValidationError("--leader-balance-ms must be a number of milliseconds ≥ 0") }
             nodeConfig.leaderBalance.intervalMillis = ms
+        }
+        if let d = value("drain-seconds", drainSeconds.map(String.init)) {
+            guard let n = Int(d), (0...3600).contains(n) else { throw ValidationError("--drain-seconds must be 0 … 3600") }
+            nodeConfig.drainSeconds = n
         }
         if let m = value("moves-per-node", movesPerNode.map(String.init)) {
             guard let n = Int(m), n >= 1 else { throw ValidationError("--moves-per-node must be a number ≥ 1") }

@@ -87,7 +87,8 @@ import ParleyRooms
         }
         // The room saw no one leave or come back.
         let churn = await heard.events.dropFirst(before).compactMap { event -> String? in
-            guard case .notification(_, let n) = event, n.type == .enter || n.type == .exit else { return nil }
+            guard case .notification(_, let n) = event, n.type == .enter || n.type == .exit,
+                  movers.contains(n.source.userId) else { return nil }
             return "\(n.type) \(n.source.userId)"
         }
         #expect(churn.isEmpty, "the room saw \(churn)")
@@ -95,6 +96,49 @@ import ParleyRooms
         let undrained = try await cluster.parley(["cluster", "undrain", "--node", "2", "--through", peer1])
         #expect(undrained.status == 0 && undrained.output.contains("active again"), "\(undrained.output)")
         #expect(try await cluster.metaState(via: 1).nodes[2]?.state == .active)
+        for client in clients + [listener] { await client.close() }
+        }
+    }
+
+    /// Issue 18: a SIGTERM drains first (with `--drain-seconds`): the node's clients move as on
+    /// `parley cluster drain` — no connection state change, no exit and re-entry in the room — and the node
+    /// exits 0. Started again, it marks itself active.
+    @Test func C5_aSIGTERMDrainsFirstAndTheNextStartServesAgain() async throws {
+        try await withLocalCluster(extraArguments: ["--drain-seconds", "20"]) { cluster in
+        let room = "term-room"
+        let movers = ["quin", "rae"]
+        try await Faults.prepare(cluster, users: movers + ["sol"], room: room)
+        let clients = movers.map { _ in Faults.client(cluster, via: [2]) }
+        let recorders = clients.map { FaultEventRecorder($0) }
+        for (client, user) in zip(clients, movers) { try await Faults.enter(client, user, room) }
+        let listener = Faults.client(cluster, via: [1])
+        let heard = FaultEventRecorder(listener)
+        try await Faults.enter(listener, "sol", room)
+        let before = await heard.events.count
+        let stopped = ContinuousClock.now
+        let status = await withCheckedContinuation { done in
+            Thread.detachNewThread { done.resume(returning: cluster.stop(2)) }
+        }
+        #expect(status == 0, "node 2 exited \(String(describing: status))")
+        #expect(ContinuousClock.now - stopped < .seconds(20), "it stopped once drained, not at the deadline")
+        #expect(cluster.diagnosis(lines: 40).contains("stopping: draining first"))
+        #expect(try await cluster.metaState(via: 1).nodes[2]?.state == .draining)
+        for (i, client) in clients.enumerated() {
+            let seq = try await Faults.sendAcked(client, room, body: "after-\(i)", id: "after-\(i)")
+            #expect(seq > 0)
+            let states = await recorders[i].states(of: room)
+            #expect(states == [.entering, .enterOK], "\(movers[i]) moved without a reconnect: \(states)")
+        }
+        let churn = await heard.events.dropFirst(before).compactMap { event -> String? in
+            guard case .notification(_, let n) = event, n.type == .enter || n.type == .exit,
+                  movers.contains(n.source.userId) else { return nil }
+            return "\(n.type) \(n.source.userId)"
+        }
+        #expect(churn.isEmpty, "the room saw \(churn)")
+        try cluster.start(2)
+        try await cluster.eventually("node 2 to be active again", seconds: 30) {
+            (try? await cluster.metaState(via: 1))?.nodes[2]?.state == .active
+        }
         for client in clients + [listener] { await client.close() }
         }
     }

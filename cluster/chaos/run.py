@@ -108,7 +108,10 @@ class Cluster:
         argv = [*netns(self.ns(i)), self.parley, "node", "--id", str(i),
                 "--listen", f"{self.address(i)}:{HTTP_PORT}", "--peer-listen", f"{self.address(i)}:{PEER_PORT}",
                 "--peers", peers, "--data", data, "--secret-file", secret_file, "--shards", str(SHARDS),
-                "--app-file", app_file]
+                "--app-file", app_file,
+                # Faults stop nodes by kill -9 and the run's end stops all at once: no drain on SIGTERM here
+                # (tests/ParleyNodeTests/DrainIntegrationTests covers it).
+                "--drain-seconds", "0"]
         out = open(os.path.join(self.work, f"node-{i}.log"), "ab")
         self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.expected_exit.discard(i)

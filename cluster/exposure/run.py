@@ -324,7 +324,7 @@ def main():
             procs.append(subprocess.Popen(
                 [args.parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
                  "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
-                 "--secret", secret, "--shards", "16", "--app", f"{app_key}:{app_secret}"],
+                 "--secret", secret, "--shards", "16", "--app", f"{app_key}:{app_secret}", "--drain-seconds", "0"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         base = f"http://127.0.0.1:{http_ports[0]}"
         deadline = time.time() + 60
