@@ -14,4 +14,23 @@ public enum ClusterError: Error, Equatable, Sendable {
     case outcomeUnknown
     /// A snapshot could not be decoded.
     case snapshotUnreadable(String)
+    /// A committed entry this node's version cannot read (a command of a newer version, or damage): the node
+    /// stops applying rather than skip it and diverge from the other replicas (issue 18, upgrades).
+    case entryUnreadable(group: UInt64, index: LogIndex, reason: String)
+}
+
+extension ClusterError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .shardNotHere(let s): return "no replica of shard \(s) here"
+        case .notLeader(let l): return "not the leader (leader \(l))"
+        case .metaNotHere: return "no meta replica here"
+        case .proposalRefused(let why): return "proposal refused: \(why)"
+        case .outcomeUnknown: return "outcome unknown"
+        case .snapshotUnreadable(let why): return "snapshot unreadable: \(why)"
+        case .entryUnreadable(let group, let index, let reason):
+            return "group \(group) entry \(index) cannot be read by this node (\(reason)): it stops applying rather than "
+                + "skip the entry; run a version that reads it (docs/operations.md, Upgrades)"
+        }
+    }
 }

@@ -6,9 +6,10 @@ import ParleyCluster
 import ParleyEdge
 import ServiceLifecycle
 
-/// Issue 18: while the registry marks this node draining (`parley cluster drain`), its edge hands its
-/// clients to other edges, a bounded number per second (`Edge.handOffRound`); the Raft driver hands its
-/// leaderships over (`RaftDriver.handOffLeaderships`). Undrained, it stops handing clients over.
+/// Issue 18: while the registry marks this node draining (`parley cluster drain`) — or removed (issue 17) —
+/// its edge hands its clients to other edges, a bounded number per second (`Edge.handOffRound`); the Raft
+/// driver hands its leaderships over (`RaftDriver.handOffLeaderships`, or the moves for a removed node).
+/// Undrained, it stops handing clients over.
 extension NodeRuntime {
     func followDrain() async {
         var draining = false
@@ -16,11 +17,11 @@ extension NodeRuntime {
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             guard let state = try? await driver.metaState().get(), let me = state.nodes[config.id] else { continue }
-            let now = me.state == .draining
+            // A removed node's clients go too: its replicas are moving off and it will be stopped.
+            let now = me.state != .active
             if now != draining {
                 draining = now
-                logger.notice(now ? "draining: handing shard leaderships and clients to the other nodes"
-                                  : "no longer draining")
+                logger.notice(now ? "\(me.state): handing clients to the other nodes" : "no longer draining")
             }
             guard now, let edge = self.edge.withLockedValue({ $0 }) else { continue }
             let open = await edge.handOffRound()

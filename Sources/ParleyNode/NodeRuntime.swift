@@ -227,8 +227,14 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     private func watchElections() async {
         let electionTimeout = Duration.milliseconds(2 * config.electionTicks * config.tickMillis)
         var watch = ElectionWatch(patience: electionTimeout * 5)
+        var failureLogged = false
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
+            if let failure = driver.failure, !failureLogged {
+                // The disk failed, or a committed entry cannot be read by this version: /healthz says so too.
+                failureLogged = true
+                logger.critical("this node stopped driving Raft", metadata: ["why": "\(failure)"])
+            }
             guard let shards = try? await driver.status().get() else { continue }
             let leaderless = Set(shards.filter { $0.leader == 0 }.map(\.shard))
             switch watch.observe(leaderless: leaderless, hosted: shards.count, at: .now) {

@@ -164,6 +164,45 @@ import ParleyRooms
         #expect(cluster.hosts[follower]!.pendingProposals == 0)
     }
 
+    /// Issue 18 (upgrades): a committed entry a replica cannot read — here its proposal batch's version byte
+    /// is one this node does not know, as a command of a newer version would be — stops that node's ready
+    /// loop with `entryUnreadable` instead of being skipped (skipping left the replica's state behind the
+    /// others' for good, silently).
+    @Test func aCommittedEntryThisVersionCannotReadStopsTheNodeInsteadOfBeingSkipped() throws {
+        let (cluster, _, leader, follower) = try settledFollower(ofRoom: "r")
+        var answer: Result<ApplyOutcome, ClusterError>?
+        cluster.hosts[leader]!.propose(.createRoom(CreateRoom(roomId: "r", creator: "ann", name: "R")), roomID: "r",
+                                       actor: .appServer, timestamp: cluster.clock) { answer = $0 }
+        try cluster.hosts[leader]!.processReady()
+        var damaged = 0
+        cluster.inflight = cluster.inflight.map { flight in
+            guard flight.to == follower else { return flight }
+            return (flight.to, flight.envelopes.map { envelope in
+                var e = envelope
+                e.message.entries = e.message.entries.map { entry in
+                    guard entry.kind == .normal, !entry.data.isEmpty else { return entry }
+                    var entry = entry
+                    entry.data[0] = 0xEE
+                    damaged += 1
+                    return entry
+                }
+                return e
+            })
+        }
+        #expect(damaged == 1)
+        var stopped: ClusterError?
+        for _ in 0..<200 where stopped == nil {
+            do { try cluster.step() } catch let error as ClusterError { stopped = error }
+        }
+        guard case .entryUnreadable(_, _, let reason)? = stopped else { Issue.record("\(String(describing: stopped))"); return }
+        #expect(reason.contains("238") || reason.lowercased().contains("version"), "\(reason)")
+        #expect("\(stopped!)".contains("stops applying rather than skip"))
+        // The leader and the third replica applied it.
+        cluster.stop(follower)
+        try cluster.run(until: { answer != nil })
+        guard case .success(let outcome) = answer, outcome.errorCode == nil else { Issue.record("\(String(describing: answer))"); return }
+    }
+
     /// Delivers what is in flight to its addressees, who then run one ready cycle each.
     private func deliver(_ cluster: InProcessCluster, to nodes: [NodeID]) throws {
         let sent = cluster.inflight

@@ -143,6 +143,39 @@ import ParleyRooms
         }
     }
 
+    /// Issue 17 with C5: a node marked removed hands its clients over too (its replicas are moving off and it
+    /// will be stopped): its client moves without a connection state change and the room sees no churn.
+    @Test func C5_aRemovedNodesClientsMoveLikeADrainedOnes() async throws {
+        try await withLocalCluster(size: 4) { cluster in
+        let room = "removed-room"
+        try await Faults.prepare(cluster, users: ["tia", "uma"], room: room)
+        let mover = Faults.client(cluster, via: [4])
+        let moved = FaultEventRecorder(mover)
+        try await Faults.enter(mover, "tia", room)
+        let listener = Faults.client(cluster, via: [1])
+        let heard = FaultEventRecorder(listener)
+        try await Faults.enter(listener, "uma", room)
+        try await Task.sleep(for: .milliseconds(500))
+        let before = await heard.events.count
+        let peer1 = "127.0.0.1:\(cluster.nodes.layout.peerPort(1))"
+        let removed = try await cluster.parley(["cluster", "remove", "--node", "4", "--through", peer1])
+        #expect(removed.status == 0, "\(removed.output)")
+        try await cluster.eventually("node 4 to hold no client", seconds: 30) {
+            (try? await cluster.status(4))?.edge?.connections == 0
+        }
+        let seq = try await Faults.sendAcked(mover, room, body: "after the move", id: "tia-after")
+        try await Faults.waitFor("the listener to hear it") { await heard.messages(in: room).contains { $0.seq == seq } }
+        let states = await moved.states(of: room)
+        #expect(states == [.entering, .enterOK], "tia's connection states: \(states)")
+        let churn = await heard.events.dropFirst(before).compactMap { event -> String? in
+            guard case .notification(_, let n) = event, n.type == .enter || n.type == .exit, n.source.userId == "tia" else { return nil }
+            return "\(n.type)"
+        }
+        #expect(churn.isEmpty, "the room saw tia \(churn)")
+        await mover.close(); await listener.close()
+        }
+    }
+
     /// Draining is refused, changing nothing, for an unknown node and for the last active node.
     @Test func drainingTheLastActiveNodeIsRefused() async throws {
         try await withLocalCluster { cluster in

@@ -65,6 +65,9 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     }
 
     private var pending: [ProposalID: Waiting] = [:]
+    /// A committed entry this replica could not read: nothing after it applies, and the cycle fails with it
+    /// (the driver stops the node; docs/operations.md, Upgrades).
+    private(set) var unreadable: ClusterError?
     /// The term of the last entry applied here: when it grows, proposals of earlier terms that have not
     /// applied never will.
     private var appliedTerm: Term = 0
@@ -233,6 +236,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     func finishReady(_ rd: Ready, snapshotEvery: LogIndex, everyBytes: Int, keep: LogIndex) throws {
         for entry in rd.committedEntries where entry.index > applied { apply(entry) }
+        if let unreadable { throw unreadable }
         raft.advance(rd)
         // Only a change of role or term can orphan a proposal.
         if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { failOrphanedProposals() }
@@ -242,22 +246,33 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// Applies one committed entry: each command of its batch in order. Entries without a command (the
     /// leader's empty entry, membership changes, undecodable bytes) are skipped by every replica alike.
     private func apply(_ entry: Entry) {
+        guard unreadable == nil else { return }  // the node is stopping: nothing after it applies
         precondition(entry.index == applied + 1, "group \(group): applying \(entry.index) after \(applied)")
-        applied = entry.index
-        defer { answerSuperseded(byTerm: entry.term) }
+        func refuse(_ error: Error) {
+            unreadable = .entryUnreadable(group: group, index: entry.index, reason: "\(error)")
+        }
         switch entry.kind {
         case .confChange:
-            if let cc = try? ConfChange(decoding: entry.data) {
-                let before = confState
-                confState = raft.applyConfChange(cc)
-                configurationChanged = true
-                onConfChange(before, confState, raft.softState.role == .leader)
-            }
+            let cc: ConfChange
+            do { cc = try ConfChange(decoding: entry.data) } catch { return refuse(error) }
+            applied = entry.index
+            defer { answerSuperseded(byTerm: entry.term) }
+            let before = confState
+            confState = raft.applyConfChange(cc)
+            configurationChanged = true
+            onConfChange(before, confState, raft.softState.role == .leader)
             onApplied(entry.index, [])
         case .normal:
-            guard !entry.data.isEmpty, let proposals = try? ProposalBatch<Machine.Command>.proposals(in: entry.data) else {
-                return onApplied(entry.index, [])
+            // An empty entry is a new leader's first: nothing to apply.
+            let proposals: [GroupProposal<Machine.Command>]
+            do {
+                proposals = entry.data.isEmpty ? [] : try ProposalBatch<Machine.Command>.proposals(in: entry.data)
+            } catch {
+                return refuse(error)
             }
+            applied = entry.index
+            defer { answerSuperseded(byTerm: entry.term) }
+            guard !proposals.isEmpty else { return onApplied(entry.index, []) }
             var outcomes: [Machine.Outcome] = []
             outcomes.reserveCapacity(proposals.count)
             // Proposers hear back after the entry's events are published, as each answer was computed
