@@ -231,11 +231,14 @@ final class LocalCluster: @unchecked Sendable {
     /// Runs a `parley` command (a CLI tool, with this cluster's secret file) to its exit, with its output.
     /// Runs `parley` with exactly `arguments` (a node started by hand) to its exit, killed after `seconds`, on a
     /// thread of its own: not the two-thread cooperative pool the test's other tasks need.
-    func run(_ arguments: [String], seconds: Double) async throws -> (status: Int32, output: String) {
-        let executable = nodes.executable
+    /// `executable` (with `prefix` before the arguments) runs another program the same way (a script).
+    func run(_ arguments: [String], executable: URL? = nil, prefix: [String] = [], seconds: Double) async throws
+        -> (status: Int32, output: String) {
+        let executable = executable ?? nodes.executable
+        let all = prefix + arguments
         return try await withCheckedThrowingContinuation { done in
             Thread.detachNewThread {
-                do { done.resume(returning: try Self.runToExit(executable, arguments, seconds: seconds)) } catch { done.resume(throwing: error) }
+                do { done.resume(returning: try Self.runToExit(executable, all, seconds: seconds)) } catch { done.resume(throwing: error) }
             }
         }
     }
