@@ -40,6 +40,4 @@ extension Edge {
         return connections.count
     }
 
-    /// Whether `connection` was told to move (its sessions end late: `closed`).
-    func handedOff(_ connection: ClientConnection) -> Bool { connection.handedOffAt != nil }
 }

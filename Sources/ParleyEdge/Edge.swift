@@ -141,7 +141,7 @@ public actor Edge {
         let slots = c.slots
         // C5: a client told to move re-enters elsewhere replacing these sessions; their exits then change
         // nothing, and for one that did not move they come after the grace.
-        let grace = handedOff(c) ? Duration.milliseconds(settings.handOffGraceMillis) : .zero
+        let grace = c.handedOffAt != nil ? Duration.milliseconds(settings.handOffGraceMillis) : .zero
         Task {
             if grace > .zero { try? await Task.sleep(for: grace) }
             for (roomId, shard) in ending {

@@ -89,35 +89,34 @@ public enum EventFrame {
 
     /// X2: `{"event": "gap", …}` — events in fromSeq…toSeq are lost and no longer in history.
     public static func gap(roomId: String, from: UInt64, to: UInt64) -> String {
-        var j = JSONText()
-        j.beginObject()
-        j.field("event", "gap")
-        j.field("roomId", AppScope.local(roomId))
-        j.field("seq", UInt64(0))
-        j.key("data")
-        j.beginObject()
-        j.field("fromSeq", from)
-        j.field("toSeq", to)
-        j.endObject()
-        j.endObject()
-        return j.string
+        edgeEvent("gap", roomId: roomId) { j in
+            j.field("fromSeq", from)
+            j.field("toSeq", to)
+        }
     }
 
     /// C5: `{"event": "reconnect", …}` — this edge is draining: enter the room again at one of `addresses`
     /// (best first) with `lastSeq` and `replacing: sessionId`, then close this connection.
     public static func reconnect(roomId: String, addresses: [String], sessionId: String) -> String {
+        edgeEvent("reconnect", roomId: roomId) { j in
+            j.key("addresses")
+            j.beginArray()
+            for a in addresses { j.value(a) }
+            j.endArray()
+            j.field("sessionId", sessionId)
+        }
+    }
+
+    /// An event the edge itself makes (not a room event): `seq: 0`, and `data` written by `fields`.
+    private static func edgeEvent(_ name: String, roomId: String, _ fields: (inout JSONText) -> Void) -> String {
         var j = JSONText()
         j.beginObject()
-        j.field("event", "reconnect")
+        j.field("event", name)
         j.field("roomId", AppScope.local(roomId))
         j.field("seq", UInt64(0))
         j.key("data")
         j.beginObject()
-        j.key("addresses")
-        j.beginArray()
-        for a in addresses { j.value(a) }
-        j.endArray()
-        j.field("sessionId", sessionId)
+        fields(&j)
         j.endObject()
         j.endObject()
         return j.string

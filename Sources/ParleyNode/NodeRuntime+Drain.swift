@@ -16,12 +16,12 @@ extension NodeRuntime {
         var reported = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
-            guard let state = try? await driver.metaState().get(), let me = state.nodes[config.id] else { continue }
+            guard let state = try? await driver.ownRegistryState().get() else { continue }
             // A removed node's clients go too: its replicas are moving off and it will be stopped.
-            let now = me.state != .active
+            let now = state != .active
             if now != draining {
                 draining = now
-                logger.notice(now ? "\(me.state): handing clients to the other nodes" : "no longer draining")
+                logger.notice(now ? "\(state): handing clients to the other nodes" : "no longer draining")
             }
             guard now, let edge = self.edge.withLockedValue({ $0 }) else { continue }
             let open = await edge.handOffRound()
@@ -58,12 +58,11 @@ extension NodeRuntime {
     func drainBeforeStop() async {
         guard config.drainSeconds > 0 else { return }
         let deadline = ContinuousClock.now + .seconds(config.drainSeconds)
-        func othersActive() async -> Bool? {
-            guard let state = try? await driver.metaState().get() else { return nil }
-            return state.nodes.values.contains { $0.state == .active && $0.id != config.id }
+        func othersActive(_ state: MetaState) -> Bool {
+            state.nodes.values.contains { $0.state == .active && $0.id != config.id }
         }
-        guard let state = try? await driver.metaState().get(),
-              state.nodes[config.id]?.state == .active, await othersActive() == true else { return }
+        guard let state = try? await driver.metaState().get(), state.nodes[config.id]?.state == .active,
+              othersActive(state) else { return }
         let marked = try? await driver.submitMeta(.setNodeState(config.id, .draining), deadline: .now() + .seconds(3)).get()
         guard marked == .done else { return }
         FileManager.default.createFile(atPath: drainedForStopFile.path, contents: Data())
@@ -73,7 +72,8 @@ extension NodeRuntime {
             let open = await edgeConnections()
             let led = (try? await driver.status().get())?.filter { $0.role == .leader }.count ?? 0
             if open == 0 && led == 0 { break }
-            if await othersActive() == false { break }  // nowhere to hand anything
+            // Nowhere to hand anything (the whole cluster is stopping).
+            if let state = try? await driver.metaState().get(), !othersActive(state) { break }
         }
         let open = await edgeConnections()
         logger.notice("drained; stopping", metadata: ["connectionsLeft": "\(open)"])

@@ -160,7 +160,7 @@ struct BenchJoinCommand: AsyncParsableCommand {
             }
             let done = ContinuousClock.now
             let sent = await Self.snapshotBytesSent(cluster) - sentBefore
-            let size = try await Self.roomsOn(cluster, shard: shard, node: 4)
+            let size = await Self.roomsOn(cluster, shard: shard, node: 4)
             print(String(format: "shard %d moved to node 4: %.2f s from the join, %.2f s from its learner showing in /status; "
                 + "snapshot %@ (%.1f MiB); snapshot bytes sent by all nodes during the join %.1f MiB; node 4 holds %d rooms of it",
                 shard, Self.seconds(done - joinedAt), learnerSeen.map { Self.seconds(done - $0) } ?? 0,
@@ -221,7 +221,7 @@ struct BenchJoinCommand: AsyncParsableCommand {
         return total
     }
 
-    private static func roomsOn(_ cluster: BenchCluster, shard: Int, node: UInt64) async throws -> Int {
+    private static func roomsOn(_ cluster: BenchCluster, shard: Int, node: UInt64) async -> Int {
         await statuses(cluster)[node]?.shards.first { $0.shard == shard }?.rooms ?? 0
     }
 }

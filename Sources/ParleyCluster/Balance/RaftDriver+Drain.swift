@@ -38,7 +38,8 @@ extension RaftDriver {
     /// On a draining node, each second: hands up to `handOffsPerSecond` of the shards it leads (and the meta
     /// group) to caught-up voters that are not draining, spread by shard so no single heir takes them all.
     func handOffLeaderships(_ state: MetaState) {
-        guard state.nodes[nodeID]?.state == .draining else { return }
+        registryState = state.nodes[nodeID]?.state
+        guard registryState == .draining else { return }
         let draining = Set(state.nodes.values.filter { $0.state != .active }.map(\.id))
         var handed = 0
         for shard in host.ledShards() where handed < Self.handOffsPerSecond {
@@ -51,4 +52,8 @@ extension RaftDriver {
         }
         if handed > 0 { scheduleReady() }
     }
+
+    /// This node's state in the registry as of the last second's placement look (no meta read of its own:
+    /// the edge's hand-off follows it every second).
+    public func ownRegistryState() -> EventLoopFuture<NodeRecord.State?> { loop.submit { self.registryState } }
 }

@@ -239,12 +239,13 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         if let unreadable { throw unreadable }
         raft.advance(rd)
         // Only a change of role or term can orphan a proposal.
-        if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { failOrphanedProposals() }
+        if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { markOrphanedProposals() }
         try snapshotIfDue(every: snapshotEvery, everyBytes: everyBytes, keep: keep)
     }
 
-    /// Applies one committed entry: each command of its batch in order. Entries without a command (the
-    /// leader's empty entry, membership changes, undecodable bytes) are skipped by every replica alike.
+    /// Applies one committed entry: each command of its batch in order, or a membership change. A leader's
+    /// empty entry changes nothing; an entry this version cannot decode stops here (`unreadable`), never
+    /// skipped (the other replicas apply it).
     private func apply(_ entry: Entry) {
         guard unreadable == nil else { return }  // the node is stopping: nothing after it applies
         precondition(entry.index == applied + 1, "group \(group): applying \(entry.index) after \(applied)")
@@ -307,7 +308,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// the whole log to a caught-up heir, which commits it. So it waits, a while: it applies, or an entry of
     /// a later term applies first and it never will (`answerSuperseded`), or its caller is told after
     /// `forwardedTimeoutTicks` that the outcome is unknown rather than left waiting.
-    private func failOrphanedProposals() {
+    private func markOrphanedProposals() {
         let stillLeader = raft.softState.role == .leader
         let term = raft.term
         for (id, w) in pending where w.forwardedAt == nil && w.orphanedAt == nil && (!stillLeader || w.term < term) {

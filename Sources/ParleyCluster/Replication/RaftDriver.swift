@@ -24,6 +24,8 @@ public final class RaftDriver: @unchecked Sendable {
     var balancing = false
     /// The planner is asking whether removed nodes can be dropped (`dropMovedOffNodes`).
     var checkingDrops = false
+    /// This node's state in the registry as the last placement look saw it (`handOffLeaderships`).
+    var registryState: NodeRecord.State?
     /// The meta state as last fetched from a meta replica (on a node that holds none).
     var fetchedMeta: MetaState?
     private let tickInterval: TimeAmount

@@ -516,10 +516,15 @@ public final class RaftHost {
         shardOrder.compactMap { shard in
             guard let r = replicas[shard], r.isLeader else { return nil }
             let s = r.raft.status
-            let ready = s.confState.voters.filter { v in
-                v == config.nodeID || (s.progress[v].map { $0.match >= s.hardState.commit && !$0.isLearner } ?? false)
-            }
-            return LeaderBalance.Shard(shard: shard, leader: config.nodeID, replicas: ready, members: s.confState.allMembers)
+            return LeaderBalance.Shard(shard: shard, leader: config.nodeID, replicas: Self.caughtUpVoters(s),
+                                       members: s.confState.allMembers)
+        }
+    }
+
+    /// The voters a leader's group may hand over to: those that hold everything committed (the leader too).
+    private static func caughtUpVoters(_ s: RaftStatus) -> [NodeID] {
+        s.confState.voters.filter { v in
+            v == s.id || (s.progress[v].map { $0.match >= s.hardState.commit && !$0.isLearner } ?? false)
         }
     }
 
@@ -535,8 +540,7 @@ public final class RaftHost {
     /// The meta group's voters that are caught up with its leader here (empty unless this node leads it).
     public func caughtUpMetaVoters() -> [NodeID] {
         guard let meta, meta.isLeader else { return [] }
-        let s = meta.raft.status
-        return s.confState.voters.filter { v in s.progress[v].map { $0.match >= s.hardState.commit && !$0.isLearner } ?? false }
+        return Self.caughtUpVoters(meta.raft.status)
     }
 
     /// Starts handing the meta group's leadership to `node`; false when this node does not lead it.
