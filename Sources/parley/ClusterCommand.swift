@@ -12,7 +12,7 @@ import ParleyWire
 struct ClusterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster", abstract: "See and change the cluster's nodes.",
-        subcommands: [Nodes.self, Remove.self, Drain.self, Undrain.self])
+        subcommands: [Nodes.self, Remove.self, Replace.self, Drain.self, Undrain.self])
 
     struct Connection: ParsableArguments {
         @Option(help: "The peer address (host:port) of any node of the cluster.") var through = "127.0.0.1:7101"
@@ -48,6 +48,7 @@ struct ClusterCommand: AsyncParsableCommand {
                         guard let a = NodeConfig.Address(Substring(n.peerAddress)) else { continue }
                         peers[n.id] = (a.host == "0.0.0.0" ? host : a.host, a.port)  // an address on every interface
                     }
+                    peers[PeerTokenCheck.anyNode] = (host, port)  // `registry()` asks through it again
                     await client.setPeers(peers)
                     return (client, info, group)
                 } catch {
@@ -92,6 +93,69 @@ struct ClusterCommand: AsyncParsableCommand {
         func run() async throws { try await connection.ask(RaftDriver.removePath, node: node) }
     }
 
+    /// Issue 18: a dead (or retiring) node's place goes to a new one in one command. The new node is started
+    /// first with `--join`; this waits for it to be an active member, removes the old one, and waits until
+    /// every replica was rebuilt without it (the planner puts them on the new node, which holds none yet)
+    /// and it is dropped from the registry.
+    struct Replace: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Replace a node by one that joined (or is joining): remove the old one and wait until its replicas were rebuilt and it is dropped.")
+        @OptionGroup var connection: Connection
+        @Option(help: "The id of the node to replace (dead or alive).") var node: UInt64
+        @Option(name: .customLong("with"), help: "The id of the new node, started with --join.") var replacement: UInt64
+        @Option(help: "Seconds to wait for the new node to join and then for the old one to be dropped.") var timeout = 600
+
+        func validate() throws {
+            guard node != replacement else { throw ValidationError("--node and --with must differ") }
+        }
+
+        func run() async throws {
+            let (client, info, group) = try await connection.open()
+            defer { Task { await client.shutdown(); try? await group.shutdownGracefully() } }
+            let deadline = Date().addingTimeInterval(Double(timeout))
+            guard let old = info.nodes.first(where: { $0.id == node }) else {
+                print("refused: node \(node) is not in the cluster")
+                throw ExitCode.failure
+            }
+            if old.state == .dropped {
+                print("refused: node \(node) has left the cluster already")
+                throw ExitCode.failure
+            }
+            var registry = info
+            while registry.nodes.first(where: { $0.id == replacement })?.state != .active {
+                if let state = registry.nodes.first(where: { $0.id == replacement })?.state {
+                    print("refused: node \(replacement) is \(state), not a new member")
+                    throw ExitCode.failure
+                }
+                guard Date() < deadline else {
+                    print("refused: node \(replacement) did not join within \(timeout) s (start it with --join first)")
+                    throw ExitCode.failure
+                }
+                print("waiting for node \(replacement) to join")
+                try await Task.sleep(for: .seconds(2))
+                registry = (try? await RaftDriver.askToJoin(client).get()) ?? registry
+            }
+            if old.state != .removed { try await connection.ask(RaftDriver.removePath, node: node, using: client, info: registry) }
+            var lastSaid = Date.distantPast
+            while true {
+                if let now = try? await RaftDriver.askToJoin(client).get() {
+                    registry = now
+                    if now.nodes.first(where: { $0.id == node })?.state == .dropped { break }
+                }
+                guard Date() < deadline else {
+                    print("node \(node) still holds replicas after \(timeout) s: see `moves` in /status/cluster")
+                    throw ExitCode.failure
+                }
+                if Date().timeIntervalSince(lastSaid) >= 10 {
+                    print("waiting for the replicas of node \(node) to be rebuilt")
+                    lastSaid = Date()
+                }
+                try await Task.sleep(for: .seconds(1))
+            }
+            print("node \(node) replaced by node \(replacement): its replicas were rebuilt and it is dropped from the registry")
+        }
+    }
+
     struct Drain: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Drain a node before a restart or an upgrade: it leaves room address lookups, hands its shard leaderships to other replicas and its clients to other edges; it keeps its replicas.")
@@ -116,6 +180,10 @@ extension ClusterCommand.Connection {
     func ask(_ path: String, node: UInt64) async throws {
         let (client, info, group) = try await open()
         defer { Task { await client.shutdown(); try? await group.shutdownGracefully() } }
+        try await ask(path, node: node, using: client, info: info)
+    }
+
+    func ask(_ path: String, node: UInt64, using client: PeerTransport, info: JoinInfo) async throws {
         var w = ByteWriter()
         w.write(node)
         // Any live member can pass the change to the meta group: active ones first, then draining ones.

@@ -257,6 +257,45 @@ import ParleyRooms
 
     private func peer(_ cluster: LocalCluster, _ id: UInt64) -> String { "127.0.0.1:\(cluster.nodes.layout.peerPort(id))" }
 
+    /// Issue 18 (replace a dead node in one command): node 3 is killed under load, node 4 joins, and
+    /// `parley cluster replace --node 3 --with 4` removes node 3 and waits until every shard runs on 1, 2 and 4
+    /// and node 3 is dropped. Every message sent along is stored once and every replica agrees.
+    @Test func aDeadNodeIsReplacedInOneCommand() async throws {
+        try await withLocalCluster(size: 4, shards: 8, founders: 3) { cluster in
+        for id: UInt64 in [1, 2, 3] { try cluster.start(id) }
+        try await cluster.eventually("the founders to place every shard", seconds: 45) { await placed(cluster, on: [1, 2, 3]) }
+        let rooms = MessageLoad.rooms(8, prefix: "swap", shards: 8)
+        try await MessageLoad.prepare(cluster, rooms: rooms)
+        let load = MessageLoad()
+        load.start(cluster, rooms: rooms)
+        try await Task.sleep(for: .seconds(1))
+        cluster.kill9(3)
+        // Refused, changing nothing: the new node must not be the old one, and must have joined.
+        let same = try await cluster.parley(["cluster", "replace", "--node", "3", "--with", "3", "--through", peer(cluster, 1)])
+        #expect(same.status != 0 && same.output.contains("must differ"), "\(same.output)")
+        let early = try await cluster.parley(["cluster", "replace", "--node", "3", "--with", "4", "--timeout", "3",
+                                              "--through", peer(cluster, 1)])
+        #expect(early.status != 0 && early.output.contains("did not join"), "\(early.output)")
+        #expect(try await cluster.metaState(via: 1).nodes[3]?.state == .active)
+
+        try cluster.start(4)
+        let replaced = try await cluster.parley(["cluster", "replace", "--node", "3", "--with", "4", "--timeout", "150",
+                                                 "--through", peer(cluster, 1)], seconds: 170)
+        #expect(replaced.status == 0 && replaced.output.contains("replaced by node 4"), "\(replaced.output)")
+        #expect(await placed(cluster, on: [1, 2, 4]))
+        #expect(try await cluster.metaState(via: 1).nodes[3]?.state == .dropped)
+        let result = await load.stop()
+        try await result.expectEachStoredOnce(cluster, rooms: rooms, via: 4)
+        try await cluster.eventually("replicas to agree", seconds: 20) {
+            let all = await cluster.statuses(digests: true)
+            return (0..<8).allSatisfy { shard in
+                let views = all.values.compactMap { $0.shards.first { $0.shard == shard } }
+                return views.count == 3 && Set(views.map(\.digest)).count == 1
+            }
+        }
+        }
+    }
+
     /// A node that joined restarts from its data folder without `--join`, holds the same replicas and serves.
     @Test func aJoinedNodeRestartsWithoutJoin() async throws {
         try await withLocalCluster(size: 4, shards: 8, founders: 3) { cluster in
