@@ -41,7 +41,10 @@ def check_compose():
         raw = f.read()
     compose = yaml.safe_load(raw)
     services = {k: v for k, v in compose["services"].items() if "PARLEY_ID" in (v.get("environment") or {})}
-    check(len(services) == 3, "compose: expected 3 node services, found %d" % len(services))
+    founders = {k: v for k, v in services.items() if "PARLEY_JOIN" not in v["environment"]}
+    joiners = {k: v for k, v in services.items() if "PARLEY_JOIN" in v["environment"]}
+    check(len(founders) == 3, "compose: expected 3 founding node services, found %d" % len(founders))
+    check(len(joiners) == 2, "compose: expected 2 node services that join (3 → 5), found %d" % len(joiners))
     named_volumes = set((compose.get("volumes") or {}).keys())
     tls_volume = check_compose_certs(compose, services, named_volumes)
     ids, peer_lists, host_ports, volumes = {}, [], set(), set()
@@ -50,7 +53,9 @@ def check_compose():
         node_id = int(env["PARLEY_ID"])
         check(node_id not in ids.values(), "compose: id %d used twice" % node_id)
         ids[name] = node_id
-        peer_lists.append(parse_peers(env["PARLEY_PEERS"]))
+        if name in founders:
+            check(not service.get("profiles"), "compose: founder %s must start without a profile" % name)
+            peer_lists.append(parse_peers(env["PARLEY_PEERS"]))
         check(env["PARLEY_SECRET"].startswith("${PARLEY_SECRET"), "compose: %s: the secret must come from the environment" % name)
         check(env["PARLEY_LISTEN"].startswith("0.0.0.0:"), "compose: %s must listen on all interfaces" % name)
         check("/healthz" in " ".join(service["healthcheck"]["test"]), "compose: %s: health check must use /healthz" % name)
@@ -77,15 +82,29 @@ def check_compose():
         check(volume in named_volumes, "compose: %s: volume %s is not a named volume" % (name, volume))
         check(volume not in volumes, "compose: volume %s shared by two nodes" % volume)
         volumes.add(volume)
-    check(all(p == peer_lists[0] for p in peer_lists), "compose: the services' PARLEY_PEERS differ")
+    check(all(p == peer_lists[0] for p in peer_lists), "compose: the founders' PARLEY_PEERS differ")
     peers = peer_lists[0]
     for name, node_id in ids.items():
         peer_port = services[name]["environment"]["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]
-        check(peers.get(node_id) == "%s:%s" % (name, peer_port),
-              "compose: PARLEY_PEERS must list %d=%s:%s, has %r" % (node_id, name, peer_port, peers.get(node_id)))
-    check(set(peers) == set(ids.values()), "compose: PARLEY_PEERS lists nodes that are not services")
-    print("compose: 3 services, ids %s, identical peers %s, volumes %s: ok"
-          % (sorted(ids.values()), ",".join("%d=%s" % kv for kv in sorted(peers.items())), sorted(volumes)))
+        if name in founders:
+            check(peers.get(node_id) == "%s:%s" % (name, peer_port),
+                  "compose: PARLEY_PEERS must list %d=%s:%s, has %r" % (node_id, name, peer_port, peers.get(node_id)))
+            continue
+        # A node that joins names only itself (the address the others reach it at) and joins through a founder,
+        # after that founder is healthy, under a profile so that `up` alone starts the founders.
+        env = services[name]["environment"]
+        check(parse_peers(env["PARLEY_PEERS"]) == {node_id: "%s:%s" % (name, peer_port)},
+              "compose: %s joins: PARLEY_PEERS must be only %d=%s:%s" % (name, node_id, name, peer_port))
+        check(env["PARLEY_JOIN"] in peers.values(), "compose: %s must join through a founder's peer address" % name)
+        seed = next(n for n, i in ids.items() if peers.get(i) == env["PARLEY_JOIN"])
+        check((services[name].get("depends_on") or {}).get(seed, {}).get("condition") == "service_healthy",
+              "compose: %s must wait for %s to be healthy" % (name, seed))
+        check(services[name].get("profiles"), "compose: %s must sit under a profile (scaled out on demand)" % name)
+        check(node_id not in peers, "compose: %s's id %d is a founder's" % (name, node_id))
+    check(set(peers) == set(ids[n] for n in founders), "compose: PARLEY_PEERS lists nodes that are not services")
+    print("compose: 3 founders, ids %s, identical peers %s; %s join under profile %s; volumes %s: ok"
+          % (sorted(ids[n] for n in founders), ",".join("%d=%s" % kv for kv in sorted(peers.items())),
+             ",".join(sorted(joiners)), sorted({p for j in joiners.values() for p in j["profiles"]}), sorted(volumes)))
 
 
 def check_compose_certs(compose, nodes, named_volumes):
@@ -186,21 +205,42 @@ def check_k8s():
     if "PARLEY_OPS_LISTEN" in env:
         check(str(ports.get("ops")) == env["PARLEY_OPS_LISTEN"].rsplit(":", 1)[1],
               "k8s: container ops port differs from PARLEY_OPS_LISTEN")
-    # Run the container's start command with `parley` replaced by echo, as each pod would.
+    # Run the container's start command with `parley` replaced by echo, as each pod would: the founders
+    # (ordinals 0-2) run the ids PARLEY_PEERS lists; the pods of a scale-out to 5 join through parley-0 naming
+    # themselves; a restart keeps the id written into the data folder, whatever the offset says then.
     script = " ".join(container["args"])
     check("/usr/local/bin/parley node" in script, "k8s: the start command must run `parley node`")
-    for ordinal in range(replicas):
+    import tempfile
+
+    def start(hostname, data, offset="0"):
+        run_env = dict({k: str(v) for k, v in env.items()}, HOSTNAME=hostname, PATH="/usr/bin:/bin",
+                       PARLEY_DATA=data, PARLEY_JOIN_ID_OFFSET=offset)
+        return subprocess.run(["sh", "-c", script.replace("/usr/local/bin/parley", "echo")],
+                              capture_output=True, text=True, env=run_env).stdout
+    seed = "%s-0.%s:%s" % (sts["metadata"]["name"], spec["serviceName"], peer_port)
+    for ordinal in range(5):
         hostname = "%s-%d" % (sts["metadata"]["name"], ordinal)
-        out = subprocess.run(["sh", "-c", script.replace("/usr/local/bin/parley", "echo")],
-                             capture_output=True, text=True, env={"HOSTNAME": hostname, "PATH": "/usr/bin:/bin"}).stdout
-        match = re.search(r"--id (\d+)", out)
-        check(match is not None, "k8s: start command printed %r for %s" % (out, hostname))
-        node_id = int(match.group(1))
-        expected = "%s.%s:%s" % (hostname, spec["serviceName"], peer_port)
-        check(peers.get(node_id) == expected, "k8s: pod %s runs id %d but PARLEY_PEERS has %r, expected %s"
-              % (hostname, node_id, peers.get(node_id), expected))
+        with tempfile.TemporaryDirectory() as data:
+            out = start(hostname, data)
+            match = re.search(r"--id (\d+)", out)
+            check(match is not None, "k8s: start command printed %r for %s" % (out, hostname))
+            node_id = int(match.group(1))
+            check(node_id == ordinal + 1, "k8s: pod %s runs id %d" % (hostname, node_id))
+            expected = "%s.%s:%s" % (hostname, spec["serviceName"], peer_port)
+            if ordinal < replicas:
+                check(peers.get(node_id) == expected and "--join" not in out,
+                      "k8s: pod %s runs id %d but PARLEY_PEERS has %r, expected %s" % (hostname, node_id, peers.get(node_id), expected))
+            else:
+                check("--join %s" % seed in out and "--peers %d=%s" % (node_id, expected) in out,
+                      "k8s: pod %s (scale-out) must join through %s naming itself %s: %r" % (hostname, seed, expected, out))
+            again = start(hostname, data, offset="100")
+            check(re.search(r"--id %d\b" % node_id, again), "k8s: pod %s restarted with another id: %r" % (hostname, again))
+        if ordinal >= replicas:
+            with tempfile.TemporaryDirectory() as data:
+                check(re.search(r"--id %d\b" % (ordinal + 101), start(hostname, data, offset="100")),
+                      "k8s: PARLEY_JOIN_ID_OFFSET must shift a new joining pod's id")
     check(len(peers) == replicas, "k8s: PARLEY_PEERS lists %d nodes for %d replicas" % (len(peers), replicas))
-    print("k8s: StatefulSet %d replicas (ids %s from the pod ordinal), headless %s, probes /readyz /healthz, claim %s: ok"
+    print("k8s: StatefulSet %d replicas (ids %s from the pod ordinal; pods 4-5 of a scale-out join), headless %s, probes /readyz /healthz, claim %s: ok"
           % (replicas, sorted(peers), spec["serviceName"], claims[0]["metadata"]["name"]))
     for tool in ["kubeconform", "kubectl"]:
         found = any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep))

@@ -118,6 +118,10 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     public var edge: Edge?
     /// Issue 17: the replica moves under way in the groups this node leads.
     public var moves: [Move]?
+    /// Issue 18: until this node first held every replica the placement puts on it as a voter (a node that
+    /// joined, or started empty), how many it still waits for; nil after that, for good (moves later, when
+    /// other nodes come and go, do not make a serving node unready).
+    public var replicasToFill: Int?
 
     /// A group whose membership is on its way to what the placement wants, as its leader sees it.
     public struct Move: Codable, Sendable, Equatable {
@@ -200,17 +204,24 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         self.moves = moves
     }
 
-    /// Ready for traffic: the node is registered in the meta group it can reach, and every hosted shard
-    /// knows a leader.
+    /// Ready for traffic: the node is registered in the meta group it can reach, every hosted shard knows a
+    /// leader, and none is still replaying far behind what it knows is committed (a restarted node catching
+    /// up: a Kubernetes readiness probe or the rolling restart waits for it).
     public var ready: Bool { notReadyBecause == nil }
+
+    /// Entries a shard may still have to apply on a ready node: a busy shard is always a few behind.
+    public static let readyLag: UInt64 = 1000
 
     /// Why the node is not ready (nil when it is), for `/readyz`.
     public var notReadyBecause: String? {
         guard let meta else { return "no meta replica can be reached" }
         guard meta.nodes.contains(where: { $0.id == node }) else { return "not registered in the meta group yet" }
         guard !shards.isEmpty else { return "no shard replicas yet" }
+        if let missing = replicasToFill, missing > 0 { return "waiting for \(missing) replicas placed on this node" }
         let leaderless = shards.filter { $0.leader == 0 }.count
         guard leaderless == 0 else { return "\(leaderless) of \(shards.count) shards have no leader" }
+        let behind = shards.filter { $0.commit > $0.applied + Self.readyLag }.count
+        guard behind == 0 else { return "\(behind) of \(shards.count) shards are catching up (applied more than \(Self.readyLag) entries behind commit)" }
         return nil
     }
 }

@@ -35,6 +35,9 @@ public struct NodeConfig: Sendable, Equatable {
     public var peers: [NodeID: Address]
     public var dataDirectory: String
     public var secret: String
+    /// The peer address other nodes reach this one at: its own entry in `--peers` (a container listens on
+    /// 0.0.0.0 but is reached by its name), else `peerListen`. The registry records this one.
+    public var advertisedPeerAddress: Address { peers[id] ?? peerListen }
     public var shardCount = 64
     public var replicationFactor = 3
     public var tickMillis = 50

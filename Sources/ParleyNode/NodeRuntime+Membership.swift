@@ -24,13 +24,15 @@ extension NodeRuntime {
                     throw NodeConfigError.invalid("node id \(config.id) is already a member of the cluster (peer address "
                                                   + "\(same.peerAddress)): a new node needs an id of its own")
                 }
-                if let other = info.nodes.first(where: { $0.id != config.id && $0.peerAddress == "\(config.peerListen)" }) {
-                    throw NodeConfigError.invalid("peer address \(config.peerListen) already belongs to node \(other.id)")
+                if let other = info.nodes.first(where: { $0.id != config.id && $0.peerAddress == "\(config.advertisedPeerAddress)" }) {
+                    throw NodeConfigError.invalid("peer address \(config.advertisedPeerAddress) already belongs to node \(other.id)")
                 }
                 guard !info.founders.isEmpty else { throw NodeConfigError.invalid("the member at \(seed) knows no founders") }
                 var peers: [NodeID: NodeConfig.Address] = [:]
                 for n in info.nodes where n.state != .removed && n.state != .dropped && n.id != config.id {
-                    if let address = NodeConfig.Address(Substring(n.peerAddress)) { peers[n.id] = address }
+                    // A member registered before it advertised its name (0.0.0.0) is reached through the seed's
+                    // registry later (`followRegistry`), once it restarted and registered again.
+                    if let address = NodeConfig.Address(Substring(n.peerAddress)), address.host != "0.0.0.0" { peers[n.id] = address }
                 }
                 logger.notice("joining the cluster", metadata: [
                     "through": "\(seed)", "member": "\(info.answeredBy)",

@@ -26,6 +26,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public let edgeCluster: NodeEdgeCluster
     /// The client edge, once `run()` has made it (its figures go on `/status`).
     let edge = NIOLockedValueBox<Edge?>(nil)
+    /// Set once this node held every replica the placement puts on it (`NodeStatusReport.replicasToFill`).
+    private let replicasFilled = NIOLockedValueBox(false)
     /// This node's Prometheus registry (`/metrics`); components record through `metrics.factory`.
     public let metrics: NodeMetrics
     /// The cluster's founding nodes (`--peers`, or learned when joining).
@@ -189,7 +191,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     /// node computes from `--peers` (compare-and-set: only the first of the nodes succeeds). Retries until
     /// done or the node stops.
     private func joinMeta() async {
-        let me = NodeRecord(id: config.id, peerAddress: "\(config.peerListen)", httpAddress: "\(config.listen)")
+        let me = NodeRecord(id: config.id, peerAddress: "\(config.advertisedPeerAddress)", httpAddress: "\(config.listen)")
         var registered = false
         while !Task.isCancelled {
             do {
@@ -289,7 +291,15 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                 },
                 apps: m.apps.count)
         }
-        return NodeStatusReport(
+        var toFill: Int?
+        if !replicasFilled.withLockedValue({ $0 }), let m = metaState.flatMap({ $0 }), m.placementVersion > 0 {
+            let voting = Set(shards.filter { $0.conf.voters.contains(config.id) }.map(\.shard))
+            let placed = m.placement.indices.filter { m.placement[$0].contains(config.id) }
+            let missing = placed.filter { !voting.contains($0) }.count
+            // A node that just joined is in no placement yet: the planner gives it replicas within a round.
+            if placed.isEmpty { toFill = 1 } else if missing == 0 { replicasFilled.withLockedValue { $0 = true } } else { toFill = missing }
+        }
+        var report = NodeStatusReport(
             node: config.id, version: ParleyNodeVersion.string, uptimeSeconds: Date().timeIntervalSince(started),
             httpAddress: "\(config.listen)", peerAddress: "\(config.peerListen)", peerEncrypted: config.peerTLS != nil,
             shardCount: config.shardCount,
@@ -316,6 +326,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                                        snapshotBytes: $0.snapshotBytes) },
                       joint: m.conf.isJoint, commit: m.commit, step: m.step)
             })
+        report.replicasToFill = toFill
+        return report
     }
 }
 

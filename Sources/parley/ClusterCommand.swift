@@ -18,6 +18,25 @@ struct ClusterCommand: AsyncParsableCommand {
         @Option(help: "The peer address (host:port) of any node of the cluster.") var through = "127.0.0.1:7101"
         @Option(name: .customLong("secret-file"), help: "A file holding the cluster secret (PARLEY_SECRET_FILE).")
         var secretFile: String?
+        // A cluster whose peer port speaks mutual TLS is reached with a certificate its CA signed (a node's
+        // own: inside a node's container the PARLEY_PEER_TLS_* variables already name them).
+        @Option(name: .customLong("peer-tls-cert"), help: "PEM certificate for a cluster with peer TLS (PARLEY_PEER_TLS_CERT).")
+        var peerTLSCert: String?
+        @Option(name: .customLong("peer-tls-key"), help: "Its PEM private key (PARLEY_PEER_TLS_KEY).")
+        var peerTLSKey: String?
+        @Option(name: .customLong("peer-tls-ca"), help: "PEM CA certificate the nodes' certificates are signed by (PARLEY_PEER_TLS_CA).")
+        var peerTLSCA: String?
+
+        func tls() throws -> PeerTLS? {
+            let env = ProcessInfo.processInfo.environment
+            do {
+                return try NodeConfig.parsePeerTLS(cert: peerTLSCert ?? env["PARLEY_PEER_TLS_CERT"],
+                                                   key: peerTLSKey ?? env["PARLEY_PEER_TLS_KEY"],
+                                                   ca: peerTLSCA ?? env["PARLEY_PEER_TLS_CA"])
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
 
         func secret() throws -> String {
             if let path = secretFile ?? ProcessInfo.processInfo.environment["PARLEY_SECRET_FILE"] {
@@ -35,8 +54,9 @@ struct ClusterCommand: AsyncParsableCommand {
             guard let seed = NodeConfig.Address(Substring(through)) else { throw ValidationError("--through must be host:port") }
             let (host, port) = (seed.host, seed.port)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            let client = try await PeerTransport(config: .init(nodeID: NodeID.max - 1, port: 0, secret: try secret()),
-                                                 group: group, onRaft: { _, _ in },
+            var config = PeerTransport.Config(nodeID: NodeID.max - 1, port: 0, secret: try secret())
+            config.tls = try tls()
+            let client = try await PeerTransport(config: config, group: group, onRaft: { _, _ in },
                                                  onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
             await client.setPeers([PeerTokenCheck.anyNode: (host, port)])
             var last = "no answer"
@@ -89,8 +109,17 @@ struct ClusterCommand: AsyncParsableCommand {
             abstract: "Mark a node removed: every replica and leader moves off it (from the others when it is down).")
         @OptionGroup var connection: Connection
         @Option(help: "The id of the node to remove.") var node: UInt64
+        @Option(help: "Wait up to this many seconds until every replica moved off it and it is dropped (0: do not wait; before deleting its machine or pod).")
+        var wait = 0
 
-        func run() async throws { try await connection.ask(RaftDriver.removePath, node: node) }
+        func run() async throws {
+            guard wait > 0 else { return try await connection.ask(RaftDriver.removePath, node: node) }
+            let (client, info, group) = try await connection.open()
+            defer { Task { await client.shutdown(); try? await group.shutdownGracefully() } }
+            try await connection.ask(RaftDriver.removePath, node: node, using: client, info: info)
+            try await connection.waitDropped(node, using: client, until: Date().addingTimeInterval(Double(wait)))
+            print("node \(node) is dropped: no replica is left on it, it can be stopped and its data deleted")
+        }
     }
 
     /// Issue 18: a dead (or retiring) node's place goes to a new one in one command. The new node is started
@@ -136,22 +165,7 @@ struct ClusterCommand: AsyncParsableCommand {
                 registry = (try? await RaftDriver.askToJoin(client).get()) ?? registry
             }
             if old.state != .removed { try await connection.ask(RaftDriver.removePath, node: node, using: client, info: registry) }
-            var lastSaid = Date.distantPast
-            while true {
-                if let now = try? await RaftDriver.askToJoin(client).get() {
-                    registry = now
-                    if now.nodes.first(where: { $0.id == node })?.state == .dropped { break }
-                }
-                guard Date() < deadline else {
-                    print("node \(node) still holds replicas after \(timeout) s: see `moves` in /status/cluster")
-                    throw ExitCode.failure
-                }
-                if Date().timeIntervalSince(lastSaid) >= 10 {
-                    print("waiting for the replicas of node \(node) to be rebuilt")
-                    lastSaid = Date()
-                }
-                try await Task.sleep(for: .seconds(1))
-            }
+            try await connection.waitDropped(node, using: client, until: deadline)
             print("node \(node) replaced by node \(replacement): its replicas were rebuilt and it is dropped from the registry")
         }
     }
@@ -181,6 +195,24 @@ extension ClusterCommand.Connection {
         let (client, info, group) = try await open()
         defer { Task { await client.shutdown(); try? await group.shutdownGracefully() } }
         try await ask(path, node: node, using: client, info: info)
+    }
+
+    /// Waits until the registry shows `node` dropped (every group moved off it), saying so every 10 s.
+    func waitDropped(_ node: UInt64, using client: PeerTransport, until deadline: Date) async throws {
+        var lastSaid = Date.distantPast
+        while true {
+            if let now = try? await RaftDriver.askToJoin(client).get(),
+               now.nodes.first(where: { $0.id == node })?.state == .dropped { return }
+            guard Date() < deadline else {
+                print("node \(node) still holds replicas: see `moves` in /status/cluster (the removal stays and goes on)")
+                throw ExitCode.failure
+            }
+            if Date().timeIntervalSince(lastSaid) >= 10 {
+                print("waiting for the replicas of node \(node) to be rebuilt elsewhere")
+                lastSaid = Date()
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
     }
 
     func ask(_ path: String, node: UInt64, using client: PeerTransport, info: JoinInfo) async throws {

@@ -14,6 +14,24 @@ import FoundationNetworking
         #expect(ClusterStatusReport.reachableAddress(http: "127.0.0.1:18501", peer: "127.0.0.1:17601") == "127.0.0.1:18501")
     }
 
+    /// Issue 18: `/readyz` waits for a restarted node to catch up, not only for leaders (a rolling restart
+    /// and a Kubernetes readiness probe send it traffic only then).
+    @Test func aNodeFarBehindItsCommitIsNotReady() {
+        func report(commit: UInt64, applied: UInt64, leader: UInt64 = 1) -> NodeStatusReport {
+            let shard = NodeStatusReport.Shard(shard: 0, role: "follower", term: 2, leader: leader, commit: commit,
+                                               applied: applied, logSize: 0, lastSnapshot: 0, rooms: 0, quiesced: false,
+                                               digest: nil)
+            let meta = NodeStatusReport.Meta(leader: 1, placementVersion: 1,
+                                             nodes: [.init(id: 4, peerAddress: "a:1", httpAddress: "a:2", state: "active")], apps: 0)
+            return NodeStatusReport(node: 4, version: "t", uptimeSeconds: 1, httpAddress: "a:2", peerAddress: "a:1",
+                                    shardCount: 1, healthy: true, peers: [], shards: [shard], meta: meta)
+        }
+        #expect(report(commit: 5000, applied: 5000).ready)
+        #expect(report(commit: 5000, applied: 5000 - NodeStatusReport.readyLag).ready, "a busy shard is a few behind")
+        #expect(report(commit: 5000, applied: 10).notReadyBecause == "1 of 1 shards are catching up (applied more than 1000 entries behind commit)")
+        #expect(report(commit: 5000, applied: 5000, leader: 0).notReadyBecause == "1 of 1 shards have no leader")
+    }
+
     @Test func withoutAMetaViewOnlyTheLocalNodeIsListed() async {
         let local = NodeStatusReport(node: 4, version: "t", uptimeSeconds: 1, httpAddress: "127.0.0.1:1", peerAddress: "127.0.0.1:2",
                                      shardCount: 1, healthy: true, peers: [], shards: [], meta: nil)

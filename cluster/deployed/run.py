@@ -118,7 +118,7 @@ def compose_nodes(outside, user, work):
         lines = [v.split(":") for v in service.get("volumes", [])]
         data = next(target for volume, target, *_ in lines if volume not in volumes)
         nodes.append({"name": name, "hostname": service.get("hostname", name), "env": env,
-                      "argv": entry[1:], "workdir": workdir,
+                      "argv": entry[1:], "workdir": workdir, "joins": bool(service.get("profiles")),
                       "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]),
                       "ops": int(env.get("PARLEY_OPS_LISTEN", env["PARLEY_LISTEN"]).rsplit(":", 1)[1]),
                       "mount": data, "extra_mounts": [(volumes[v], t) for v, t, *_ in lines if v in volumes]})
@@ -166,9 +166,11 @@ def k8s_nodes(outside, user, work):
             extra.append((secret, m["mountPath"]))
     check(pod["securityContext"]["runAsUser"] == image_user()[1], "the StatefulSet's runAsUser is the image's user")
     nodes = []
-    for ordinal in range(sts["spec"]["replicas"]):
+    # The StatefulSet's pods, and the two more of `kubectl scale statefulset/parley --replicas=5`.
+    for ordinal in range(SCALED_TO):
         host = f"{sts['metadata']['name']}-{ordinal}"
         nodes.append({"name": host, "hostname": f"{host}.{service}", "env": dict(env, HOSTNAME=host),
+                      "joins": ordinal >= sts["spec"]["replicas"],
                       "argv": None, "command": container["command"] + container["args"], "workdir": workdir,
                       "http": int(env["PARLEY_LISTEN"].rsplit(":", 1)[1]),
                       "ops": int(env.get("PARLEY_OPS_LISTEN", env["PARLEY_LISTEN"]).rsplit(":", 1)[1]), "mount": mount,
@@ -256,14 +258,30 @@ class Deployment:
 
     def start(self, i):
         node = self.nodes[i]
-        # Only what the deployment files set reaches the node, as in a container (plus PATH for the shell
-        # of the StatefulSet's command).
-        env = dict(node["env"], PATH="/usr/local/bin:/usr/bin:/bin")
         if node.get("command"):
             # The pod's own command, with the image's entrypoint binary at the path the image puts it.
             command = [c.replace("/usr/local/bin/parley", self.parley) for c in node["command"]]
         else:
             command = [self.parley] + node["argv"]
+        out = open(node["log"], "ab")
+        self.procs[i] = subprocess.Popen(self.inside(i, command), stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        log(f"{self.layout}: started {node['name']} ({node['hostname']}, {node['address']}) pid {self.procs[i].pid}")
+
+    def exec(self, i, arguments, seconds):
+        """`parley ARGUMENTS` in node i's container, as `docker compose exec` or `kubectl exec` runs it: its
+        network, its mounts, its user, its environment. Returns (exit status, output)."""
+        result = subprocess.run(self.inside(i, [self.parley] + arguments), capture_output=True, text=True,
+                                timeout=seconds)
+        return result.returncode, result.stdout + result.stderr
+
+    def inside(self, i, command):
+        """The argv that runs `command` in node i's network namespace, with its folders mounted where the
+        deployment mounts them, as the image's user, with only the environment the deployment files give."""
+        node = self.nodes[i]
+        # Only what the deployment files set reaches the node, as in a container (plus PATH for the shell
+        # of the StatefulSet's command).
+        env = dict(node["env"], PATH="/usr/local/bin:/usr/bin:/bin")
         mount = node["mount"]
         for target in [mount] + [t for _, t in node.get("extra_mounts", [])]:
             missing = []
@@ -275,16 +293,24 @@ class Deployment:
                 MADE_MOUNT_POINTS.insert(0, path)  # deepest first when they are removed
         # In the namespace's own mount namespace (ip netns exec makes one): the user's folder at the path
         # the image uses (and the certificates where the deployment mounts them, read-only), then drop to the
-        # image's user and exec the node (the pid is the node's).
+        # image's user and exec the command (the pid is the node's).
         binds = "".join(f'mount --bind "{source}" "{target}" && mount -o remount,bind,ro "{target}" && '
                         for source, target in node.get("extra_mounts", []))
         script = (binds + 'mount --bind "$2" "$1" && cd "$1" && shift 3 && '
                   'exec setpriv --reuid="$UID_" --regid="$GID_" --init-groups --reset-env env -i "$@"')
-        argv = [*netns(node["ns"]), "env", f"UID_={self.user.pw_uid}", f"GID_={self.user.pw_gid}", "sh", "-c", script,
+        return [*netns(node["ns"]), "env", f"UID_={self.user.pw_uid}", f"GID_={self.user.pw_gid}", "sh", "-c", script,
                 "sh", mount, node["data"], "--", *[f"{k}={v}" for k, v in sorted(env.items())], *command]
-        out = open(node["log"], "ab")
-        self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        log(f"{self.layout}: started {node['name']} ({node['hostname']}, {node['address']}) pid {self.procs[i].pid}")
+
+    def stop(self, i, seconds=60):
+        """SIGTERM, as `docker compose stop` or a pod's deletion sends; waits for the exit."""
+        proc = self.procs.pop(i)
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+            raise Failure(f"{self.nodes[i]['name']} did not stop within {seconds} s of SIGTERM")
 
     def kill9(self, i):
         proc = self.procs.pop(i)
@@ -332,11 +358,15 @@ def node_processes_run_as(user, deployment):
         check(uid == user.pw_uid, f"{deployment.nodes[i]['name']} runs as uid {uid} ({exe}), not as {user.pw_name}")
 
 
+SCALED_TO = 5  # docs/operations.md: compose's `five` profile, `kubectl scale … --replicas=5`
+
+
 def run_cluster(layout, parley, user, work):
     app_key, app_secret = "deploytest", secrets.token_hex(16)
     outside = {"PARLEY_SECRET": secrets.token_hex(32), "PARLEY_APPS": f"{app_key}:{app_secret}"}
     nodes = compose_nodes(outside, user, work) if layout == "compose" else k8s_nodes(outside, user, work)
-    check(len(nodes) == 3, f"{layout}: expected 3 nodes, found {len(nodes)}")
+    check(len(nodes) == SCALED_TO and sum(not n["joins"] for n in nodes) == 3,
+          f"{layout}: expected 3 founding nodes and {SCALED_TO - 3} that join, found {[(n['name'], n['joins']) for n in nodes]}")
     deployment = Deployment(parley, user, layout, nodes, work)
     hosts = [(n["ns"], n["address"], [n["hostname"]] + ([n["name"]] if n["name"] != n["hostname"] else []))
              for n in nodes]
@@ -349,6 +379,7 @@ def run_cluster(layout, parley, user, work):
         try:
             node_processes_run_as(user, deployment)
             asyncio.run(smoke_and_kill(deployment, app_key, app_secret))
+            asyncio.run(scale_out_and_in(deployment, app_key, app_secret))
         except BaseException:
             log("node logs:\n" + deployment.tail())
             raise
@@ -360,6 +391,7 @@ def run_cluster(layout, parley, user, work):
         LAB.clean()
     for node in nodes:
         files = {p: os.stat(os.path.join(node["data"], p)) for p in os.listdir(node["data"])}
+        files.pop("node-id", None)  # the pod's start command writes it (k8s), as the user, 0644
         check(files and all(st.st_uid == user.pw_uid for st in files.values()),
               f"{node['name']}: files in the data folder not owned by {user.pw_name}: {sorted(files)}")
         loose = {p: oct(st.st_mode & 0o777) for p, st in files.items() if st.st_mode & 0o077}
@@ -460,6 +492,56 @@ async def smoke_and_kill(d, app_key, app_secret):
     for client in (a, b, c):
         await client.ws.close()
     log(f"{d.layout}: survived kill -9 of {d.nodes[2]['name']} and its restart")
+
+
+async def scale_out_and_in(d, app_key, app_secret):
+    """Issue 18: 3 → 5 nodes as the deployment files scale (compose's `five` profile, the StatefulSet's
+    pods 3 and 4): the new nodes join through a founder, take replicas and serve clients; then back to 4 as
+    docs/operations.md says: `parley cluster remove --node N --wait …` run inside a founder's container (its
+    replicas move off it and it ends dropped), then the container stops (SIGTERM), and the rest keeps serving."""
+    joiners = [i for i, n in enumerate(d.nodes) if n["joins"]]
+    for i in joiners:
+        d.start(i)
+    node_processes_run_as(d.user, d)
+    wait_for("the joined nodes to be ready (/readyz: replicas that caught up)", 240,
+             lambda: True if all(http(d.url(i, "/readyz"))[0] == 200 for i in joiners)
+             else [http(d.url(i, "/readyz")) for i in joiners])
+    ids = {i: json.loads(http(d.ops(i, "/status"))[1])["node"] for i in range(len(d.nodes))}
+
+    def registry():
+        return {n["id"]: n["state"] for n in json.loads(http(d.ops(0, "/status"))[1])["meta"]["nodes"]}
+    wait_for("five active nodes in the registry", 30,
+             lambda: True if sorted(k for k, v in registry().items() if v == "active") == sorted(ids.values()) else registry())
+    held = {ids[i]: len(json.loads(http(d.ops(i, "/status"))[1])["shards"]) for i in joiners}
+    check(all(held.values()), f"{d.layout}: the joined nodes hold no replica: {held}")
+    # Every node names the joined ones by the address the deployment gives them, not 0.0.0.0.
+    def linked():
+        peers = {p["id"]: p for p in json.loads(http(d.ops(0, "/status"))[1])["peers"]}
+        return True if all(peers.get(ids[i], {}).get("connected") for i in joiners) else peers
+    wait_for("node 1 to link to the joined nodes", 30, linked)
+    log(f"{d.layout}: scaled out to 5 (replicas held by the joined nodes: {held})")
+
+    room = "scaled-room"
+    code, answer = signed(d.url(0), app_key, app_secret, "/v1/room/create", {"roomId": room, "creator": "alice", "name": "S"})
+    check(code == 200 and answer.get("code") == 200, f"room/create: {code} {answer}")
+    ws = lambda i: f"ws://{d.nodes[i]['address']}:{d.nodes[i]['http']}/ws"
+    a = await enter(ws(joiners[0]), app_key, room, "alice", "alice-token")
+    b = await enter(ws(1), app_key, room, "bob", "bob-token")
+    await exchange(a, b, room, "five")
+
+    # Scale in by one: removed from inside a founder's container, waiting until nothing is left on it.
+    leaving = joiners[-1]
+    peer_port = d.nodes[0]["env"]["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]
+    status, output = d.exec(0, ["cluster", "remove", "--node", str(ids[leaving]), "--wait", "180",
+                                "--through", f"127.0.0.1:{peer_port}"], seconds=200)
+    check(status == 0 and "is dropped" in output, f"{d.layout}: cluster remove --wait: {status} {output}")
+    check(json.loads(http(d.ops(leaving, "/status"))[1])["shards"] == [], f"{d.layout}: the removed node still holds replicas")
+    d.stop(leaving)
+    check(registry().get(ids[leaving]) == "dropped", f"{d.layout}: registry after the scale-in: {registry()}")
+    await exchange(a, b, room, "four")
+    for client in (a, b):
+        await client.ws.close()
+    log(f"{d.layout}: scaled in to 4 ({d.nodes[leaving]['name']} removed, dropped and stopped); the room kept working")
 
 
 # -------------------------------------------------------------------------------------------- parley dev
