@@ -1,8 +1,10 @@
 /// The `/dashboard` page: one self-contained HTML document (inline CSS and JS, no external assets, so it
 /// works on a cluster with no internet access) that polls `/status/cluster` every 1.5 s and renders a
-/// table of nodes, one of replica moves under way, one of peer links and one of shards. Rows carry
-/// `data-node` / `data-move` / `data-link` / `data-connected` / `data-shard` / `data-leader` attributes
-/// so tests (and scripts) can read the rendered DOM.
+/// table of nodes, each node's activity over the last minutes as small inline SVG charts (connections,
+/// sessions, leaders, messages/s, p99 latency: `activity` in each node's `/status`), the drains under way,
+/// the replica moves, the peer links and the shards. Rows carry `data-node` / `data-activity` /
+/// `data-series` / `data-drain` / `data-move` / `data-link` / `data-connected` / `data-shard` /
+/// `data-leader` attributes so tests (and scripts) can read the rendered DOM.
 enum DashboardPage {
     static let html = #"""
 <!doctype html>
@@ -22,6 +24,11 @@ enum DashboardPage {
   tr.noleader td { background: #fff3cd; }
   .lag { font-weight: bold; color: #b00; }
   #updated { color: #666; }
+  td.chart { text-align: left; white-space: nowrap; }
+  td.chart svg { vertical-align: middle; margin-left: 6px; }
+  td.chart span { display: inline-block; min-width: 3.5em; text-align: right; }
+  polyline { fill: none; stroke: #2b6cb0; stroke-width: 1.5; }
+  tr.draining td { background: #e8f0fe; }
 </style>
 </head>
 <body>
@@ -31,6 +38,18 @@ enum DashboardPage {
 <table id="nodes">
   <thead><tr><th>node</th><th>http</th><th>state</th><th>healthy</th><th>version</th><th>uptime s</th>
   <th>shards</th><th>leading</th><th>peers up</th><th>dropped</th><th>error</th></tr></thead>
+  <tbody></tbody>
+</table>
+<h2>Activity <span id="window"></span></h2>
+<table id="activity">
+  <thead><tr><th>node</th><th>connections</th><th>sessions</th><th>leaders</th><th>messages/s</th>
+  <th>p99 ms</th></tr></thead>
+  <tbody></tbody>
+</table>
+<h2>Drains</h2>
+<table id="drains">
+  <thead><tr><th>node</th><th>state</th><th>connections left</th><th>sessions left</th><th>leaders left</th>
+  <th>on the lookup</th></tr></thead>
   <tbody></tbody>
 </table>
 <h2>Moves <span id="placement"></span></h2>
@@ -78,6 +97,69 @@ function renderNodes(report) {
     cell(tr, s ? s.peers.filter(p => p.connected).length + "/" + s.peers.length : "");
     cell(tr, s ? s.peers.reduce((a, p) => a + p.droppedBatches, 0) : "");
     cell(tr, n.error || "", "text");
+    body.appendChild(tr);
+  }
+}
+// A small line chart of one series (no external assets): the latest value as text, then the curve of the
+// samples over the window, scaled to the series' own maximum.
+const series = [
+  ["connections", a => a.connections], ["sessions", a => a.sessions], ["leaders", a => a.leaders],
+  ["messagesPerSecond", a => a.messagesPerSecond], ["p99Millis", a => a.p99Millis],
+];
+function chart(row, name, samples, pick) {
+  const td = cell(row, "", "chart");
+  td.dataset.series = name;
+  const values = samples.map(pick);
+  const last = values.length ? values[values.length - 1] : null;
+  const label = document.createElement("span");
+  label.textContent = last === null || last === undefined ? "–" : String(last);
+  td.appendChild(label);
+  const w = 120, h = 24, ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", w); svg.setAttribute("height", h);
+  const known = values.map(v => (v === null || v === undefined) ? 0 : v);
+  const top = Math.max(1, ...known);
+  const step = known.length > 1 ? w / (known.length - 1) : w;
+  const line = document.createElementNS(ns, "polyline");
+  line.setAttribute("points", known.map((v, i) => (i * step).toFixed(1) + "," + (h - 1 - (v / top) * (h - 2)).toFixed(1)).join(" "));
+  svg.appendChild(line);
+  const title = document.createElementNS(ns, "title");
+  title.textContent = name + ": " + known.length + " samples, max " + Math.max(0, ...known);
+  svg.appendChild(title);
+  td.appendChild(svg);
+}
+function renderActivity(report) {
+  const body = document.querySelector("#activity tbody");
+  body.textContent = "";
+  let span = 0;
+  for (const n of report.nodes) {
+    const samples = (n.status && n.status.activity) || [];
+    if (samples.length > 1) span = Math.max(span, (samples[samples.length - 1].time - samples[0].time) / 60000);
+    const tr = document.createElement("tr");
+    tr.dataset.activity = n.id;
+    cell(tr, n.id);
+    for (const [name, pick] of series) chart(tr, name, samples, pick);
+    body.appendChild(tr);
+  }
+  document.getElementById("window").textContent = "(last " + span.toFixed(1) + " min)";
+}
+// Nodes leaving service: what each still holds — its clients move to other edges, its leaderships to
+// other replicas; a drained node shows zeros and can be stopped.
+function renderDrains(report) {
+  const body = document.querySelector("#drains tbody");
+  body.textContent = "";
+  for (const n of report.nodes) {
+    if (n.state !== "draining" && n.state !== "removed") continue;
+    const s = n.status;
+    const tr = document.createElement("tr");
+    tr.dataset.drain = n.id;
+    tr.className = "draining";
+    cell(tr, n.id);
+    cell(tr, n.state, "text");
+    cell(tr, s && s.edge ? s.edge.connections : "?");
+    cell(tr, s && s.edge ? s.edge.sessions : "?");
+    cell(tr, s ? s.shards.filter(x => x.role === "leader").length : "?");
+    cell(tr, "no", "text");
     body.appendChild(tr);
   }
 }
@@ -173,6 +255,8 @@ async function refresh() {
     if (!answer.ok) throw new Error("HTTP " + answer.status);
     const report = await answer.json();
     renderNodes(report);
+    renderActivity(report);
+    renderDrains(report);
     renderMoves(report);
     renderLinks(report);
     renderShards(report);

@@ -118,6 +118,40 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     public var edge: Edge?
     /// Issue 17: the replica moves under way in the groups this node leads.
     public var moves: [Move]?
+    /// Issue 18: the last minutes of this node's activity, oldest first, one sample every
+    /// `activityIntervalSeconds` (the dashboard's charts).
+    public var activity: [Activity]?
+    public static let activityIntervalSeconds = 2
+    public static let activitySamples = 300
+
+    /// One sample of a node's activity: its clients, its leaderships, and what its edge answered since the
+    /// sample before.
+    public struct Activity: Codable, Sendable, Equatable {
+        /// Unix milliseconds when taken.
+        public var time: Int64
+        public var connections: Int
+        public var sessions: Int
+        /// Shards this node leads.
+        public var leaders: Int
+        /// Messages clients sent through this edge that their rooms took, per second.
+        public var messagesPerSecond: Double
+        /// Room requests (enter, send, any room op) answered per second.
+        public var requestsPerSecond: Double
+        /// The 99th percentile of those answers' latency, read to written (a bucket bound; nil: none answered).
+        public var p99Millis: Double?
+
+        public init(time: Int64, connections: Int, sessions: Int, leaders: Int, messagesPerSecond: Double,
+                    requestsPerSecond: Double, p99Millis: Double?) {
+            self.time = time
+            self.connections = connections
+            self.sessions = sessions
+            self.leaders = leaders
+            self.messagesPerSecond = messagesPerSecond
+            self.requestsPerSecond = requestsPerSecond
+            self.p99Millis = p99Millis
+        }
+    }
+
     /// Issue 18: until this node first held every replica the placement puts on it as a voter (a node that
     /// joined, or started empty), how many it still waits for; nil after that, for good (moves later, when
     /// other nodes come and go, do not make a serving node unready).

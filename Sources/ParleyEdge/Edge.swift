@@ -211,9 +211,13 @@ public actor Edge {
                 j.beginObject(); j.field("authMode", account.mode.protocolName); j.endObject()
             })
         case .enter(let enter):
+            let began = ContinuousClock.now
             await self.enter(connection, id: request.id, enter)
+            metrics?.answered(since: began, message: false)
         case .room(let roomId, let command):
-            await roomCommand(connection, id: request.id, roomId: roomId, command)
+            let began = ContinuousClock.now
+            let tookMessage = await roomCommand(connection, id: request.id, roomId: roomId, command)
+            metrics?.answered(since: began, message: tookMessage)
         }
     }
 
@@ -249,12 +253,14 @@ public actor Edge {
         })
     }
 
-    /// Any room op but enter: the session must be in the room on this connection (13100).
-    private func roomCommand(_ connection: UInt64, id: Int64, roomId: String, _ command: RoomCommand) async {
-        guard let c = connections[connection] else { return }
+    /// Any room op but enter: the session must be in the room on this connection (13100). True when it was a
+    /// message the room took.
+    @discardableResult
+    private func roomCommand(_ connection: UInt64, id: Int64, roomId: String, _ command: RoomCommand) async -> Bool {
+        guard let c = connections[connection] else { return false }
         guard let account = c.account, c.rooms.contains(roomId), let shard = rooms[roomId]?.shard else {
             c.send(EventFrame.error(id: id, .cluster(RoomErrorCode.notEntered.rawValue, "not in the room")))
-            return
+            return false
         }
         let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
                                        edgeId: cluster.edgeId)
@@ -267,10 +273,10 @@ public actor Edge {
         } catch {
             if isExit { rooms[roomId]?.sessions[connection]?.exiting = false }
             connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
-            return
+            return false
         }
         if isExit, outcome.errorCode != nil { rooms[roomId]?.sessions[connection]?.exiting = false }
-        guard let c = connections[connection] else { return }
+        guard let c = connections[connection] else { return false }
         switch outcome.result {
         case .failure(let e) where e.code == .notEntered && !isExit:
             // The cluster no longer holds this session (its edge lease ran out and the `lost` status did not
@@ -294,7 +300,9 @@ public actor Edge {
                 }
                 leave(connection, roomId: roomId)
             }
+            if case .messageSent = reply { return true }
         }
+        return false
     }
 
     /// The answer `data` of a room command's reply.

@@ -39,6 +39,13 @@ public final class NodeMetrics: Sendable {
             .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
             .milliseconds(250), .seconds(1),
         ]
+        // A client's request, read to answered: a millisecond or two on a quiet cluster, up to seconds while
+        // a shard elects a leader.
+        factory.durationHistogramBuckets[EdgeMetrics.requestTimeName] = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .seconds(2), .seconds(5), .seconds(10),
+        ]
         self.factory = factory
         edge = EdgeMetrics(factory: factory)
         applyLag = Metrics.Gauge(label: "parley_raft_apply_lag_entries", factory: factory)

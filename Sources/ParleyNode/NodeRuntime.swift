@@ -28,6 +28,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     let edge = NIOLockedValueBox<Edge?>(nil)
     /// Set once this node held every replica the placement puts on it (`NodeStatusReport.replicasToFill`).
     private let replicasFilled = NIOLockedValueBox(false)
+    let activity = NodeActivity()
     /// This node's Prometheus registry (`/metrics`); components record through `metrics.factory`.
     public let metrics: NodeMetrics
     /// The cluster's founding nodes (`--peers`, or learned when joining).
@@ -127,6 +128,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let watching = Task { await self.watchElections() }
         let following = Task { await self.followRegistry() }
         let draining = Task { await self.followDrain() }
+        let sampling = Task { await self.sampleActivity() }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
             "peerTLS": "\(config.peerTLS != nil)",
@@ -170,6 +172,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         watching.cancel()
         following.cancel()
         draining.cancel()
+        sampling.cancel()
         // Client sockets outlive the HTTP server's tasks: tell them we are going (1001) before the loops stop.
         await edge.closeAll()
         let deadline = ContinuousClock.now + .seconds(1)
@@ -327,6 +330,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       joint: m.conf.isJoint, commit: m.commit, step: m.step)
             })
         report.replicasToFill = toFill
+        report.activity = activity.all
         return report
     }
 }

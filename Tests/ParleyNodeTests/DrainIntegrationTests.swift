@@ -29,6 +29,9 @@ import ParleyRooms
             (try? await cluster.status(2))?.edge?.connections == movers.count
         }
         let before = await heard.events.count
+        try await cluster.eventually("node 2's activity to show the movers (the dashboard's charts)", seconds: 10) {
+            (try? await cluster.status(2))?.activity?.last?.connections == movers.count
+        }
 
         // Every mover sends all along; each send is retried (same clientMessageId) until acknowledged.
         let sending = Task { () -> [Int64] in
@@ -92,12 +95,38 @@ import ParleyRooms
             return "\(n.type) \(n.source.userId)"
         }
         #expect(churn.isEmpty, "the room saw \(churn)")
+        if HeadlessChromium.executable != nil { try await dashboardShowsTheDrain(cluster, movers: movers.count) }
 
         let undrained = try await cluster.parley(["cluster", "undrain", "--node", "2", "--through", peer1])
         #expect(undrained.status == 0 && undrained.output.contains("active again"), "\(undrained.output)")
         #expect(try await cluster.metaState(via: 1).nodes[2]?.state == .active)
         for client in clients + [listener] { await client.close() }
         }
+    }
+
+    /// Issue 18: `/dashboard` (rendered by headless Chromium) shows what an operator watches during a drain:
+    /// node 2 in the Drains table with nothing left, and each node's activity charts — node 2's connections
+    /// went from the movers to 0, its messages/s and p99 show the sends it answered before, and the other
+    /// edges now hold the movers.
+    private func dashboardShowsTheDrain(_ cluster: LocalCluster, movers: Int) async throws {
+        let dom = try await HeadlessChromium.renderedDOM(url: cluster.http(1) + "/dashboard", virtualMilliseconds: 3000)
+        let drain = HeadlessChromium.matches(#"<tr data-drain="2"[^>]*>(.*?)</tr>"#, in: dom).first?.first ?? ""
+        let drainCells = HeadlessChromium.matches(#"<td[^>]*>([^<]*)</td>"#, in: drain).map { $0[0] }
+        #expect(drainCells == ["2", "draining", "0", "0", "0", "no"], "the Drains row of node 2: \(drain)")
+        func chart(_ node: Int, _ series: String) -> (latest: String, max: Double) {
+            let row = HeadlessChromium.matches(#"<tr data-activity="\#(node)">(.*?)</tr>"#, in: dom).first?.first ?? ""
+            let cell = HeadlessChromium.matches(#"<td class="chart" data-series="\#(series)"><span>([^<]*)</span>.*?max ([0-9.]+)</title>"#,
+                                                in: row).first ?? ["", "-1"]
+            return (cell[0], Double(cell[1]) ?? -1)
+        }
+        let connections = chart(2, "connections")
+        #expect(connections.latest == "0" && connections.max >= Double(movers), "node 2's connections chart: \(connections)")
+        #expect(chart(2, "messagesPerSecond").max >= 5, "node 2's messages/s chart: \(chart(2, "messagesPerSecond"))")
+        #expect(chart(2, "p99Millis").max > 0, "node 2's p99 chart: \(chart(2, "p99Millis"))")
+        #expect(chart(2, "leaders").latest == "0")
+        let elsewhere = (Int(chart(1, "connections").latest) ?? 0) + (Int(chart(3, "connections").latest) ?? 0)
+        #expect(elsewhere >= movers + 1, "nodes 1 and 3 hold the movers and the listener: \(elsewhere)")
+        #expect(HeadlessChromium.matches(#"\(last ([0-9.]+) min\)"#, in: dom).first.map { Double($0[0])! > 0 } == true)
     }
 
     /// Issue 18: a SIGTERM drains first (with `--drain-seconds`): the node's clients move as on

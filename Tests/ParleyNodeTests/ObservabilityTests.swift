@@ -74,6 +74,18 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
             }
             #expect(m.value("parley_edge_connections") != nil && m.value("parley_edge_fanout_deliveries_total") != nil)
         }
+        // Issue 18: every metric cluster/grafana/parley.json queries is one a node exports (a renamed metric
+        // would leave a panel empty without anyone noticing).
+        let grafana = try String(contentsOf: RollingRestartTests.root.appendingPathComponent("cluster/grafana/parley.json"),
+                                 encoding: .utf8)
+        let queried = Set(HeadlessChromium.matches(#"(parley_[a-z_]+)"#, in: grafana).map { $0[0] })
+        #expect(queried.count >= 12, "\(queried.sorted())")
+        let exported = Set(scraped.values.flatMap { m in m.text.split(separator: "\n").compactMap { line -> String? in
+            line.hasPrefix("parley_") ? String(line.prefix { $0 != "{" && $0 != " " }) : nil
+        } })
+        for name in queried.sorted() {
+            #expect(exported.contains(name), "cluster/grafana/parley.json queries \(name), which no node exports")
+        }
         }
     }
 

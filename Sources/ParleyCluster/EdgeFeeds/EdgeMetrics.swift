@@ -11,6 +11,9 @@ import Metrics
 /// - `parley_edge_closes_total{reason}`: WebSockets the edge dropped without waiting for a close handshake:
 ///   `tooSlow` (the client stopped reading: `maxQueuedBytes` unsent), `frameTooSlow` (a frame not whole within
 ///   `frameMillis`, A2), `error` (the connection's pipeline failed: a reset, a write error; logged).
+/// - `parley_edge_request_seconds`: from a room request (enter, send, any room op) read to its answer written
+///   (histogram, issue 18).
+/// - `parley_edge_messages_total`: messages clients sent through this edge that their room took.
 public final class EdgeMetrics: Sendable {
     /// `increment()` when a connection opens, `decrement()` when it closes.
     public let connections: Meter
@@ -21,6 +24,11 @@ public final class EdgeMetrics: Sendable {
     public let fanoutEvents: Counter
     public let requestsOverBudget: Counter
     public let connectionsRefused: Counter
+    public let requestTime: Metrics.Timer
+    public let messages: Counter
+    /// The same answers for the node's history of the last minutes (`EdgeRequestWindow`).
+    public let window = EdgeRequestWindow()
+    public static let requestTimeName = "parley_edge_request_seconds"
     /// `parley_edge_auth_failures_total{reason}`: refused logins (badToken, tokenExpired, tokenRevoked,
     /// unknownApp, throttled).
     private let authFailures: [String: Counter]
@@ -35,6 +43,8 @@ public final class EdgeMetrics: Sendable {
         fanoutEvents = Counter(label: "parley_edge_fanout_events_total", factory: factory)
         requestsOverBudget = Counter(label: "parley_edge_requests_over_budget_total", factory: factory)
         connectionsRefused = Counter(label: "parley_edge_connections_refused_total", factory: factory)
+        requestTime = Metrics.Timer(label: Self.requestTimeName, factory: factory)
+        messages = Counter(label: "parley_edge_messages_total", factory: factory)
         var failures: [String: Counter] = [:]
         for reason in Self.authFailureReasons {
             failures[reason] = Counter(label: "parley_edge_auth_failures_total", dimensions: [("reason", reason)], factory: factory)
@@ -43,6 +53,15 @@ public final class EdgeMetrics: Sendable {
         closes = Dictionary(uniqueKeysWithValues: Self.closeReasons.map {
             ($0, Counter(label: "parley_edge_closes_total", dimensions: [("reason", $0)], factory: factory))
         })
+    }
+
+    /// A room request answered `since` then; `message`: a message its room took.
+    public func answered(since start: ContinuousClock.Instant, message: Bool) {
+        let took = ContinuousClock.now - start
+        let nanos = took.components.seconds * 1_000_000_000 + took.components.attoseconds / 1_000_000_000
+        requestTime.recordNanoseconds(nanos)
+        window.record(millis: Double(nanos) / 1_000_000, message: message)
+        if message { messages.increment() }
     }
 
     public func closed(_ reason: String) {
