@@ -14,6 +14,8 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         public var lastErrorSecondsAgo: Double?
         /// 0 while connected; seconds since the link was last connected; absent if it never was.
         public var lastConnectedSecondsAgo: Double?
+        /// The peer protocol version the peer last answered with (issue 18; absent: never reached).
+        public var protocolVersion: Int?
 
         public init(id: UInt64, address: String, connected: Bool, queuedBatches: Int, droppedBatches: Int,
                     connectFailures: Int = 0, lastError: String? = nil, lastErrorSecondsAgo: Double? = nil,
@@ -102,6 +104,8 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
 
     public var node: UInt64
     public var version: String
+    /// The peer protocol version this node speaks (issue 18, `PeerProtocol`).
+    public var peerProtocol: Int?
     public var uptimeSeconds: Double
     public var httpAddress: String
     public var peerAddress: String

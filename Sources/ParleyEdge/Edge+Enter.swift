@@ -54,9 +54,16 @@ extension Edge {
 
         let identity = SessionIdentity(userId: userId, authMode: request.mode, sessionId: conn.sessionId,
                                        edgeId: cluster.edgeId)
+        // C5 take-over (command tag 38) only once every node reads it: during a rolling upgrade from a version
+        // without it, a moving client enters as a new session (its old one exits when its edge lets go).
+        var replacing = request.replacing
+        if !replacing.isEmpty, !(await cluster.everyNodeHas(.sessionTakeOver)) {
+            replacing = ""
+            takeOverHeldBack()
+        }
         let command = RoomCommand.enter(EnterRoom(
             roomId: request.roomId, nickname: request.nickname ?? "", avatar: request.avatar ?? "",
-            roomExt: request.roomExt, roomNotifyExt: request.roomNotifyExt, replacing: request.replacing))
+            roomExt: request.roomExt, roomNotifyExt: request.roomNotifyExt, replacing: replacing))
         let result: EnterResult
         var events: [RoomEvent] = []
         do {

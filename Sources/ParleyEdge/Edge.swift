@@ -19,6 +19,8 @@ public actor Edge {
     /// Client connections the edge closed because their pipeline failed (a reset, a write error): counted
     /// (`parley_edge_closes_total{reason="error"}`) and logged at most every 10 s.
     let connectionErrors: RateLimitedWarning
+    /// C5 take-overs entered as plain enters because some node does not read them yet (a rolling upgrade).
+    let heldBackTakeOvers: RateLimitedWarning
     /// Where frames for each event loop's connections wait for that loop (one drain and flush per burst).
     nonisolated let outboxes = LoopOutboxes()
     var nextConnection: UInt64 = 0
@@ -48,6 +50,8 @@ public actor Edge {
         self.metrics = metrics
         refusedLogins = RateLimitedWarning(logger: logger, message: "refused client logins")
         connectionErrors = RateLimitedWarning(logger: logger, message: "closed client connections on an error")
+        heldBackTakeOvers = RateLimitedWarning(
+            logger: logger, message: "moving clients enter as new sessions: a node of the cluster does not read session take-overs yet (peer protocol version below 2)")
         gate = ConnectionGate(maxTotal: settings.maxConnections, maxPerAddress: settings.maxConnectionsPerAddress)
     }
 
@@ -60,6 +64,8 @@ public actor Edge {
     }
 
     /// Counts one room event fanned out to `deliveries` local sessions.
+    func takeOverHeldBack() { heldBackTakeOvers.happened([:]) }
+
     func countOverBudget() {
         metrics?.requestsOverBudget.increment()
     }

@@ -27,6 +27,15 @@ public protocol EdgeCluster: Sendable {
 
     /// E6: the edge addresses (host:port) that should serve the room, best first.
     func roomAddresses(roomId: String) async -> [String]
+
+    /// Issue 18: whether every node of the cluster reads what `feature` writes (during a rolling upgrade
+    /// some may not yet); the edge falls back to what older nodes read when not.
+    func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool
+}
+
+extension EdgeCluster {
+    /// One process, one version.
+    public func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { true }
 }
 
 public enum EdgeClusterError: Error, Sendable, Equatable {

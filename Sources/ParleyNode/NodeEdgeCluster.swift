@@ -106,6 +106,13 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         return EdgeDirectory.addresses(forRoom: roomId, nodes: Array(state.nodes.values), reachable: reachable)
     }
 
+    /// Every node still in the registry (all but dropped ones, which no group names) last answered this
+    /// node's links with a peer protocol version that has `feature`.
+    public func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool {
+        guard let state = await metaState(maxAge: metaMaxAge) else { return false }
+        return await transport.everyPeerHas(feature, among: state.nodes.values.filter { $0.state != .dropped }.map(\.id))
+    }
+
     private func metaState(maxAge: TimeInterval) async -> MetaState? {
         let cached = meta.withLockedValue { $0 }
         if let state = cached.state, Date().timeIntervalSince(cached.fetched) <= maxAge { return state }

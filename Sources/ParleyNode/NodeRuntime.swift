@@ -330,6 +330,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       joint: m.conf.isJoint, commit: m.commit, step: m.step)
             })
         report.replicasToFill = toFill
+        report.peerProtocol = PeerProtocol.version
+        for (i, link) in links.enumerated() where i < report.peers.count { report.peers[i].protocolVersion = link.peerVersion }
         report.activity = activity.all
         return report
     }

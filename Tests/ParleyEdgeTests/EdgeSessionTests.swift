@@ -1,4 +1,5 @@
 import Foundation
+import ParleyCluster
 import ParleyEdge
 import ParleyRooms
 import Testing
@@ -28,6 +29,27 @@ struct EdgeSessionTests {
             #expect(answer.errorCode == code, "\(auth)")
             #expect(try await c.closed() == 4401)
         }
+    }
+
+    @Test("C5 upgrade: an enter replacing a session is a plain enter until every node reads take-overs (tag 38)")
+    func takeOverWaitsForEveryNode() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        func replacing() -> [String] {
+            server.cluster.submitted.compactMap { command, _ in if case .enter(let e) = command { e.replacing } else { nil } }
+        }
+        let first = try await server.client()
+        #expect(try await first.call("enter", Fixture.enter("alice"))["ok"] == .bool(true))
+        let old = try #require(server.cluster.submitted.compactMap { _, actor -> String? in
+            if case .session(let s) = actor { s.sessionId } else { nil } }.first)
+        server.cluster.setTakeOverReadable(false)
+        let mixed = try await server.client()
+        #expect(try await mixed.call("enter", Fixture.enter("alice", extra: ["replacing": old]))["ok"] == .bool(true))
+        #expect(replacing() == ["", ""], "a node cannot read tag 38 yet: the edge writes a plain enter")
+        server.cluster.setTakeOverReadable(true)
+        let moved = try await server.client()
+        #expect(try await moved.call("enter", Fixture.enter("alice", extra: ["replacing": old]))["ok"] == .bool(true))
+        #expect(replacing() == ["", "", old])
     }
 
     @Test("E4: the token is checked on every enter: revoked after the first, the second enter gets 4015 and close 4401")

@@ -31,6 +31,8 @@ final class InProcessCluster: EdgeCluster, Sendable {
         /// The next `enter` applies but its caller gets `EdgeClusterError.timedOut` (an outcome lost in
         /// flight, as when the leader changes after committing).
         var loseNextEnterOutcome = false
+        /// Issue 18: what `everyNodeHas(.sessionTakeOver)` answers (false: a node of an older version).
+        var takeOverReadable = true
     }
 
     private let state: Mutex<State>
@@ -161,6 +163,11 @@ final class InProcessCluster: EdgeCluster, Sendable {
     func loseNextEnterOutcome() {
         state.withLock { $0.loseNextEnterOutcome = true }
     }
+
+    /// Issue 18: as if a node of the cluster ran a version without session take-overs (or again with).
+    func setTakeOverReadable(_ readable: Bool) { state.withLock { $0.takeOverReadable = readable } }
+
+    func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { state.withLock { $0.takeOverReadable } }
 
     /// Every command submitted so far, with its actor (tests check what the edge asked for).
     var submitted: [(RoomCommand, CommandActor)] { state.withLock { $0.submitted } }

@@ -77,6 +77,8 @@ final class PeerLink: @unchecked Sendable {
     private var health: PeerLinkHealth
     /// Whether the current connection's trouble (a refused stream) is already in `health`.
     private var troubleRecorded = false
+    /// The peer protocol version the peer answered with when it last accepted the Raft stream (nil: never).
+    private var peerVersion: Int?
 
     init(peer: NodeID, host: String, port: Int, loop: EventLoop, settings: Settings) {
         self.peer = peer
@@ -198,7 +200,8 @@ final class PeerLink: @unchecked Sendable {
     /// `PeerAuth`), made only when a connection opens its two long-lived streams.
     private func headers(path: String) -> HPACKHeaders {
         HPACKHeaders([(":method", "POST"), (":scheme", "http"), (":authority", "\(address.host):\(address.port)"),
-                      (":path", path)] + settings.auth.headers(from: settings.nodeID, to: peer, path: path))
+                      (":path", path), (PeerProtocol.header, "\(PeerProtocol.version)")]
+                     + settings.auth.headers(from: settings.nodeID, to: peer, path: path))
     }
 
     private func connectIfNeeded() {
@@ -284,8 +287,10 @@ final class PeerLink: @unchecked Sendable {
         }
     }
 
-    /// The peer accepted this node's Raft stream (its credentials): the link is up.
-    fileprivate func accepted() {
+    /// The peer accepted this node's Raft stream (its credentials): the link is up, and the peer runs
+    /// `version` of the peer protocol.
+    fileprivate func accepted(version: Int) {
+        peerVersion = version
         report(health.up(at: .now()))
         settings.onUp(peer)
     }
@@ -295,6 +300,8 @@ final class PeerLink: @unchecked Sendable {
         troubleRecorded = true
         let why = status == "401"
             ? "the peer refused this node's credentials (401): do both nodes have the same cluster secret?"
+            : status == "426"
+            ? "the peer does not talk this node's peer protocol version \(PeerProtocol.version) (426): upgrade one version at a time"
             : "the peer refused the stream (HTTP \(status))"
         troubled(connecting: true, why)
     }
@@ -416,7 +423,7 @@ final class PeerLink: @unchecked Sendable {
                 peer: self.peer, connected: self.raftStream != nil && self.health.isUp, queuedBatches: self.queue.count,
                 droppedBatches: self.dropped, connectFailures: self.health.failures, lastError: self.health.lastError,
                 secondsSinceLastError: self.health.secondsSinceError(at: now),
-                secondsSinceConnected: self.health.secondsSinceUp(at: now))
+                secondsSinceConnected: self.health.secondsSinceUp(at: now), peerVersion: self.peerVersion)
         }
     }
 }
@@ -506,7 +513,7 @@ final class PeerRaftStreamWatcher: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .headers(let h) = unwrapInboundIn(data), let status = h.headers.first(name: ":status") else { return }
         if status == "200" {
-            link.accepted()
+            link.accepted(version: PeerProtocol.version(fromHeader: h.headers.first(name: PeerProtocol.header)) ?? 1)
         } else {
             link.refused(status: status)
             context.close(promise: nil)

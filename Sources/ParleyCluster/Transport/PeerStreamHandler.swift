@@ -39,6 +39,8 @@ final class PeerStreamHandler: ChannelInboundHandler {
         var auth: PeerTokenCheck
         /// Told of every refused credential (for a rate-limited log line and a metric).
         var onRefused: @Sendable (PeerTokenCheck.Refusal, SocketAddress?) -> Void = { _, _ in }
+        /// Told of a stream refused for its peer protocol version (node, the version it named).
+        var onVersionRefused: @Sendable (NodeID, String) -> Void = { _, _ in }
         var maxFrameBytes: Int
         var onRaft: @Sendable (NodeID, [RaftEnvelope]) -> Void
         var onRequest: @Sendable (PeerRequest, EventLoop) -> EventLoopFuture<PeerResponse>
@@ -113,10 +115,18 @@ final class PeerStreamHandler: ChannelInboundHandler {
                 return finish(context, status: 401, "cluster credentials refused: \(why.rawValue)")
             }
         }
+        // Issue 18: a peer of a version this node cannot talk to is refused before anything it sends is read.
+        let version = PeerProtocol.version(fromHeader: headers.first(name: PeerProtocol.header))
+        guard let version, version >= PeerProtocol.oldestAccepted else {
+            let said = headers.first(name: PeerProtocol.header) ?? "?"
+            settings.onVersionRefused(node, said)
+            return finish(context, status: 426, "peer protocol version \(said) is not one this node talks to "
+                          + "(\(PeerProtocol.oldestAccepted) to \(PeerProtocol.version)): upgrade one version at a time")
+        }
         if path == "/raft/v1/stream" || path == "/rpc/v1/stream" {
             mode = path == "/raft/v1/stream" ? .raft(node) : .rpcStream(node, joinOnly: joinOnly)
-            // Accept at once: the peer keeps writing batches on this stream.
-            let ok = HPACKHeaders([(":status", "200")])
+            // Accept at once: the peer keeps writing batches on this stream. Our version goes with the answer.
+            let ok = HPACKHeaders([(":status", "200"), (PeerProtocol.header, "\(PeerProtocol.version)")])
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: ok))), promise: nil)
         } else if path.hasPrefix("/rpc/v1/") {
             mode = .rpc(node, path)

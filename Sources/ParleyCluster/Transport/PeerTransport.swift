@@ -93,6 +93,11 @@ public final class PeerTransport: Sendable {
                                                   maxFrameBytes: config.maxFrameBytes,
                                                   onRaft: onRaft, onRequest: onRequest, answers: answers)
         settings.onRefused = { why, remote in refusals.refused(why, from: remote) }
+        let versionRefusals = RateLimitedWarning(logger: logger, message: "refused a peer of a peer protocol version this node does not talk to")
+        settings.onVersionRefused = { peer, version in
+            versionRefusals.happened(["peer": "\(peer)", "theirs": "\(version)",
+                                      "ours": "\(PeerProtocol.oldestAccepted)...\(PeerProtocol.version)"])
+        }
         let tls = try config.tls?.contexts()
         clientTLS = tls?.client
         server = try await ServerBootstrap(group: group)
@@ -183,6 +188,16 @@ public final class PeerTransport: Sendable {
         public var secondsSinceLastError: Double?
         /// 0 while connected; nil if this link never connected.
         public var secondsSinceConnected: Double?
+        /// The peer protocol version the peer last answered with (`PeerProtocol`; nil: never connected).
+        public var peerVersion: Int?
+    }
+
+    /// Whether every one of `nodes` (this node aside) last answered with a peer protocol version that has
+    /// `feature`; a node never reached counts as one that does not.
+    public func everyPeerHas(_ feature: PeerProtocol.Feature, among nodes: some Sequence<NodeID>) async -> Bool {
+        guard PeerProtocol.version >= feature.version else { return false }
+        let versions = Dictionary(await linkStatus().map { ($0.peer, $0.peerVersion ?? 0) }, uniquingKeysWith: max)
+        return nodes.allSatisfy { $0 == config.nodeID || (versions[$0] ?? 0) >= feature.version }
     }
 
     public func linkStatus() async -> [LinkStatus] {

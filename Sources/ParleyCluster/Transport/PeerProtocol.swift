@@ -1,0 +1,34 @@
+/// Issue 18: the version of what nodes say to each other, so nodes of adjacent releases run side by side
+/// during a rolling upgrade. Every stream a node opens carries `parley-peer-version` (its version); the node
+/// accepting it answers with its own. A node that sent none is version 1 (before the header existed).
+/// A stream from a version this node cannot talk to is refused (426) with the versions in the answer, and
+/// the refusing side logs it; a feature that writes something older nodes cannot read (a new replicated
+/// command) is used only once every node of the cluster said it reads it (`PeerTransport.peerVersions`).
+///
+/// Versions:
+/// - 1: Raft batches (`RaftWireCodec` 1), proposal batches, commands up to tag 37.
+/// - 2: the header; reads `enter` with `replacing` (command tag 38, the session take-over of C5).
+public enum PeerProtocol {
+    public static let version = 2
+    /// The oldest version this node talks to: the release before it.
+    public static let oldestAccepted = 1
+    public static let header = "parley-peer-version"
+
+    /// The version a stream's header names (1 when there is none; nil when it is not a number).
+    static func version(fromHeader value: String?) -> Int? {
+        guard let value else { return 1 }
+        return Int(value)
+    }
+
+    /// What a feature needs every node to read.
+    public enum Feature: Sendable {
+        /// `enter` replacing a session (C5 hand-off from a draining edge), command tag 38.
+        case sessionTakeOver
+
+        public var version: Int {
+            switch self {
+            case .sessionTakeOver: 2
+            }
+        }
+    }
+}
