@@ -34,8 +34,28 @@ struct DevCommand: AsyncParsableCommand {
         layout.extraArguments += ["--app-file", appFile]
         let processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
         let exits = ExitCounter(count: nodes)
-        processes.onExit = { _, _ in exits.exited() }
-        for id in layout.ids { try processes.start(id) }
+        // Issue 18: like a service manager with restart-always, a node that ends while the dev cluster runs is
+        // started again (the same binary path: a rebuilt one is an upgrade), so a rolling restart or a SIGTERM
+        // drain can be tried here: `kill -TERM $(cat DATA/node-N.pid)` stops one; Ctrl-C stops all.
+        let data = self.data
+        processes.onExit = { id, status in
+            guard !exits.isStopping else { return exits.exited() }
+            Self.say("node \(id) exited (status \(status)); starting it again in 1 s\n")
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+                guard !exits.isStopping else { return exits.exited() }
+                do {
+                    try processes.start(id)
+                    Self.writePidFile(processes, id, data)
+                } catch {
+                    Self.say("node \(id) could not start again: \(error)\n")
+                    exits.exited()
+                }
+            }
+        }
+        for id in layout.ids {
+            try processes.start(id)
+            Self.writePidFile(processes, id, data)
+        }
 
         var banner = "Parley dev cluster: \(nodes) nodes, \(shards) shards, data in \(data)/\n"
         for id in layout.ids {
@@ -53,6 +73,7 @@ struct DevCommand: AsyncParsableCommand {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: signals)
             source.setEventHandler {
                 Self.say("\nstopping…\n")
+                exits.stopping()
                 processes.terminateAll()
             }
             source.resume()
@@ -60,6 +81,12 @@ struct DevCommand: AsyncParsableCommand {
         }
         await exits.allExited()
         withExtendedLifetime(sources) {}
+    }
+
+    /// `DATA/node-N.pid`: what an operator trying a rolling restart here stops (`kill -TERM`).
+    static func writePidFile(_ processes: LocalNodeProcesses, _ id: UInt64, _ data: String) {
+        guard let pid = processes.pid(id) else { return }
+        try? "\(pid)\n".write(toFile: data + "/node-\(id).pid", atomically: true, encoding: .utf8)
     }
 
     /// Unbuffered, so the banner shows at once even when stdout is a pipe.
@@ -90,7 +117,14 @@ final class ExitCounter: @unchecked Sendable {
     private var running: Int
     private var waiter: CheckedContinuation<Void, Never>?
 
+    private var stoppingAll = false
+
     init(count: Int) { running = count }
+
+    /// Ctrl-C or SIGTERM: from now on an exit is counted, not restarted.
+    func stopping() { lock.withLock { stoppingAll = true } }
+
+    var isStopping: Bool { lock.withLock { stoppingAll } }
 
     /// Called from each node's termination handler.
     func exited() {

@@ -4,7 +4,8 @@ import ParleyClient
 import ParleyCluster
 import ParleyRooms
 
-/// Issue 18 / SPEC C6: `cluster/rolling-restart.sh` restarts every node of a 3-node cluster, one at a time
+/// Issue 18 / SPEC C6: `cluster/rolling-restart.sh` restarts every node of a 3-node and of a 5-node cluster,
+/// one at a time
 /// (drain, stop, start, ready and caught up, undrain, its share of leaders back), while a client on every edge
 /// sends messages. The script stops and starts nodes through wrappers, as it would a service manager. Nothing
 /// is lost or duplicated, no client's connection state changes (each moves with its edge's drain), the room
@@ -15,14 +16,21 @@ import ParleyRooms
     /// The repository's root (the script lives in cluster/).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test func C6_aRollingRestartOfEveryNodeUnderLoadLosesNothing() async throws {
-        try await withLocalCluster(extraArguments: ["--leader-balance-ms", "1000"]) { cluster in
+    /// The longer run of docs/reliability.md is this test with more: `PARLEY_ROLLING_ROUNDS` (every node
+    /// restarted that many times, default 1) and `PARLEY_ROLLING_CLIENTS` (clients per edge, default 1).
+    static let rounds = Int(ProcessInfo.processInfo.environment["PARLEY_ROLLING_ROUNDS"] ?? "") ?? 1
+    static let clientsPerEdge = Int(ProcessInfo.processInfo.environment["PARLEY_ROLLING_CLIENTS"] ?? "") ?? 1
+
+    @Test(arguments: [3, 5]) func C6_aRollingRestartOfEveryNodeUnderLoadLosesNothing(nodes: Int) async throws {
+        try await withLocalCluster(size: nodes, extraArguments: ["--leader-balance-ms", "1000"]) { cluster in
         let room = "rolling-room"
-        let users = ["vic", "wes", "xia"]
+        let names = ["vic", "wes", "xia", "yan", "zoe"]
+        let users = (0..<Self.clientsPerEdge).flatMap { round in names.prefix(nodes).map { round == 0 ? $0 : "\($0)\(round)" } }
         try await Faults.prepare(cluster, users: users, room: room)
         // One client per edge, with every node in its address list (after a 4100 it may reconnect anywhere).
         let clients = users.indices.map { i in
-            Faults.client(cluster, via: [UInt64(i + 1)] + cluster.ids.filter { $0 != UInt64(i + 1) })
+            let home = UInt64(i % nodes + 1)
+            return Faults.client(cluster, via: [home] + cluster.ids.filter { $0 != home })
         }
         let recorders = clients.map { FaultEventRecorder($0) }
         for (client, user) in zip(clients, users) { try await Faults.enter(client, user, room) }
@@ -53,36 +61,51 @@ import ParleyRooms
             }
         }
 
-        let sending = Task { () -> [Int64] in
-            try await withThrowingTaskGroup(of: [Int64].self) { group in
+        // Each send is retried (same clientMessageId) until acknowledged; how long that took is kept.
+        let sending = Task { () -> [(seq: Int64, millis: Double)] in
+            try await withThrowingTaskGroup(of: [(seq: Int64, millis: Double)].self) { group in
                 for (client, user) in zip(clients, users) {
                     group.addTask {
-                        var acked: [Int64] = []
+                        var acked: [(seq: Int64, millis: Double)] = []
                         var i = 0
                         while !Task.isCancelled {
                             i += 1
-                            acked.append(try await Faults.sendAcked(client, room, body: "\(user)-\(i)", id: "\(user)-\(i)", seconds: 60))
+                            let began = ContinuousClock.now
+                            let seq = try await Faults.sendAcked(client, room, body: "\(user)-\(i)", id: "\(user)-\(i)", seconds: 60)
+                            let took = ContinuousClock.now - began
+                            acked.append((seq, Double(took.components.seconds) * 1000 + Double(took.components.attoseconds) / 1e15))
                             try? await Task.sleep(for: .milliseconds(150))
                         }
                         return acked
                     }
                 }
-                var all: [Int64] = []
+                var all: [(seq: Int64, millis: Double)] = []
                 for try await acked in group { all += acked }
                 return all
             }
         }
         let ops = cluster.ids.map { "\($0)=\(cluster.ops($0))" }.joined(separator: ",")
         let script = Self.root.appendingPathComponent("cluster/rolling-restart.sh").path
-        let run = try await cluster.run(["--through", "127.0.0.1:\(cluster.nodes.layout.peerPort(1))",
-                                         "--secret-file", cluster.nodes.secretFile, "--ops", ops,
-                                         "--stop", "sh \(folder.path)/stop-{id}.sh", "--start", "bash \(folder.path)/start-{id}.sh",
-                                         "--parley", cluster.nodes.executable.path, "--timeout", "90", "1", "2", "3"],
-                                        executable: URL(fileURLWithPath: "/bin/bash"), prefix: [script], seconds: 300)
+        let started = ContinuousClock.now
+        for round in 1...Self.rounds {
+            let run = try await cluster.run(["--through", "127.0.0.1:\(cluster.nodes.layout.peerPort(1))",
+                                             "--secret-file", cluster.nodes.secretFile, "--ops", ops,
+                                             "--stop", "sh \(folder.path)/stop-{id}.sh", "--start", "bash \(folder.path)/start-{id}.sh",
+                                             "--parley", cluster.nodes.executable.path, "--timeout", "90"]
+                                                + cluster.ids.map { "\($0)" },
+                                            executable: URL(fileURLWithPath: "/bin/bash"), prefix: [script], seconds: 320)
+            #expect(run.status == 0 && run.output.contains("all \(nodes) nodes restarted"), "round \(round): \(run.output)")
+            guard run.status == 0 else { break }
+        }
+        let took = ContinuousClock.now - started
         sending.cancel()
-        let acked = try await sending.value
-        #expect(run.status == 0 && run.output.contains("all 3 nodes restarted"), "\(run.output)")
+        let sends = try await sending.value
+        let acked = sends.map(\.seq)
         #expect(acked.count > 30, "messages acknowledged during the restarts: \(acked.count)")
+        let millis = sends.map(\.millis).sorted()
+        func at(_ q: Double) -> Int { millis.isEmpty ? 0 : Int(millis[min(millis.count - 1, Int(Double(millis.count) * q))]) }
+        print("rolling restart: \(nodes) nodes × \(Self.rounds) rounds in \(took.components.seconds) s, \(users.count) clients, "
+              + "\(acked.count) messages acknowledged; send to ack p50 \(at(0.5)) ms, p99 \(at(0.99)) ms, max \(at(1)) ms")
 
         try await Faults.waitFor("every acknowledged message to reach every client", seconds: 30) {
             for r in recorders where !Set(await r.messages(in: room).map(\.seq)).isSuperset(of: acked) { return false }
