@@ -308,7 +308,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             shardCount: config.shardCount,
             healthy: driver.failure == nil,
             peers: links.map { link in
-                .init(id: link.peer, address: config.peers[link.peer].map { "\($0)" } ?? "",
+                .init(id: link.peer, address: config.peers[link.peer].map { "\($0)" }
+                          ?? metaState.flatMap { $0 }?.nodes[link.peer]?.peerAddress ?? "",
                       connected: link.connected, queuedBatches: link.queuedBatches, droppedBatches: link.droppedBatches,
                       connectFailures: link.connectFailures, lastError: link.lastError,
                       lastErrorSecondsAgo: link.secondsSinceLastError.map(Self.rounded),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 import ParleyCluster
@@ -56,8 +57,12 @@ struct ClusterCommand: AsyncParsableCommand {
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             var config = PeerTransport.Config(nodeID: NodeID.max - 1, port: 0, secret: try secret())
             config.tls = try tls()
+            // A one-shot client: its links coming and going (at exit, to every node) are not news to its user.
+            var quiet = Logger(label: "parley.cluster")
+            quiet.logLevel = .error
             let client = try await PeerTransport(config: config, group: group, onRaft: { _, _ in },
-                                                 onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) })
+                                                 onRequest: { _, loop in loop.makeSucceededFuture(PeerResponse(status: 404, body: [])) },
+                                                 logger: quiet)
             await client.setPeers([PeerTokenCheck.anyNode: (host, port)])
             var last = "no answer"
             for _ in 0..<20 {

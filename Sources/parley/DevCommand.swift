@@ -34,13 +34,18 @@ struct DevCommand: AsyncParsableCommand {
         layout.extraArguments += ["--app-file", appFile]
         let processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
         let exits = ExitCounter(count: nodes)
-        // Issue 18: like a service manager with restart-always, a node that ends while the dev cluster runs is
-        // started again (the same binary path: a rebuilt one is an upgrade), so a rolling restart or a SIGTERM
-        // drain can be tried here: `kill -TERM $(cat DATA/node-N.pid)` stops one; Ctrl-C stops all.
+        // Issue 18: like a service manager, a node that stops cleanly while the dev cluster runs is started again
+        // (the same binary path: a rebuilt one is an upgrade), so a rolling restart or a SIGTERM drain can be
+        // tried here: `kill -TERM $(cat DATA/node-N.pid)` restarts one; Ctrl-C stops all.
         let data = self.data
         processes.onExit = { id, status in
             guard !exits.isStopping else { return exits.exited() }
-            Self.say("node \(id) exited (status \(status)); starting it again in 1 s\n")
+            // A crash or a kill -9 stays down (a dead machine, to try `parley cluster replace` on).
+            guard status == 0 else {
+                Self.say("node \(id) ended (status \(status)) and stays down: only a node that stopped cleanly is started again\n")
+                return exits.exited()
+            }
+            Self.say("node \(id) stopped; starting it again in 1 s\n")
             DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
                 guard !exits.isStopping else { return exits.exited() }
                 do {

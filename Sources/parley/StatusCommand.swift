@@ -50,6 +50,12 @@ enum StatusTable {
         } else {
             out += "meta: unreachable\n"
         }
+        // Issue 18: what a drain waits for (clients and leaderships gone), and why the node is not ready.
+        if let e = r.edge {
+            out += "edge: \(e.connections) connections, \(e.sessions) sessions; this node leads "
+                + "\(r.shards.filter { $0.role == "leader" }.count) shards\n"
+        }
+        if let why = r.notReadyBecause { out += "not ready: \(why)\n" }
         // Issue 17: leaders per node as this node's replicas know them (every shard when it holds them all).
         let leadersByNode = Dictionary(grouping: r.shards.filter { $0.leader != 0 }, by: \.leader).mapValues(\.count)
         out += "leaders: " + (leadersByNode.isEmpty ? "none known" : leadersByNode.keys.sorted().map { "\($0)=\(leadersByNode[$0]!)" }
