@@ -17,14 +17,18 @@ import ParleyRooms
         try await withLocalCluster { cluster in
         let room = "drain-room"
         let movers = ["mia", "ned", "ora", "pat"]
-        try await Faults.prepare(cluster, users: movers + ["lis"], room: room)
-        // The movers start on node 2 (their only address), the listener on node 1.
+        try await Faults.prepare(cluster, users: movers + ["lis", "kai"], room: room)
+        // The movers start on node 2 (their only address), a listener on node 1 and a sender on node 3: a
+        // client on every edge.
         let clients = movers.map { _ in Faults.client(cluster, via: [2]) }
         let recorders = clients.map { FaultEventRecorder($0) }
         for (client, user) in zip(clients, movers) { try await Faults.enter(client, user, room) }
         let listener = Faults.client(cluster, via: [1])
         let heard = FaultEventRecorder(listener)
         try await Faults.enter(listener, "lis", room)
+        let stayer = Faults.client(cluster, via: [3])
+        let stayed = FaultEventRecorder(stayer)
+        try await Faults.enter(stayer, "kai", room)
         try await cluster.eventually("node 2's edge to hold the movers", seconds: 10) {
             (try? await cluster.status(2))?.edge?.connections == movers.count
         }
@@ -36,7 +40,7 @@ import ParleyRooms
         // Every mover sends all along; each send is retried (same clientMessageId) until acknowledged.
         let sending = Task { () -> [Int64] in
             try await withThrowingTaskGroup(of: [Int64].self) { group in
-                for (client, user) in zip(clients, movers) {
+                for (client, user) in zip(clients + [stayer], movers + ["kai"]) {
                     group.addTask {
                         var acked: [Int64] = []
                         for i in 0..<60 {
@@ -61,7 +65,7 @@ import ParleyRooms
         }
         let drainedAt = ContinuousClock.now
         let acked = try await sending.value
-        #expect(Set(acked).count == movers.count * 60)
+        #expect(Set(acked).count == (movers.count + 1) * 60)
 
         // Node 2 kept its replicas and is listed draining.
         #expect(try await cluster.status(2).shards.count == 16)
@@ -69,10 +73,10 @@ import ParleyRooms
         #expect(listing.output.split(separator: "\n").contains { $0.hasPrefix("2 ") && $0.contains("draining") }, "\(listing.output)")
 
         try await Faults.waitFor("every acknowledged message to reach everyone", seconds: 30) {
-            for r in recorders + [heard] where !Set(await r.messages(in: room).map(\.seq)).isSuperset(of: acked) { return false }
+            for r in recorders + [heard, stayed] where !Set(await r.messages(in: room).map(\.seq)).isSuperset(of: acked) { return false }
             return true
         }
-        for (name, r) in zip(movers + ["lis"], recorders + [heard]) {
+        for (name, r) in zip(movers + ["lis", "kai"], recorders + [heard, stayed]) {
             let seqs = await r.messages(in: room).map(\.seq)
             #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "\(name): in order, once each")
             let events = await r.events
@@ -100,7 +104,7 @@ import ParleyRooms
         let undrained = try await cluster.parley(["cluster", "undrain", "--node", "2", "--through", peer1])
         #expect(undrained.status == 0 && undrained.output.contains("active again"), "\(undrained.output)")
         #expect(try await cluster.metaState(via: 1).nodes[2]?.state == .active)
-        for client in clients + [listener] { await client.close() }
+        for client in clients + [listener, stayer] { await client.close() }
         }
     }
 
@@ -125,7 +129,7 @@ import ParleyRooms
         #expect(chart(2, "p99Millis").max > 0, "node 2's p99 chart: \(chart(2, "p99Millis"))")
         #expect(chart(2, "leaders").latest == "0")
         let elsewhere = (Int(chart(1, "connections").latest) ?? 0) + (Int(chart(3, "connections").latest) ?? 0)
-        #expect(elsewhere >= movers + 1, "nodes 1 and 3 hold the movers and the listener: \(elsewhere)")
+        #expect(elsewhere >= movers + 2, "nodes 1 and 3 hold the movers and the two other clients: \(elsewhere)")
         #expect(HeadlessChromium.matches(#"\(last ([0-9.]+) min\)"#, in: dom).first.map { Double($0[0])! > 0 } == true)
     }
 
