@@ -64,6 +64,10 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyWire", "ParleyRooms"], swiftSettings: strict),
+        // Issue 19: users' relationships (and, later, one-to-one and team messaging) as a pure state machine,
+        // like ParleyRooms: no I/O, deterministic, snapshot and restore (docs/im.md).
+        .target(name: "ParleyIM", dependencies: ["ParleyWire"], swiftSettings: strict),
+        .testTarget(name: "ParleyIMTests", dependencies: ["ParleyWire", "ParleyIM", "ParleyRaft"], swiftSettings: strict),
         .target(name: "ParleyRaft", swiftSettings: strict),
         .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
         .target(

@@ -1,0 +1,30 @@
+/// What a user asks of its own shard (seed 004). The operator is the context's actor, never a field, so a
+/// client cannot act for another user.
+public enum ImCommand: Sendable, Equatable {
+    /// `requestFriend`: add (no verification), request, verify (accept the target's request), reject it.
+    case friend(FriendOperation, target: String, message: String)
+    /// `deleteFriend:removeAlias:`.
+    case deleteFriend(target: String, removeRemark: Bool)
+    /// `updateUser`: the operator's remark (alias) for a friend.
+    case updateRemark(target: String, remark: String)
+    /// `addToBlackList` / `removeFromBlackBlackList`.
+    case setBlocked(target: String, Bool)
+    /// `updateNotifyState:forUser:` with notify false / true.
+    case setMuted(target: String, Bool)
+}
+
+/// NIMUserOperation.
+public enum FriendOperation: UInt8, Sendable, Equatable, CaseIterable {
+    case add = 1, request = 2, verify = 3, reject = 4
+}
+
+/// Who applies an IM command and when (the entry's time: apply never reads a clock).
+public struct ImContext: Sendable, Equatable {
+    public var actor: String
+    public var time: Int64
+
+    public init(actor: String, time: Int64) {
+        self.actor = actor
+        self.time = time
+    }
+}

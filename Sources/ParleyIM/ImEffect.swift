@@ -1,0 +1,42 @@
+/// What a command applied on one user's shard changes for another user, applied on that user's shard
+/// (docs/im.md, "effects"): produced deterministically, relayed in order, applied once.
+public struct ImEffect: Sendable, Equatable {
+    public enum Change: Sendable, Equatable {
+        /// `from` befriended the target without verification: the target befriends `from`.
+        case befriendedBy
+        /// `from` asks to be the target's friend.
+        case requestedBy(message: String)
+        /// `from` accepted the target's request: the target befriends `from`, its request goes.
+        case acceptedBy
+        /// `from` rejected the target's request: its request goes.
+        case rejectedBy
+        /// `from` unfriended the target: the target unfriends `from` (its remark for `from` stays).
+        case unfriendedBy
+    }
+
+    /// The user the effect is for.
+    public var target: String
+    /// The user whose command produced it.
+    public var from: String
+    public var change: Change
+    /// The producing command's entry time (what the target records as "since" or "at").
+    public var at: Int64
+
+    public init(target: String, from: String, change: Change, at: Int64) {
+        self.target = target
+        self.from = from
+        self.change = change
+        self.at = at
+    }
+}
+
+/// An effect waiting in its source shard's outbox, with its place in that shard's effect sequence.
+public struct OutboxEntry: Sendable, Equatable {
+    public var seq: UInt64
+    public var effect: ImEffect
+
+    public init(seq: UInt64, effect: ImEffect) {
+        self.seq = seq
+        self.effect = effect
+    }
+}

@@ -1,0 +1,191 @@
+/// The IM state of one shard's users (docs/im.md): their relationship records, the effects this shard
+/// produced for users anywhere (the outbox, until confirmed), and the highest effect applied from each other
+/// shard. Deterministic: time comes from the context or the effect, nothing iterates an unordered collection
+/// in a way that reaches the state, events or effects.
+public struct ImShardState: Sendable, Equatable {
+    public let limits: ImLimits
+    public internal(set) var users: [String: UserRecord] = [:]
+    /// Effects produced here, in sequence order, until the relay confirms their target applied them.
+    public internal(set) var outbox: [OutboxEntry] = []
+    public internal(set) var nextEffectSeq: UInt64 = 1
+    /// Source shard → the highest effect sequence applied from it (a resent relay changes nothing).
+    public internal(set) var appliedFrom: [Int: UInt64] = [:]
+
+    public init(limits: ImLimits = ImLimits()) { self.limits = limits }
+
+    public func user(_ account: String) -> UserRecord { users[account] ?? UserRecord() }
+
+    /// What the operator's devices hear, with the effects for other users queued in the outbox; on error
+    /// nothing changed.
+    public mutating func apply(_ command: ImCommand, context: ImContext) -> Result<[ImEvent], ImError> {
+        let me = context.actor
+        var record = user(me)
+        var events: [ImEvent] = []
+        var effects: [ImEffect] = []
+        do {
+            try checkAccount(me)
+            switch command {
+            case .friend(let operation, let target, let message):
+                try checkOther(target, of: me)
+                try check(message.utf8.count <= limits.maxRequestMessageBytes, "message over \(limits.maxRequestMessageBytes) bytes")
+                try befriendOperation(operation, target: target, message: message, record: &record, context: context,
+                                      events: &events, effects: &effects)
+            case .deleteFriend(let target, let removeRemark):
+                try checkOther(target, of: me)
+                guard record.friends.removeValue(forKey: target) != nil else { throw ImError(.notFriend, "\(target) is not a friend") }
+                if removeRemark { record.remarks[target] = nil }
+                events.append(ImEvent(account: me, kind: .friendChanged(friend: target, isFriend: false)))
+                effects.append(ImEffect(target: target, from: me, change: .unfriendedBy, at: context.time))
+            case .updateRemark(let target, let remark):
+                try checkOther(target, of: me)
+                try check(remark.utf8.count <= limits.maxRemarkBytes, "remark over \(limits.maxRemarkBytes) bytes")
+                guard record.friends[target] != nil else { throw ImError(.notFriend, "\(target) is not a friend") }
+                record.remarks[target] = remark.isEmpty ? nil : remark
+                events.append(ImEvent(account: me, kind: .friendChanged(friend: target, isFriend: true)))
+            case .setBlocked(let target, let on):
+                try checkOther(target, of: me)
+                if try toggle(&record.blocked, target, on, limit: limits.maxBlocked) {
+                    events.append(ImEvent(account: me, kind: .blocklistChanged))
+                }
+            case .setMuted(let target, let on):
+                try checkOther(target, of: me)
+                if try toggle(&record.muted, target, on, limit: limits.maxMuted) {
+                    events.append(ImEvent(account: me, kind: .muteListChanged))
+                }
+            }
+        } catch let error as ImError {
+            return .failure(error)
+        } catch {
+            return .failure(ImError(.badParameter, "\(error)"))
+        }
+        store(record, for: me)
+        for effect in effects {
+            outbox.append(OutboxEntry(seq: nextEffectSeq, effect: effect))
+            nextEffectSeq += 1
+        }
+        return .success(events)
+    }
+
+    private func befriendOperation(_ operation: FriendOperation, target: String, message: String, record: inout UserRecord,
+                                   context: ImContext, events: inout [ImEvent], effects: inout [ImEffect]) throws {
+        let me = context.actor
+        switch operation {
+        case .add, .request:
+            guard record.friends[target] == nil else { throw ImError(.alreadyFriends, "\(target) is a friend already") }
+            if operation == .request {
+                // A second request replaces the first (its message, its time).
+                record.outgoing[target] = FriendRequest(message: message, at: context.time)
+                effects.append(ImEffect(target: target, from: me, change: .requestedBy(message: message), at: context.time))
+                return
+            }
+            try check(record.friends.count < limits.maxFriends, "\(limits.maxFriends) friends", .limitExceeded)
+            record.friends[target] = context.time
+            record.incoming[target] = nil
+            record.outgoing[target] = nil
+            events.append(ImEvent(account: me, kind: .friendChanged(friend: target, isFriend: true)))
+            effects.append(ImEffect(target: target, from: me, change: .befriendedBy, at: context.time))
+        case .verify, .reject:
+            guard let request = record.incoming[target], context.time - request.at < limits.requestLifetimeMillis else {
+                throw ImError(.noRequest, "no friend request from \(target)")
+            }
+            record.incoming[target] = nil
+            if operation == .reject {
+                effects.append(ImEffect(target: target, from: me, change: .rejectedBy, at: context.time))
+                return
+            }
+            if record.friends[target] == nil {
+                try check(record.friends.count < limits.maxFriends, "\(limits.maxFriends) friends", .limitExceeded)
+                record.friends[target] = context.time
+            }
+            record.outgoing[target] = nil
+            events.append(ImEvent(account: me, kind: .friendChanged(friend: target, isFriend: true)))
+            effects.append(ImEffect(target: target, from: me, change: .acceptedBy, at: context.time))
+        }
+    }
+
+    /// Applies the effects relayed from shard `source`, in order, skipping those applied before (by sequence);
+    /// returns what the targets' devices hear and the highest sequence now applied from `source`.
+    public mutating func applyEffects(from source: Int, _ entries: [OutboxEntry]) -> (events: [ImEvent], appliedUpTo: UInt64) {
+        var events: [ImEvent] = []
+        var applied = appliedFrom[source] ?? 0
+        for entry in entries where entry.seq > applied {
+            applied = entry.seq
+            let e = entry.effect
+            guard (try? checkAccount(e.target)) != nil, (try? checkAccount(e.from)) != nil, e.target != e.from else { continue }
+            var record = user(e.target)
+            func notify(_ operation: FriendOperation, _ message: String = "") {
+                events.append(ImEvent(account: e.target, kind: .friendNotification(
+                    seq: record.nextSeq, source: e.from, target: e.target, operation: operation, message: message)))
+                record.nextSeq += 1
+            }
+            switch e.change {
+            case .befriendedBy, .acceptedBy:
+                // Symmetric friendship: the target's list follows even when full (the operator's side decided).
+                let wasFriend = record.friends[e.from] != nil
+                if !wasFriend { record.friends[e.from] = e.at }
+                record.incoming[e.from] = nil
+                record.outgoing[e.from] = nil
+                notify(e.change == .befriendedBy ? .add : .verify)
+                if !wasFriend { events.append(ImEvent(account: e.target, kind: .friendChanged(friend: e.from, isFriend: true))) }
+            case .requestedBy(let message):
+                record.incoming[e.from] = FriendRequest(message: message, at: e.at)
+                notify(.request, message)
+            case .rejectedBy:
+                record.outgoing[e.from] = nil
+                notify(.reject)
+            case .unfriendedBy:
+                if record.friends.removeValue(forKey: e.from) != nil {
+                    events.append(ImEvent(account: e.target, kind: .friendChanged(friend: e.from, isFriend: false)))
+                }
+            }
+            store(record, for: e.target)
+        }
+        appliedFrom[source] = applied
+        return (events, applied)
+    }
+
+    /// The relay's confirmation: these effects were applied by their targets' shards.
+    public mutating func confirm(_ seqs: [UInt64]) {
+        let done = Set(seqs)
+        outbox.removeAll { done.contains($0.seq) }
+    }
+
+    /// Whether `receiver` takes a one-to-one message from `sender` (not on its blocklist), and with an
+    /// alert (sender not on its do-not-disturb list).
+    public func delivery(from sender: String, to receiver: String) -> Result<Bool, ImError> {
+        let record = user(receiver)
+        if record.blocked.contains(sender) { return .failure(ImError(.blocked, "\(receiver) blocked \(sender)")) }
+        return .success(!record.muted.contains(sender))
+    }
+
+    // MARK: checks
+
+    private func checkAccount(_ account: String) throws {
+        try check(!account.isEmpty && account.utf8.count <= limits.maxAccountBytes,
+                  "an account id is 1 to \(limits.maxAccountBytes) bytes")
+    }
+
+    private func checkOther(_ target: String, of me: String) throws {
+        try checkAccount(target)
+        try check(target != me, "\(me) cannot be its own friend, blocked or muted", .oneself)
+    }
+
+    private func check(_ condition: Bool, _ why: String, _ code: ImErrorCode = .badParameter) throws {
+        if !condition { throw ImError(code, why) }
+    }
+
+    /// Adds or removes `target`; true if the set changed. Adding past `limit` is refused.
+    private func toggle(_ set: inout Set<String>, _ target: String, _ on: Bool, limit: Int) throws -> Bool {
+        if on {
+            guard !set.contains(target) else { return false }
+            try check(set.count < limit, "list full (\(limit))", .limitExceeded)
+            set.insert(target)
+            return true
+        }
+        return set.remove(target) != nil
+    }
+
+    private mutating func store(_ record: UserRecord, for account: String) {
+        users[account] = record.isEmpty ? nil : record
+    }
+}

@@ -1,0 +1,55 @@
+import ParleyIM
+
+/// Two or more shards of IM state with the relay between them done by hand, in order, as the cluster's
+/// relay will: each shard's outbox goes to its targets' shards, which answer what they applied, and the
+/// source confirms it.
+struct ImWorld {
+    var shards: [ImShardState]
+    var time: Int64 = 1_000
+    /// Everything the devices heard, in order.
+    var heard: [ImEvent] = []
+
+    init(shards: Int = 2, limits: ImLimits = ImLimits()) {
+        self.shards = (0..<shards).map { _ in ImShardState(limits: limits) }
+    }
+
+    /// A fixed spread of accounts over the shards (the real map hashes; any function will do here): by the
+    /// first letter, so "amy" and "bea" share shard 0 and "tom" is on the last one.
+    func shard(of account: String) -> Int {
+        min(shards.count - 1, max(0, Int(account.utf8.first ?? 97) - 97) * shards.count / 26)
+    }
+
+    @discardableResult
+    mutating func run(_ actor: String, _ command: ImCommand, relay: Bool = true) -> Result<[ImEvent], ImError> {
+        time += 10
+        let s = shard(of: actor)
+        let result = shards[s].apply(command, context: ImContext(actor: actor, time: time))
+        if case .success(let events) = result { heard += events }
+        if relay { self.relay() }
+        return result
+    }
+
+    /// Delivers every outbox to its targets' shards and confirms, until nothing is left.
+    mutating func relay() {
+        for source in shards.indices {
+            let entries = shards[source].outbox
+            for target in shards.indices {
+                let mine = entries.filter { shard(of: $0.effect.target) == target }
+                guard !mine.isEmpty else { continue }
+                let (events, upTo) = shards[target].applyEffects(from: source, mine)
+                heard += events
+                shards[source].confirm(mine.filter { $0.seq <= upTo }.map(\.seq))
+            }
+        }
+    }
+
+    func user(_ account: String) -> UserRecord { shards[shard(of: account)].user(account) }
+
+    func notifications(of account: String) -> [ImEvent.Kind] {
+        heard.filter { $0.account == account }.map(\.kind).filter { if case .friendNotification = $0 { true } else { false } }
+    }
+
+    func friendChanges(of account: String) -> [ImEvent.Kind] {
+        heard.filter { $0.account == account }.map(\.kind).filter { if case .friendChanged = $0 { true } else { false } }
+    }
+}
