@@ -12,6 +12,15 @@ public struct ImEffect: Sendable, Equatable {
         case rejectedBy
         /// `from` unfriended the target: the target unfriends `from` (its remark for `from` stays).
         case unfriendedBy
+        /// The target sent this one-to-one message, which `from` (its receiver) took: the copy for the
+        /// sender's log, so its other devices and a later sync have it.
+        case sentCopy(P2PMessage)
+        /// The target is a member of this team now / no longer.
+        case joinedTeam(String)
+        case leftTeam(String)
+        /// A team notice for the target's log (an invitation, an application to a team it manages, a
+        /// rejection of its application or of its invitation).
+        case teamNotice(TeamNotice, teamId: String, message: String)
     }
 
     /// The user the effect is for.

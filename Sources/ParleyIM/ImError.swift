@@ -12,6 +12,21 @@ public enum ImErrorCode: Int, Sendable, Equatable, Codable {
     case noRequest = 14205
     /// Friends, blocklist or do-not-disturb list full.
     case limitExceeded = 14206
+    /// A sync asked for items the log no longer keeps (over `maxLogItems` or older than the retention).
+    case historyGone = 14207
+    /// The operator's role (or not being a member) does not allow it; notifyExt from a client.
+    case noPermission = 14208
+    case noSuchTeam = 14209
+    case teamExists = 14210
+    /// Sending while muted, or while the team is muted for normal members.
+    case teamMuted = 14211
+    /// Applying to a team whose join mode rejects every application.
+    case applicationsRejected = 14212
+    case alreadyMember = 14213
+    case notMember = 14214
+    /// Accepting or rejecting with no invitation; approving or rejecting with no application.
+    case noInvitation = 14215
+    case teamFull = 14216
 }
 
 public struct ImError: Error, Sendable, Equatable {

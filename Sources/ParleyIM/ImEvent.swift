@@ -7,9 +7,10 @@ public struct ImEvent: Sendable, Equatable {
         case blocklistChanged
         /// `onMuteListChanged`.
         case muteListChanged
-        /// A NIMSystemNotification of type FriendAdd (source, target, NIMUserAddAttachment's operation type),
-        /// with the request's message; `seq` is its place in the user's sequence.
-        case friendNotification(seq: UInt64, source: String, target: String, operation: FriendOperation, message: String)
+        /// A new item of the user's conversation log: a one-to-one message (received, or the copy of one the
+        /// user sent from another device) or a system notification (FriendAdd: source, target,
+        /// NIMUserAddAttachment's operation type, the request's message).
+        case item(ImLogItem)
     }
 
     /// The user whose devices hear it.

@@ -6,6 +6,21 @@ public struct ImLimits: Sendable, Equatable {
     public var maxFriends = 3000
     public var maxBlocked = 3000
     public var maxMuted = 3000
+    public var maxClientMessageIdBytes = 128
+    public var maxBodyBytes = 5000
+    public var maxExtBytes = 1024
+    public var maxTypeBytes = 32
+    /// A user's conversation log keeps at most this many items, and none older than the retention: a device
+    /// away longer syncs what is left and is told what it missed (`historyGone`).
+    public var maxLogItems = 5000
+    public var logRetentionMillis: Int64 = 10 * 24 * 3600 * 1000
+    public var maxSyncItems = 500
+    public var maxTeamIdBytes = 128
+    public var maxTeamMembers = 2000
+    public var maxTeamNameBytes = 64
+    public var maxTeamTextBytes = 1024
+    public var maxNotifyExtBytes = 1024
+    public var maxTargets = 200
     /// A friend request nobody answered is no longer answerable after this long (entry time, ms).
     public var requestLifetimeMillis: Int64 = 30 * 24 * 3600 * 1000
 

@@ -24,7 +24,16 @@ extension ImShardState {
             }
             w.write(u.blocked.sorted())
             w.write(u.muted.sorted())
-            w.write(u.nextSeq)
+            w.write(u.teams.sorted())
+            w.write(u.log.nextSeq)
+            w.write(u.log.droppedThroughSeq)
+            w.write(UInt64(u.log.entries.count))
+            for item in u.log.entries { Self.write(item, into: &w) }
+        }
+        w.write(UInt64(teams.count))
+        for teamId in teams.keys.sorted() {
+            w.write(teamId)
+            Self.write(teams[teamId]!, into: &w)
         }
         w.write(UInt64(outbox.count))
         for entry in outbox {
@@ -59,8 +68,23 @@ extension ImShardState {
             }
             u.blocked = Set(try r.readStrings())
             u.muted = Set(try r.readStrings())
-            u.nextSeq = try r.readUInt64()
+            u.teams = Set(try r.readStrings())
+            let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
+            var items: [ImLogItem] = []
+            for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
+                let item = try Self.readItem(&r)
+                items.append(item)
+                // What this user received (not the copies of what it sent) answers resends.
+                if case .message(let m, _) = item.kind, m.to == account, !m.clientMessageId.isEmpty {
+                    u.received[UserRecord.receivedKey(m.from, m.clientMessageId)] = item.seq
+                }
+            }
+            u.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
             users[account] = u
+        }
+        for _ in 0..<(try r.readCount(minimumItemBytes: 8)) {
+            let teamId = try r.readString()
+            teams[teamId] = try Self.readTeam(&r)
         }
         for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
             outbox.append(OutboxEntry(seq: try r.readUInt64(), effect: try Self.readEffect(&r)))
@@ -80,7 +104,139 @@ extension ImShardState {
         case .acceptedBy: w.write(UInt8(3))
         case .rejectedBy: w.write(UInt8(4))
         case .unfriendedBy: w.write(UInt8(5))
+        case .sentCopy(let m): w.write(UInt8(6)); write(m, into: &w)
+        case .joinedTeam(let t): w.write(UInt8(7)); w.write(t)
+        case .leftTeam(let t): w.write(UInt8(8)); w.write(t)
+        case .teamNotice(let notice, let t, let message): w.write(UInt8(9)); w.write(notice.rawValue); w.write(t); w.write(message)
         }
+    }
+
+    static func write(_ m: P2PMessage, into w: inout ByteWriter) {
+        w.write(m.from); w.write(m.to); w.write(m.clientMessageId); w.write(m.type); w.write(m.body); w.write(m.ext)
+        w.write(m.receiverSeq)
+    }
+
+    static func readMessage(_ r: inout ByteReader) throws(CodecError) -> P2PMessage {
+        P2PMessage(from: try r.readString(), to: try r.readString(), clientMessageId: try r.readString(), type: try r.readString(),
+                   body: try r.readString(), ext: try r.readString(), receiverSeq: try r.readUInt64())
+    }
+
+    static func write(_ item: ImLogItem, into w: inout ByteWriter) {
+        w.write(item.seq)
+        w.write(item.time)
+        switch item.kind {
+        case .message(let m, let alert): w.write(UInt8(1)); write(m, into: &w); w.write(alert)
+        case .friendNotification(let source, let target, let operation, let message):
+            w.write(UInt8(2)); w.write(source); w.write(target); w.write(operation.rawValue); w.write(message)
+        case .teamNotice(let notice, let teamId, let source, let message):
+            w.write(UInt8(3)); w.write(notice.rawValue); w.write(teamId); w.write(source); w.write(message)
+        }
+    }
+
+    static func readItem(_ r: inout ByteReader) throws(CodecError) -> ImLogItem {
+        let seq = try r.readUInt64(), time = try r.readInt64()
+        switch try r.readByte() {
+        case 1:
+            let m = try readMessage(&r)
+            return ImLogItem(seq: seq, time: time, kind: .message(m, alert: try r.readBool()))
+        case 2:
+            let source = try r.readString(), target = try r.readString()
+            let operation: FriendOperation = try r.readEnum()
+            return ImLogItem(seq: seq, time: time, kind: .friendNotification(source: source, target: target, operation: operation,
+                                                                            message: try r.readString()))
+        case 3:
+            let notice: TeamNotice = try r.readEnum()
+            return ImLogItem(seq: seq, time: time, kind: .teamNotice(notice, teamId: try r.readString(), source: try r.readString(),
+                                                                    message: try r.readString()))
+        case let tag: throw .badTag("log item", UInt64(tag))
+        }
+    }
+
+    static func write(_ t: TeamRecord, into w: inout ByteWriter) {
+        let i = t.info
+        w.write(i.name); w.write(i.intro); w.write(i.announcement); w.write(i.avatar)
+        w.write(i.joinMode.rawValue); w.write(i.inviteMode.rawValue); w.write(i.beInviteMode.rawValue)
+        w.write(i.updateInfoMode.rawValue); w.write(i.muteAll)
+        w.write(t.owner)
+        w.write(UInt64(t.members.count))
+        for account in t.members.keys.sorted() {
+            let m = t.members[account]!
+            w.write(account); w.write(m.role.rawValue); w.write(m.muted); w.write(m.notify.rawValue); w.write(m.joinedAt)
+        }
+        w.write(UInt64(t.invitations.count))
+        for account in t.invitations.keys.sorted() {
+            let inv = t.invitations[account]!
+            w.write(account); w.write(inv.inviter); w.write(inv.postscript); w.write(inv.at)
+        }
+        w.write(UInt64(t.applications.count))
+        for account in t.applications.keys.sorted() {
+            w.write(account); w.write(t.applications[account]!.message); w.write(t.applications[account]!.at)
+        }
+        w.write(t.log.nextSeq)
+        w.write(t.log.droppedThroughSeq)
+        w.write(UInt64(t.log.entries.count))
+        for item in t.log.entries {
+            w.write(item.seq); w.write(item.time)
+            switch item.kind {
+            case .message(let m):
+                w.write(UInt8(1)); w.write(m.from); w.write(m.clientMessageId); w.write(m.type); w.write(m.body); w.write(m.ext)
+            case .notification(let n):
+                w.write(UInt8(2)); w.write(n.operation.rawValue); w.write(n.source); w.write(n.targets); w.write(n.notifyExt)
+                w.write(UInt64(n.attachment.count))
+                for tag in n.attachment.keys.sorted() { w.write(tag.rawValue); w.write(n.attachment[tag]!) }
+            }
+        }
+    }
+
+    static func readTeam(_ r: inout ByteReader) throws(CodecError) -> TeamRecord {
+        var info = TeamInfo(name: try r.readString())
+        info.intro = try r.readString(); info.announcement = try r.readString(); info.avatar = try r.readString()
+        info.joinMode = try r.readEnum(); info.inviteMode = try r.readEnum(); info.beInviteMode = try r.readEnum()
+        info.updateInfoMode = try r.readEnum(); info.muteAll = try r.readBool()
+        let owner = try r.readString()
+        var t = TeamRecord(info: info, owner: owner, at: 0)
+        t.members = [:]
+        for _ in 0..<(try r.readCount(minimumItemBytes: 6)) {
+            let account = try r.readString()
+            var m = TeamMember(role: try r.readEnum(), joinedAt: 0)
+            m.muted = try r.readBool()
+            m.notify = try r.readEnum()
+            m.joinedAt = try r.readInt64()
+            t.members[account] = m
+        }
+        for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
+            let account = try r.readString()
+            t.invitations[account] = TeamInvitation(inviter: try r.readString(), postscript: try r.readString(), at: try r.readInt64())
+        }
+        for _ in 0..<(try r.readCount(minimumItemBytes: 3)) {
+            let account = try r.readString()
+            t.applications[account] = FriendRequest(message: try r.readString(), at: try r.readInt64())
+        }
+        let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
+        var items: [TeamLogItem] = []
+        for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
+            let seq = try r.readUInt64(), time = try r.readInt64()
+            switch try r.readByte() {
+            case 1:
+                let m = TeamMessage(from: try r.readString(), clientMessageId: try r.readString(), type: try r.readString(),
+                                    body: try r.readString(), ext: try r.readString())
+                items.append(TeamLogItem(seq: seq, time: time, kind: .message(m)))
+                if !m.clientMessageId.isEmpty { t.sent[TeamRecord.sentKey(m.from, m.clientMessageId)] = seq }
+            case 2:
+                let operation: TeamOperation = try r.readEnum()
+                let source = try r.readString(), targets = try r.readStrings(), notifyExt = try r.readString()
+                var attachment: [TeamUpdateTag: String] = [:]
+                for _ in 0..<(try r.readCount(minimumItemBytes: 2)) {
+                    let tag: TeamUpdateTag = try r.readEnum()
+                    attachment[tag] = try r.readString()
+                }
+                items.append(TeamLogItem(seq: seq, time: time, kind: .notification(
+                    TeamNotification(operation: operation, source: source, targets: targets, notifyExt: notifyExt, attachment: attachment))))
+            case let tag: throw .badTag("team log item", UInt64(tag))
+            }
+        }
+        t.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+        return t
     }
 
     static func readEffect(_ r: inout ByteReader) throws(CodecError) -> ImEffect {
@@ -92,6 +248,12 @@ extension ImShardState {
         case 3: change = .acceptedBy
         case 4: change = .rejectedBy
         case 5: change = .unfriendedBy
+        case 6: change = .sentCopy(try readMessage(&r))
+        case 7: change = .joinedTeam(try r.readString())
+        case 8: change = .leftTeam(try r.readString())
+        case 9:
+            let notice: TeamNotice = try r.readEnum()
+            change = .teamNotice(notice, teamId: try r.readString(), message: try r.readString())
         case let tag: throw .badTag("effect", UInt64(tag))
         }
         return ImEffect(target: target, from: from, change: change, at: at)

@@ -5,6 +5,8 @@
 public struct ImShardState: Sendable, Equatable {
     public let limits: ImLimits
     public internal(set) var users: [String: UserRecord] = [:]
+    /// The teams whose id maps to this shard.
+    public internal(set) var teams: [String: TeamRecord] = [:]
     /// Effects produced here, in sequence order, until the relay confirms their target applied them.
     public internal(set) var outbox: [OutboxEntry] = []
     public internal(set) var nextEffectSeq: UInt64 = 1
@@ -111,12 +113,16 @@ public struct ImShardState: Sendable, Equatable {
         for entry in entries where entry.seq > applied {
             applied = entry.seq
             let e = entry.effect
-            guard (try? checkAccount(e.target)) != nil, (try? checkAccount(e.from)) != nil, e.target != e.from else { continue }
+            guard (try? checkAccount(e.target)) != nil, (try? checkAccount(e.from)) != nil else { continue }
+            switch e.change {
+            case .joinedTeam, .leftTeam, .teamNotice: break
+            default: guard e.target != e.from else { continue }  // friends and copies are between two users
+            }
             var record = user(e.target)
             func notify(_ operation: FriendOperation, _ message: String = "") {
-                events.append(ImEvent(account: e.target, kind: .friendNotification(
-                    seq: record.nextSeq, source: e.from, target: e.target, operation: operation, message: message)))
-                record.nextSeq += 1
+                let item = record.append(.friendNotification(source: e.from, target: e.target, operation: operation, message: message),
+                                         at: e.at, limits: limits)
+                events.append(ImEvent(account: e.target, kind: .item(item)))
             }
             switch e.change {
             case .befriendedBy, .acceptedBy:
@@ -137,11 +143,64 @@ public struct ImShardState: Sendable, Equatable {
                 if record.friends.removeValue(forKey: e.from) != nil {
                     events.append(ImEvent(account: e.target, kind: .friendChanged(friend: e.from, isFriend: false)))
                 }
+            case .sentCopy(let message):
+                guard message.from == e.target, message.to == e.from else { continue }
+                let item = record.append(.message(message, alert: false), at: e.at, limits: limits)
+                events.append(ImEvent(account: e.target, kind: .item(item)))
+            case .joinedTeam(let teamId):
+                record.teams.insert(teamId)
+            case .leftTeam(let teamId):
+                record.teams.remove(teamId)
+            case .teamNotice(let notice, let teamId, let message):
+                let item = record.append(.teamNotice(notice, teamId: teamId, source: e.from, message: message), at: e.at, limits: limits)
+                events.append(ImEvent(account: e.target, kind: .item(item)))
             }
             store(record, for: e.target)
         }
         appliedFrom[source] = applied
         return (events, applied)
+    }
+
+    /// A one-to-one message from the context's actor, applied on the receiver's shard: refused when the
+    /// receiver blocked the sender (14201, stored nowhere); a resend (same sender and clientMessageId, still in
+    /// the receiver's log) answers the first send's place and changes nothing. The receiver's devices get it
+    /// (without an alert when the sender is on its do-not-disturb list); the sender's log gets a copy.
+    public mutating func send(_ m: P2PSend, context: ImContext) -> Result<ImSent, ImError> {
+        let from = context.actor
+        do {
+            try checkAccount(from)
+            try checkAccount(m.to)
+            try check(m.clientMessageId.utf8.count <= limits.maxClientMessageIdBytes, "clientMessageId over \(limits.maxClientMessageIdBytes) bytes")
+            try check(!m.body.isEmpty && m.body.utf8.count <= limits.maxBodyBytes, "a body is 1 to \(limits.maxBodyBytes) bytes")
+            try check(m.ext.utf8.count <= limits.maxExtBytes, "ext over \(limits.maxExtBytes) bytes")
+            try check(!m.type.isEmpty && m.type.utf8.count <= limits.maxTypeBytes, "a type is 1 to \(limits.maxTypeBytes) bytes")
+        } catch let error as ImError {
+            return .failure(error)
+        } catch {
+            return .failure(ImError(.badParameter, "\(error)"))
+        }
+        var record = user(m.to)
+        if record.blocked.contains(from) { return .failure(ImError(.blocked, "\(m.to) blocked \(from)")) }
+        if !m.clientMessageId.isEmpty, let first = record.received[UserRecord.receivedKey(from, m.clientMessageId)],
+           let item = record.log.entry(seq: first) {
+            return .success(ImSent(seq: first, time: item.time, events: []))
+        }
+        let message = P2PMessage(from: from, to: m.to, clientMessageId: m.clientMessageId, type: m.type, body: m.body,
+                                 ext: m.ext, receiverSeq: 0)
+        let item = record.receive(message, alert: !record.muted.contains(from), at: context.time, limits: limits)
+        store(record, for: m.to)
+        if from != m.to, case .message(let stored, _) = item.kind {
+            outbox.append(OutboxEntry(seq: nextEffectSeq, effect: ImEffect(target: from, from: m.to, change: .sentCopy(stored),
+                                                                           at: context.time)))
+            nextEffectSeq += 1
+        }
+        return .success(ImSent(seq: item.seq, time: item.time, events: [ImEvent(account: m.to, kind: .item(item))]))
+    }
+
+    /// What a device of `account` syncs after `seq` (its last one), oldest first, at most `limit`;
+    /// `historyGone` when the log no longer holds the item right after `seq`.
+    public func items(of account: String, after seq: UInt64, limit: Int) -> Result<[ImLogItem], ImError> {
+        user(account).log.after(seq, limit: limit, limits: limits)
     }
 
     /// The relay's confirmation: these effects were applied by their targets' shards.
@@ -160,7 +219,7 @@ public struct ImShardState: Sendable, Equatable {
 
     // MARK: checks
 
-    private func checkAccount(_ account: String) throws {
+    func checkAccount(_ account: String) throws {
         try check(!account.isEmpty && account.utf8.count <= limits.maxAccountBytes,
                   "an account id is 1 to \(limits.maxAccountBytes) bytes")
     }
@@ -170,7 +229,7 @@ public struct ImShardState: Sendable, Equatable {
         try check(target != me, "\(me) cannot be its own friend, blocked or muted", .oneself)
     }
 
-    private func check(_ condition: Bool, _ why: String, _ code: ImErrorCode = .badParameter) throws {
+    func check(_ condition: Bool, _ why: String, _ code: ImErrorCode = .badParameter) throws {
         if !condition { throw ImError(code, why) }
     }
 
@@ -185,7 +244,7 @@ public struct ImShardState: Sendable, Equatable {
         return set.remove(target) != nil
     }
 
-    private mutating func store(_ record: UserRecord, for account: String) {
+    mutating func store(_ record: UserRecord, for account: String) {
         users[account] = record.isEmpty ? nil : record
     }
 }

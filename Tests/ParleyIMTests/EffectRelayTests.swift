@@ -19,7 +19,7 @@ import ParleyWire
         let again = world.shards[target].applyEffects(from: source, entries)
         #expect(again.events.isEmpty && again.appliedUpTo == 2, "resent: applied once")
         #expect(world.shards[target].user("tom").incoming["amy"]?.message == "2", "in order: the newer request stands")
-        #expect(world.shards[target].user("tom").nextSeq == 3)
+        #expect(world.shards[target].user("tom").log.nextSeq == 3)
         world.shards[source].confirm([1])
         #expect(world.shards[source].outbox.map(\.seq) == [2])
         world.shards[source].confirm([2])
@@ -35,7 +35,7 @@ import ParleyWire
         #expect(result.events.isEmpty && result.appliedUpTo == 2 && state.users.isEmpty)
     }
 
-    @Test("Property: random commands over four shards; two replicas applying the same log agree, and a replica restored from a snapshot half-way agrees too")
+    @Test("Property: random commands and messages over four shards; two replicas applying the same log agree, and a replica restored from a snapshot half-way agrees too")
     func replicasAndRestoresAgree() throws {
         for seed in UInt64(1)...20 {
             var rng = SeededGenerator(seed: seed)
@@ -44,6 +44,13 @@ import ParleyWire
             var replica = ImWorld(shards: 4)
             var restored: ImWorld?
             for step in 0..<400 {
+                if step == 200 {
+                    var copy = ImWorld(shards: 4)
+                    copy.shards = try world.shards.map { try ImShardState(restoring: $0.snapshot()) }
+                    copy.time = world.time
+                    #expect(copy.shards == world.shards, "seed \(seed): restore gives the same state")
+                    restored = copy
+                }
                 let actor = names.randomElement(using: &rng)!, target = names.randomElement(using: &rng)!
                 let command: ImCommand
                 switch rng.next() % 7 {
@@ -56,17 +63,41 @@ import ParleyWire
                 default: command = .friend(.verify, target: target, message: "")
                 }
                 let relay = rng.next() % 3 == 0
+                if rng.next() % 4 == 0 {
+                    // A team command (some refused: roles, modes, membership).
+                    let teamId = ["kite", "zoo"].randomElement(using: &rng)!
+                    let teamCommand: TeamCommand
+                    switch rng.next() % 10 {
+                    case 0: teamCommand = .create(TeamInfo(name: teamId))
+                    case 1: teamCommand = .invite(targets: [target], postscript: "p", notifyExt: "")
+                    case 2: teamCommand = .acceptInvitation
+                    case 3: teamCommand = .apply(message: "a")
+                    case 4: teamCommand = .approveApplication(applicant: target, notifyExt: "")
+                    case 5: teamCommand = .kick(targets: [target], notifyExt: "")
+                    case 6: teamCommand = .leave(notifyExt: "")
+                    case 7: teamCommand = .update([.joinMode: "\(rng.next() % 3)", .beInviteMode: "\(rng.next() % 2)"], notifyExt: "")
+                    case 8: teamCommand = rng.next() % 5 == 0 ? .dismiss(notifyExt: "") : .addManagers([target], notifyExt: "")
+                    default: teamCommand = .send(clientMessageId: "t\(step % 30)", type: "text", body: "b", ext: "")
+                    }
+                    let a = world.team(actor, teamId, teamCommand)
+                    let b = replica.team(actor, teamId, teamCommand)
+                    #expect(a == b, "seed \(seed) step \(step)")
+                    if restored != nil { restored!.team(actor, teamId, teamCommand) }
+                    continue
+                }
+                if rng.next() % 4 == 0 {
+                    // A one-to-one message (ids repeat: some are resends).
+                    let m = P2PSend(to: target, clientMessageId: "p\(step % 40)", body: "b\(step)")
+                    let a = world.send(actor, m, relay: relay)
+                    let b = replica.send(actor, m, relay: relay)
+                    #expect(a == b, "seed \(seed) step \(step)")
+                    if restored != nil { restored!.send(actor, m, relay: relay) }
+                    continue
+                }
                 let a = world.run(actor, command, relay: relay)
                 let b = replica.run(actor, command, relay: relay)
                 #expect(a == b, "seed \(seed) step \(step)")
                 if restored != nil { restored!.run(actor, command, relay: relay) }
-                if step == 200 {
-                    var copy = ImWorld(shards: 4)
-                    copy.shards = try world.shards.map { try ImShardState(restoring: $0.snapshot()) }
-                    copy.time = world.time
-                    #expect(copy.shards == world.shards, "seed \(seed): restore gives the same state")
-                    restored = copy
-                }
             }
             world.relay(); replica.relay(); restored!.relay()
             #expect(world.shards.map { $0.snapshot() } == replica.shards.map { $0.snapshot() }, "seed \(seed)")
@@ -78,6 +109,11 @@ import ParleyWire
                 }
             }
             #expect(world.shards.allSatisfy { $0.outbox.isEmpty })
+            // Every user lists exactly the teams it is a member of once every effect arrived.
+            for name in names {
+                let member = ["kite", "zoo"].filter { world.teamRecord($0)?.members[name] != nil }
+                #expect(world.user(name).teams.sorted() == member, "seed \(seed): \(name)")
+            }
         }
     }
 

@@ -45,8 +45,46 @@ struct ImWorld {
 
     func user(_ account: String) -> UserRecord { shards[shard(of: account)].user(account) }
 
-    func notifications(of account: String) -> [ImEvent.Kind] {
-        heard.filter { $0.account == account }.map(\.kind).filter { if case .friendNotification = $0 { true } else { false } }
+    /// The FriendAdd notifications `account`'s devices heard, with their sequence.
+    func notifications(of account: String) -> [(seq: UInt64, kind: ImLogItem.Kind)] {
+        heard.filter { $0.account == account }.compactMap { event in
+            if case .item(let item) = event.kind, case .friendNotification = item.kind { (item.seq, item.kind) } else { nil }
+        }
+    }
+
+    /// The conversation items (messages, copies, notifications) `account`'s devices heard.
+    func items(of account: String) -> [ImLogItem] {
+        heard.filter { $0.account == account }.compactMap { if case .item(let item) = $0.kind { item } else { nil } }
+    }
+
+    /// Team events the devices of the team's members (or `alsoTo`) heard.
+    var teamHeard: [TeamEvent] = []
+
+    /// A team command from `actor` (the app server's when `server`), applied on the team's shard, then relayed.
+    @discardableResult
+    mutating func team(_ actor: String, _ teamId: String, _ command: TeamCommand, server: Bool = false) -> Result<TeamOutcome, ImError> {
+        time += 10
+        let result = shards[shard(of: teamId)].apply(command, team: teamId, context: ImContext(actor: actor, time: time, byAppServer: server))
+        if case .success(let outcome) = result { teamHeard += outcome.events }
+        relay()
+        return result
+    }
+
+    func teamRecord(_ teamId: String) -> TeamRecord? { shards[shard(of: teamId)].team(teamId) }
+
+    /// The notifications of a team's log, in order.
+    func teamNotes(_ teamId: String) -> [TeamNotification] {
+        teamHeard.filter { $0.teamId == teamId }.compactMap { if case .notification(let n) = $0.item.kind { n } else { nil } }
+    }
+
+    /// A one-to-one message from `actor`, applied on the receiver's shard, then relayed.
+    @discardableResult
+    mutating func send(_ actor: String, _ m: P2PSend, relay: Bool = true) -> Result<ImSent, ImError> {
+        time += 10
+        let result = shards[shard(of: m.to)].send(m, context: ImContext(actor: actor, time: time))
+        if case .success(let sent) = result { heard += sent.events }
+        if relay { self.relay() }
+        return result
     }
 
     func friendChanges(of account: String) -> [ImEvent.Kind] {

@@ -1,0 +1,42 @@
+/// One item of a user's conversation log (docs/im.md): what a device that logs in syncs by the user's own
+/// sequence — one-to-one messages both ways and the system notifications to the user.
+public typealias ImLogItem = LogEntry<ImLogKind>
+
+public enum ImLogKind: Sendable, Equatable {
+    /// A one-to-one message to or from this user; `alert` is false when the receiver has the sender on its
+    /// do-not-disturb list (delivered and counted unread, no push).
+    case message(P2PMessage, alert: Bool)
+    /// FriendAdd (seed 004): `source` did `operation` to `target` (this user).
+    case friendNotification(source: String, target: String, operation: FriendOperation, message: String)
+    /// A team system notification to this user (NIMSystemNotificationType): `source` invited it, applied
+    /// to its team, rejected its application or its invitation.
+    case teamNotice(TeamNotice, teamId: String, source: String, message: String)
+}
+
+/// A one-to-one message (session type p2p).
+public struct P2PMessage: Sendable, Equatable {
+    public var from: String
+    public var to: String
+    /// The sender's id for it: a resend with the same one is answered with the first send's result.
+    public var clientMessageId: String
+    public var type: String
+    public var body: String
+    public var ext: String
+    /// The receiver's sequence of the message: the same in the receiver's and the sender's copy.
+    public var receiverSeq: UInt64
+
+    public init(from: String, to: String, clientMessageId: String, type: String, body: String, ext: String, receiverSeq: UInt64) {
+        self.from = from
+        self.to = to
+        self.clientMessageId = clientMessageId
+        self.type = type
+        self.body = body
+        self.ext = ext
+        self.receiverSeq = receiverSeq
+    }
+}
+
+/// NIMSystemNotificationType's team kinds (NIM's values).
+public enum TeamNotice: UInt8, Sendable, Equatable, CaseIterable {
+    case apply = 0, applicationRejected = 1, invite = 2, invitationRejected = 3
+}

@@ -1,0 +1,70 @@
+/// One item of a sequenced log: its sequence (increasing by one, never reused), entry time and content.
+public struct LogEntry<Content: Sendable & Equatable>: Sendable, Equatable {
+    /// What the entry holds (`ImLogKind`, `TeamLogKind`): `ImLogItem.Kind` reads as it did.
+    public typealias Kind = Content
+    public var seq: UInt64
+    /// Entry time (ms).
+    public var time: Int64
+    public var kind: Content
+
+    public init(seq: UInt64, time: Int64, kind: Content) {
+        self.seq = seq
+        self.time = time
+        self.kind = kind
+    }
+}
+
+/// A user's conversation log or a team's log (docs/im.md): items with the owner's own sequence, kept within
+/// `ImLimits`' count and retention; a device syncs by asking for what follows the last sequence it has.
+public struct SequencedLog<Kind: Sendable & Equatable>: Sendable, Equatable {
+    public internal(set) var entries: [LogEntry<Kind>] = []
+    public internal(set) var nextSeq: UInt64 = 1
+    /// Items up to this sequence were dropped.
+    public internal(set) var droppedThroughSeq: UInt64 = 0
+
+    public init() {}
+
+    /// Appends `kind` with the next sequence, then drops what is over the count or older than the retention
+    /// (returned, so an index of the dropped items can forget them).
+    mutating func append(_ kind: Kind, at time: Int64, limits: ImLimits) -> (entry: LogEntry<Kind>, dropped: ArraySlice<LogEntry<Kind>>) {
+        let entry = LogEntry(seq: nextSeq, time: time, kind: kind)
+        nextSeq += 1
+        entries.append(entry)
+        var drop = max(0, entries.count - limits.maxLogItems)
+        while drop < entries.count, entries[drop].time < time - limits.logRetentionMillis { drop += 1 }
+        guard drop > 0 else { return (entry, []) }
+        let dropped = entries.prefix(drop)
+        droppedThroughSeq = entries[drop - 1].seq
+        entries.removeFirst(drop)
+        return (entry, dropped)
+    }
+
+    /// The entry with this sequence, by binary search (entries are in sequence order).
+    public func entry(seq: UInt64) -> LogEntry<Kind>? {
+        var lo = 0, hi = entries.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if entries[mid].seq < seq { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < entries.count && entries[lo].seq == seq ? entries[lo] : nil
+    }
+
+    /// What follows `seq`, oldest first, at most `limit` (1 … `maxSyncItems`); `historyGone` when the entry
+    /// right after `seq` was dropped.
+    public func after(_ seq: UInt64, limit: Int, limits: ImLimits) -> Result<[LogEntry<Kind>], ImError> {
+        guard limit > 0, limit <= limits.maxSyncItems else {
+            return .failure(ImError(.badParameter, "limit must be 1 … \(limits.maxSyncItems)"))
+        }
+        guard seq >= droppedThroughSeq else {
+            return .failure(ImError(.historyGone, "the log no longer holds \(seq + 1) … \(droppedThroughSeq)"))
+        }
+        return .success(Array(entries.drop { $0.seq <= seq }.prefix(limit)))
+    }
+
+    /// For restore: entries as a snapshot had them.
+    mutating func restore(entries: [LogEntry<Kind>], nextSeq: UInt64, droppedThroughSeq: UInt64) {
+        self.entries = entries
+        self.nextSeq = nextSeq
+        self.droppedThroughSeq = droppedThroughSeq
+    }
+}

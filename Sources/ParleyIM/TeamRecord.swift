@@ -1,0 +1,123 @@
+/// One team (seed 001) on its team shard: its info and modes, members with roles, mutes and notify states,
+/// pending invitations and applications, and the team's message log (messages and team notifications, by
+/// the team's own sequence).
+public struct TeamRecord: Sendable, Equatable {
+    public internal(set) var info: TeamInfo
+    public internal(set) var owner: String
+    public internal(set) var members: [String: TeamMember] = [:]
+    /// Invitee → who invited it and when (be-invite mode `needAuth`).
+    public internal(set) var invitations: [String: TeamInvitation] = [:]
+    /// Applicant → its message and when (join mode `needAuth`).
+    public internal(set) var applications: [String: FriendRequest] = [:]
+    public internal(set) var log = SequencedLog<TeamLogKind>()
+    /// (sender, clientMessageId) → the team sequence of a message still in the log (resends).
+    var sent: [String: UInt64] = [:]
+
+    init(info: TeamInfo, owner: String, at time: Int64) {
+        self.info = info
+        self.owner = owner
+        members[owner] = TeamMember(role: .owner, joinedAt: time)
+    }
+
+    public var memberList: [String] { members.keys.sorted() }
+
+    func role(of account: String) -> TeamRole? { members[account]?.role }
+}
+
+public struct TeamInfo: Sendable, Equatable {
+    public var name: String
+    public var intro: String = ""
+    public var announcement: String = ""
+    public var avatar: String = ""
+    public var joinMode: TeamJoinMode = .needAuth
+    public var inviteMode: TeamPermission = .manager
+    public var beInviteMode: TeamBeInviteMode = .needAuth
+    public var updateInfoMode: TeamPermission = .manager
+    /// Mute all: only the owner and managers may send.
+    public var muteAll = false
+
+    public init(name: String) { self.name = name }
+}
+
+/// NIMTeamJoinMode.
+public enum TeamJoinMode: UInt8, Sendable, Equatable, CaseIterable { case noAuth = 0, needAuth = 1, rejectAll = 2 }
+/// NIMTeamInviteMode / NIMTeamUpdateInfoMode: who may.
+public enum TeamPermission: UInt8, Sendable, Equatable, CaseIterable { case manager = 0, all = 1 }
+/// NIMTeamBeInviteMode: whether an invitee must accept.
+public enum TeamBeInviteMode: UInt8, Sendable, Equatable, CaseIterable { case needAuth = 0, noAuth = 1 }
+
+/// NIMTeamMemberType.
+public enum TeamRole: UInt8, Sendable, Equatable, Comparable, CaseIterable {
+    case normal = 0, manager = 1, owner = 2
+    public static func < (a: TeamRole, b: TeamRole) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// NIMTeamNotifyState: which delivered team messages alert this member (receipt and unread unchanged).
+public enum TeamNotifyState: UInt8, Sendable, Equatable, CaseIterable { case all = 0, none = 1, onlyManager = 2 }
+
+public struct TeamMember: Sendable, Equatable {
+    public var role: TeamRole
+    public var muted = false
+    public var notify = TeamNotifyState.all
+    public var joinedAt: Int64
+
+    public init(role: TeamRole, joinedAt: Int64) {
+        self.role = role
+        self.joinedAt = joinedAt
+    }
+}
+
+public struct TeamInvitation: Sendable, Equatable {
+    public var inviter: String
+    public var postscript: String
+    public var at: Int64
+}
+
+/// One item of a team's log: a member's message, or the notification message the server made for a team
+/// event (NIMTeamNotificationContent).
+public typealias TeamLogItem = LogEntry<TeamLogKind>
+
+public enum TeamLogKind: Sendable, Equatable {
+    case message(TeamMessage)
+    case notification(TeamNotification)
+}
+
+public struct TeamMessage: Sendable, Equatable {
+    public var from: String
+    public var clientMessageId: String
+    public var type: String
+    public var body: String
+    public var ext: String
+}
+
+/// NIMTeamNotificationContent: operationType, sourceID, targetIDs, notifyExt (set only through the server
+/// API) and the attachment — the changed fields of an Update (NIMUpdateTeamInfoAttachment: tag → value,
+/// muting all included), the muted state of a Mute (NIMMuteTeamMemberAttachment).
+public struct TeamNotification: Sendable, Equatable {
+    public var operation: TeamOperation
+    public var source: String
+    public var targets: [String]
+    public var notifyExt: String
+    public var attachment: [TeamUpdateTag: String]
+
+    public init(operation: TeamOperation, source: String, targets: [String], notifyExt: String, attachment: [TeamUpdateTag: String]) {
+        self.operation = operation
+        self.source = source
+        self.targets = targets
+        self.notifyExt = notifyExt
+        self.attachment = attachment
+    }
+}
+
+/// NIMTeamOperationType (the values NIM uses).
+public enum TeamOperation: UInt8, Sendable, Equatable, CaseIterable {
+    case invite = 0, kick = 1, leave = 2, update = 3, dismiss = 4, applyPass = 5, transferOwner = 6,
+         addManager = 7, removeManager = 8, acceptInvitation = 9, mute = 10
+}
+
+/// NIMTeamUpdateTag, plus `mute` for a Mute notification's attachment.
+public enum TeamUpdateTag: UInt8, Sendable, Equatable, Comparable, CaseIterable {
+    case name = 3, intro = 14, announcement = 15, joinMode = 16, avatar = 19, inviteMode = 20, beInviteMode = 21,
+         updateInfoMode = 22, muteMode = 100, mute = 101
+    public static func < (a: TeamUpdateTag, b: TeamUpdateTag) -> Bool { a.rawValue < b.rawValue }
+}
