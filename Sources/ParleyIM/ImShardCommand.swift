@@ -1,0 +1,40 @@
+/// Everything a shard's IM state applies, as one replicated command (docs/im.md): what users and app
+/// servers ask (relationships, one-to-one sends, team commands) and what the cluster's relay does (effects
+/// from another shard, confirmations of this shard's outbox). The actor and the time come from the log
+/// entry (`ImContext`), never from the command.
+public enum ImShardCommand: Sendable, Equatable {
+    case user(ImCommand)
+    /// Applied on the receiver's shard.
+    case send(P2PSend)
+    case team(teamId: String, TeamCommand)
+    /// The relay: effects from shard `from`'s outbox, in its order.
+    case effects(from: Int, [OutboxEntry])
+    /// The relay: the targets applied these effects of this shard's outbox.
+    case confirm([UInt64])
+}
+
+/// What applying an `ImShardCommand` gave.
+public enum ImApplied: Sendable, Equatable {
+    case user([ImEvent])
+    case sent(ImSent)
+    case team(TeamOutcome)
+    case effects(events: [ImEvent], appliedUpTo: UInt64)
+    case confirmed
+}
+
+extension ImShardState {
+    /// Applies any IM command; on error nothing changed.
+    public mutating func apply(_ command: ImShardCommand, context: ImContext) -> Result<ImApplied, ImError> {
+        switch command {
+        case .user(let c): return apply(c, context: context).map(ImApplied.user)
+        case .send(let m): return send(m, context: context).map(ImApplied.sent)
+        case .team(let teamId, let c): return apply(c, team: teamId, context: context).map(ImApplied.team)
+        case .effects(let source, let entries):
+            let (events, upTo) = applyEffects(from: source, entries)
+            return .success(.effects(events: events, appliedUpTo: upTo))
+        case .confirm(let seqs):
+            confirm(seqs)
+            return .success(.confirmed)
+        }
+    }
+}
