@@ -67,6 +67,12 @@ def check_compose():
             if parts[-1] == env.get("PARLEY_OPS_LISTEN", "").rsplit(":", 1)[-1]:
                 check(len(parts) == 3 and parts[0] == "127.0.0.1",
                       "compose: %s: the operator port is published on 127.0.0.1 only (SPEC A4)" % name)
+        # Clients are told (E6, C5) the address the node advertises: the host port published for its client port.
+        client_port = env["PARLEY_LISTEN"].rsplit(":", 1)[1]
+        published = [str(p).split(":") for p in service["ports"] if str(p).split(":")[-1] == client_port]
+        check(len(published) == 1, "compose: %s must publish its client port once" % name)
+        check(str(env.get("PARLEY_ADVERTISE", "")).endswith(":" + published[0][-2]),
+              "compose: %s: PARLEY_ADVERTISE must name the published client port %s" % (name, published[0][-2]))
         mounts = [m for m in service["volumes"] if m.split(":")[0] != tls_volume]
         check(len(mounts) == 1, "compose: %s: expected one data volume" % name)
         volume, target = mounts[0].split(":")[:2]

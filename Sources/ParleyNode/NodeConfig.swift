@@ -38,6 +38,19 @@ public struct NodeConfig: Sendable, Equatable {
     /// The peer address other nodes reach this one at: its own entry in `--peers` (a container listens on
     /// 0.0.0.0 but is reached by its name), else `peerListen`. The registry records this one.
     public var advertisedPeerAddress: Address { peers[id] ?? peerListen }
+    /// `--advertise`: where clients reach this node's client port (room address lookups, E6; the addresses of
+    /// a drain's `reconnect` events, C5). Nil: `advertisedClientAddress` derives it.
+    public var advertise: Address?
+    /// What the registry records as this node's client address: `--advertise`, else `--listen` — unless that
+    /// listens on every interface, which names no host: then this node's peer host with the listen port
+    /// (a container's name, a pod's DNS name).
+    public var advertisedClientAddress: Address {
+        if let advertise { return advertise }
+        guard Self.isEveryInterface(listen.host) else { return listen }
+        return Address(host: advertisedPeerAddress.host, port: listen.port)
+    }
+
+    public static func isEveryInterface(_ host: String) -> Bool { host == "0.0.0.0" || host == "::" || host == "[::]" }
     public var shardCount = 64
     public var replicationFactor = 3
     public var tickMillis = 50

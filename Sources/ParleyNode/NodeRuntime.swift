@@ -194,7 +194,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     /// node computes from `--peers` (compare-and-set: only the first of the nodes succeeds). Retries until
     /// done or the node stops.
     private func joinMeta() async {
-        let me = NodeRecord(id: config.id, peerAddress: "\(config.advertisedPeerAddress)", httpAddress: "\(config.listen)")
+        let me = NodeRecord(id: config.id, peerAddress: "\(config.advertisedPeerAddress)",
+                            httpAddress: "\(config.advertisedClientAddress)")
         var registered = false
         while !Task.isCancelled {
             do {

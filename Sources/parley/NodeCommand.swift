@@ -16,6 +16,8 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "host:port for clients, the server API and /status (HTTP/1.1).") var listen: String?
     @Option(name: .customLong("peer-listen"), help: "host:port for other nodes (HTTP/2).") var peerListen: String?
     @Option(name: .customLong("ops-listen"), help: "host:port for /status, /status/cluster, /metrics and /dashboard (then off the client port).") var opsListen: String?
+    @Option(help: "host:port clients reach this node's client port at, named in room address lookups and drain hand-offs (default: --listen; with 0.0.0.0 there, this node's peer host and the --listen port).")
+    var advertise: String?
     @Option(help: "Every node with its peer address: 1=127.0.0.1:7101,2=127.0.0.1:7102,…") var peers: String?
     @Option(help: "Data folder (the node's SQLite database lives here).") var data: String?
     @Option(help: "The cluster secret shared by all nodes (≥ 8 bytes). Prefer --secret-file: a command line is readable by every user of the machine.") var secret: String?
@@ -102,6 +104,12 @@ struct NodeCommand: AsyncParsableCommand {
         }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
         if let app = value("legacy-rooms-app", legacyRoomsApp), !app.isEmpty { nodeConfig.legacyRoomsApp = app }
+        if let text = value("advertise", advertise), !text.isEmpty {
+            guard let address = NodeConfig.Address(Substring(text)), !NodeConfig.isEveryInterface(address.host) else {
+                throw ValidationError("--advertise must be host:port a client can connect to")
+            }
+            nodeConfig.advertise = address
+        }
         if let ops = value("ops-listen", opsListen), !ops.isEmpty {
             guard let address = NodeConfig.Address(Substring(ops)) else { throw ValidationError("--ops-listen must be host:port") }
             nodeConfig.opsListen = address

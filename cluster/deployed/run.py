@@ -462,6 +462,26 @@ async def smoke_and_kill(d, app_key, app_secret):
     await exchange(a, b, room, "before")
     log(f"{d.layout}: room smoke test passed (alice on {d.nodes[0]['name']}, bob on {d.nodes[1]['name']})")
 
+    # E6: the room address lookup names addresses clients can use, never a listen-on-everything address:
+    # compose's PARLEY_ADVERTISE (the published host ports); the pods' DNS names with the client port.
+    code, answer = signed(api, app_key, app_secret, "/v1/room/requestAddr", {"roomId": room, "accid": "alice"})
+    check(code == 200 and answer.get("code") == 200, f"requestAddr: {code} {answer}")
+    addresses = answer.get("addr") or answer.get("data", {}).get("addr") or []
+    check(addresses and not any(a.startswith(("0.0.0.0", "[::]", "::")) for a in addresses), f"requestAddr: {answer}")
+    if d.layout == "compose":
+        advertised = {n["env"]["PARLEY_ADVERTISE"] for n in d.nodes[:3]}
+        check(set(addresses) <= advertised, f"requestAddr answered {addresses}, not the advertised {sorted(advertised)}")
+    else:
+        check(all(re.fullmatch(r"parley-\d\.parley-peers:%d" % d.nodes[0]["http"], a) for a in addresses),
+              f"requestAddr answered {addresses}")
+        # A client connects to the address it was given and enters (the name resolved as the pods' DNS would:
+        # this process joined the client namespace by setns, which does not see the namespace's hosts file).
+        host, port = addresses[0].rsplit(":", 1)
+        node = next(n for n in d.nodes if n["hostname"] == host)
+        c = await enter(f"ws://{node['address']}:{port}/ws", app_key, room, "alice", "alice-token")
+        await c.ws.close()
+    log(f"{d.layout}: requestAddr names {addresses}")
+
     # kill -9 the third node: the clients on the other two keep talking; the API keeps answering.
     placement = json.loads(http(d.ops(0, f"/placement/rooms/{room}?app={app_key}"))[1])
     d.kill9(2)
