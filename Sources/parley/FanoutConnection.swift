@@ -39,7 +39,10 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     let entered: EventLoopPromise<Void>
     private var context: ChannelHandlerContext?
     private var nextID = 3
-    private var answers: [Int: EventLoopPromise<Void>] = [:]
+    private var answers: [Int: (promise: EventLoopPromise<Void>, frame: String)] = [:]
+    /// Sends the edge's request budget (A1) answered 416 and this connection sent again after `retryAfterMs`,
+    /// as a client does.
+    private(set) var budgetRetries = 0
 
     init(enterFrame: String?, tally: FanoutTally, samplesLatency: Bool, entered: EventLoopPromise<Void>) {
         self.enterFrame = enterFrame
@@ -56,7 +59,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
         entered.fail(ChannelError.ioOnClosedChannel)
-        for p in answers.values { p.fail(ChannelError.ioOnClosedChannel) }
+        for a in answers.values { a.promise.fail(ChannelError.ioOnClosedChannel) }
         answers.removeAll()
     }
 
@@ -74,8 +77,9 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
             let id = self.nextID
             self.nextID += 1
             let promise = loop.makePromise(of: Void.self)
-            self.answers[id] = promise
-            self.send(#"{"id":\#(id),"op":"sendMessage","roomId":"\#(roomId)","type":"text","body":"\#(body)"}"#)
+            let frame = #"{"id":\#(id),"op":"sendMessage","roomId":"\#(roomId)","type":"text","body":"\#(body)"}"#
+            self.answers[id] = (promise, frame)
+            self.send(frame)
             return promise.futureResult
         }
     }
@@ -118,7 +122,16 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
         case 2:
             if ok { entered.succeed() } else { entered.fail(FanoutError.refused(text)) }
         default:
-            guard let promise = answers.removeValue(forKey: id) else { return }
+            guard let (promise, frame) = answers[id] else { return }
+            if !ok, let error = object["error"] as? [String: Any], error["code"] as? Int == 416, let context {
+                // Over the connection's request budget: the same request again once the edge says.
+                budgetRetries += 1
+                let wait = max(1, error["retryAfterMs"] as? Int ?? 10)
+                let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .milliseconds(Int64(wait))) { bound.value.send(frame) }
+                return
+            }
+            answers[id] = nil
             if ok { promise.succeed() } else { promise.fail(FanoutError.refused(text)) }
         }
     }
