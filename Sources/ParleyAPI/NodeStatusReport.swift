@@ -19,7 +19,8 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
 
         public init(id: UInt64, address: String, connected: Bool, queuedBatches: Int, droppedBatches: Int,
                     connectFailures: Int = 0, lastError: String? = nil, lastErrorSecondsAgo: Double? = nil,
-                    lastConnectedSecondsAgo: Double? = nil) {
+                    lastConnectedSecondsAgo: Double? = nil, protocolVersion: Int? = nil) {
+            self.protocolVersion = protocolVersion
             self.id = id
             self.address = address
             self.connected = connected

@@ -63,13 +63,14 @@ public actor Edge {
         metrics.sessions.set(Double(c.sessions))
     }
 
-    /// Counts one room event fanned out to `deliveries` local sessions.
+    /// A C5 take-over entered as a plain enter (some node does not read it yet): logged, rate-limited.
     func takeOverHeldBack() { heldBackTakeOvers.happened([:]) }
 
     func countOverBudget() {
         metrics?.requestsOverBudget.increment()
     }
 
+    /// Counts one room event fanned out to `deliveries` local sessions.
     func countFanout(deliveries: Int) {
         fanoutEvents += 1
         fanoutDeliveries += deliveries

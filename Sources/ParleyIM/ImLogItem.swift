@@ -2,7 +2,7 @@
 /// sequence — one-to-one messages both ways and the system notifications to the user.
 public typealias ImLogItem = LogEntry<ImLogKind>
 
-public enum ImLogKind: Sendable, Equatable {
+public enum ImLogKind: LogContent {
     /// A one-to-one message to or from this user; `alert` is false when the receiver has the sender on its
     /// do-not-disturb list (delivered and counted unread, no push).
     case message(P2PMessage, alert: Bool)
@@ -11,6 +11,15 @@ public enum ImLogKind: Sendable, Equatable {
     /// A team system notification to this user (NIMSystemNotificationType): `source` invited it, applied
     /// to its team, rejected its application or its invitation.
     case teamNotice(TeamNotice, teamId: String, source: String, message: String)
+}
+
+extension ImLogKind {
+    /// A one-to-one message by sender, receiver and clientMessageId: in a receiver's log it answers the
+    /// sender's resend; a sender's copy (another receiver) never matches a message to itself.
+    public var resendKey: String? {
+        guard case .message(let m, _) = self, !m.clientMessageId.isEmpty else { return nil }
+        return m.from + "\u{0}" + m.to + "\u{0}" + m.clientMessageId
+    }
 }
 
 /// A one-to-one message (session type p2p).

@@ -72,12 +72,7 @@ extension ImShardState {
             let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
             var items: [ImLogItem] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
-                let item = try Self.readItem(&r)
-                items.append(item)
-                // What this user received (not the copies of what it sent) answers resends.
-                if case .message(let m, _) = item.kind, m.to == account, !m.clientMessageId.isEmpty {
-                    u.received[UserRecord.receivedKey(m.from, m.clientMessageId)] = item.seq
-                }
+                items.append(try Self.readItem(&r))
             }
             u.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
             users[account] = u
@@ -221,7 +216,6 @@ extension ImShardState {
                 let m = TeamMessage(from: try r.readString(), clientMessageId: try r.readString(), type: try r.readString(),
                                     body: try r.readString(), ext: try r.readString())
                 items.append(TeamLogItem(seq: seq, time: time, kind: .message(m)))
-                if !m.clientMessageId.isEmpty { t.sent[TeamRecord.sentKey(m.from, m.clientMessageId)] = seq }
             case 2:
                 let operation: TeamOperation = try r.readEnum()
                 let source = try r.readString(), targets = try r.readStrings(), notifyExt = try r.readString()

@@ -62,7 +62,7 @@ extension ImShardState {
         func notify(_ operation: TeamOperation, _ targets: [String], _ notifyExt: String,
                     attachment: [TeamUpdateTag: String] = [:], alsoTo: [String] = []) {
             let note = TeamNotification(operation: operation, source: me, targets: targets, notifyExt: notifyExt, attachment: attachment)
-            let item = team.append(.notification(note), at: now, limits: limits)
+            let item = team.log.append(.notification(note), at: now, limits: limits)
             outcome.events.append(TeamEvent(teamId: teamId, item: item, alsoTo: alsoTo, noAlert: []))
         }
         func join(_ account: String) throws {
@@ -204,15 +204,14 @@ extension ImShardState {
             // N2: notification messages are the server's alone.
             try check(!type.isEmpty && type.utf8.count <= limits.maxTypeBytes && type != "notification",
                       "a type is 1 to \(limits.maxTypeBytes) bytes, and not notification")
-            if !clientMessageId.isEmpty, let first = team.sent[TeamRecord.sentKey(me, clientMessageId)], team.log.entry(seq: first) != nil {
-                outcome.messageSeq = first
+            let message = TeamMessage(from: me, clientMessageId: clientMessageId, type: type, body: body, ext: ext)
+            if let key = TeamLogKind.message(message).resendKey, let first = team.log.resent(key) {
+                outcome.messageSeq = first.seq
                 return
             }
             try check(!team.members[me]!.muted, "\(me) is muted in \(teamId)", .teamMuted)
             try check(!team.info.muteAll || role >= .manager, "\(teamId) is muted", .teamMuted)
-            let message = TeamMessage(from: me, clientMessageId: clientMessageId, type: type, body: body, ext: ext)
-            let item = team.append(.message(message), at: now, limits: limits)
-            if !clientMessageId.isEmpty { team.sent[TeamRecord.sentKey(me, clientMessageId)] = item.seq }
+            let item = team.log.append(.message(message), at: now, limits: limits)
             // Team DND: who is not alerted (the sender's own devices never are alerted by their own message).
             let silent = team.members.filter { account, m in
                 account == me || m.notify == .none || (m.notify == .onlyManager && role < .manager)
@@ -263,20 +262,5 @@ extension ImShardState {
             info.muteAll = value == "1"
         case .mute: throw ImError(.badParameter, "mute is a member's, not the team's")
         }
-    }
-}
-
-extension TeamRecord {
-    static func sentKey(_ sender: String, _ clientMessageId: String) -> String { sender + "\u{0}" + clientMessageId }
-
-    /// Appends an item to the team's log, forgetting the resend keys of what the bounds dropped.
-    mutating func append(_ kind: TeamLogKind, at time: Int64, limits: ImLimits) -> TeamLogItem {
-        let (item, dropped) = log.append(kind, at: time, limits: limits)
-        for old in dropped {
-            if case .message(let m) = old.kind, sent[Self.sentKey(m.from, m.clientMessageId)] == old.seq {
-                sent[Self.sentKey(m.from, m.clientMessageId)] = nil
-            }
-        }
-        return item
     }
 }

@@ -120,7 +120,7 @@ public struct ImShardState: Sendable, Equatable {
             }
             var record = user(e.target)
             func notify(_ operation: FriendOperation, _ message: String = "") {
-                let item = record.append(.friendNotification(source: e.from, target: e.target, operation: operation, message: message),
+                let item = record.log.append(.friendNotification(source: e.from, target: e.target, operation: operation, message: message),
                                          at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
             }
@@ -145,14 +145,14 @@ public struct ImShardState: Sendable, Equatable {
                 }
             case .sentCopy(let message):
                 guard message.from == e.target, message.to == e.from else { continue }
-                let item = record.append(.message(message, alert: false), at: e.at, limits: limits)
+                let item = record.log.append(.message(message, alert: false), at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
             case .joinedTeam(let teamId):
                 record.teams.insert(teamId)
             case .leftTeam(let teamId):
                 record.teams.remove(teamId)
             case .teamNotice(let notice, let teamId, let message):
-                let item = record.append(.teamNotice(notice, teamId: teamId, source: e.from, message: message), at: e.at, limits: limits)
+                let item = record.log.append(.teamNotice(notice, teamId: teamId, source: e.from, message: message), at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
             }
             store(record, for: e.target)
@@ -181,12 +181,11 @@ public struct ImShardState: Sendable, Equatable {
         }
         var record = user(m.to)
         if record.blocked.contains(from) { return .failure(ImError(.blocked, "\(m.to) blocked \(from)")) }
-        if !m.clientMessageId.isEmpty, let first = record.received[UserRecord.receivedKey(from, m.clientMessageId)],
-           let item = record.log.entry(seq: first) {
-            return .success(ImSent(seq: first, time: item.time, events: []))
-        }
         let message = P2PMessage(from: from, to: m.to, clientMessageId: m.clientMessageId, type: m.type, body: m.body,
                                  ext: m.ext, receiverSeq: 0)
+        if let key = ImLogKind.message(message, alert: true).resendKey, let first = record.log.resent(key) {
+            return .success(ImSent(seq: first.seq, time: first.time, events: []))
+        }
         let item = record.receive(message, alert: !record.muted.contains(from), at: context.time, limits: limits)
         store(record, for: m.to)
         if from != m.to, case .message(let stored, _) = item.kind {

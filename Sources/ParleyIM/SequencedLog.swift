@@ -1,5 +1,11 @@
+/// What a log holds: a message names the key a resend of it carries (sender, conversation, clientMessageId),
+/// nil for anything else.
+public protocol LogContent: Sendable, Equatable {
+    var resendKey: String? { get }
+}
+
 /// One item of a sequenced log: its sequence (increasing by one, never reused), entry time and content.
-public struct LogEntry<Content: Sendable & Equatable>: Sendable, Equatable {
+public struct LogEntry<Content: LogContent>: Sendable, Equatable {
     /// What the entry holds (`ImLogKind`, `TeamLogKind`): `ImLogItem.Kind` reads as it did.
     public typealias Kind = Content
     public var seq: UInt64
@@ -15,29 +21,39 @@ public struct LogEntry<Content: Sendable & Equatable>: Sendable, Equatable {
 }
 
 /// A user's conversation log or a team's log (docs/im.md): items with the owner's own sequence, kept within
-/// `ImLimits`' count and retention; a device syncs by asking for what follows the last sequence it has.
-public struct SequencedLog<Kind: Sendable & Equatable>: Sendable, Equatable {
+/// `ImLimits`' count and retention; a device syncs by asking for what follows the last sequence it has. The
+/// log also knows the messages it holds by their resend key, so a resend is answered with the first send's
+/// place as long as that is still in the log.
+public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
     public internal(set) var entries: [LogEntry<Kind>] = []
     public internal(set) var nextSeq: UInt64 = 1
     /// Items up to this sequence were dropped.
     public internal(set) var droppedThroughSeq: UInt64 = 0
+    /// Resend key → the sequence of the latest entry with it (derived from `entries`).
+    private var resends: [String: UInt64] = [:]
 
     public init() {}
 
-    /// Appends `kind` with the next sequence, then drops what is over the count or older than the retention
-    /// (returned, so an index of the dropped items can forget them).
-    mutating func append(_ kind: Kind, at time: Int64, limits: ImLimits) -> (entry: LogEntry<Kind>, dropped: ArraySlice<LogEntry<Kind>>) {
+    /// Appends `kind` with the next sequence, then drops what is over the count or older than the retention.
+    @discardableResult
+    mutating func append(_ kind: Kind, at time: Int64, limits: ImLimits) -> LogEntry<Kind> {
         let entry = LogEntry(seq: nextSeq, time: time, kind: kind)
         nextSeq += 1
         entries.append(entry)
+        if let key = kind.resendKey { resends[key] = entry.seq }
         var drop = max(0, entries.count - limits.maxLogItems)
         while drop < entries.count, entries[drop].time < time - limits.logRetentionMillis { drop += 1 }
-        guard drop > 0 else { return (entry, []) }
-        let dropped = entries.prefix(drop)
+        guard drop > 0 else { return entry }
+        for old in entries.prefix(drop) {
+            if let key = old.kind.resendKey, resends[key] == old.seq { resends[key] = nil }
+        }
         droppedThroughSeq = entries[drop - 1].seq
         entries.removeFirst(drop)
-        return (entry, dropped)
+        return entry
     }
+
+    /// The entry a message with this resend key was stored as, while the log holds it.
+    func resent(_ key: String) -> LogEntry<Kind>? { resends[key].flatMap(entry(seq:)) }
 
     /// The entry with this sequence, by binary search (entries are in sequence order).
     public func entry(seq: UInt64) -> LogEntry<Kind>? {
@@ -66,5 +82,7 @@ public struct SequencedLog<Kind: Sendable & Equatable>: Sendable, Equatable {
         self.entries = entries
         self.nextSeq = nextSeq
         self.droppedThroughSeq = droppedThroughSeq
+        resends = [:]
+        for e in entries { if let key = e.kind.resendKey { resends[key] = e.seq } }
     }
 }

@@ -10,8 +10,6 @@ public struct TeamRecord: Sendable, Equatable {
     /// Applicant → its message and when (join mode `needAuth`).
     public internal(set) var applications: [String: FriendRequest] = [:]
     public internal(set) var log = SequencedLog<TeamLogKind>()
-    /// (sender, clientMessageId) → the team sequence of a message still in the log (resends).
-    var sent: [String: UInt64] = [:]
 
     init(info: TeamInfo, owner: String, at time: Int64) {
         self.info = info
@@ -77,9 +75,15 @@ public struct TeamInvitation: Sendable, Equatable {
 /// event (NIMTeamNotificationContent).
 public typealias TeamLogItem = LogEntry<TeamLogKind>
 
-public enum TeamLogKind: Sendable, Equatable {
+public enum TeamLogKind: LogContent {
     case message(TeamMessage)
     case notification(TeamNotification)
+
+    /// A member's message by sender and clientMessageId (a notification is never resent).
+    public var resendKey: String? {
+        guard case .message(let m) = self, !m.clientMessageId.isEmpty else { return nil }
+        return m.from + "\u{0}" + m.clientMessageId
+    }
 }
 
 public struct TeamMessage: Sendable, Equatable {

@@ -17,8 +17,6 @@ public struct UserRecord: Sendable, Equatable {
     public internal(set) var teams: Set<String> = []
     /// The conversation log (`ImLogItem`s by the user's sequence), within `ImLimits`' count and retention.
     public internal(set) var log = SequencedLog<ImLogKind>()
-    /// (sender, clientMessageId) → the receiver's sequence of a message received and still in the log.
-    var received: [String: UInt64] = [:]
 
     public init() {}
 
@@ -32,29 +30,11 @@ public struct UserRecord: Sendable, Equatable {
     public var blocklist: [String] { blocked.sorted() }
     public var muteList: [String] { muted.sorted() }
 
-    static func receivedKey(_ sender: String, _ clientMessageId: String) -> String { sender + "\u{0}" + clientMessageId }
-
-    /// Appends a message this user receives, remembering its (sender, clientMessageId) for resends.
+    /// Appends a message this user receives, its `receiverSeq` the sequence it gets here.
     mutating func receive(_ message: P2PMessage, alert: Bool, at time: Int64, limits: ImLimits) -> ImLogItem {
         var m = message
         m.receiverSeq = log.nextSeq
-        let item = append(.message(m, alert: alert), at: time, limits: limits)
-        if !m.clientMessageId.isEmpty, log.entry(seq: item.seq) != nil {
-            received[Self.receivedKey(m.from, m.clientMessageId)] = item.seq
-        }
-        return item
-    }
-
-    /// Appends an item to the log, forgetting the resend keys of what the bounds dropped.
-    @discardableResult
-    mutating func append(_ kind: ImLogKind, at time: Int64, limits: ImLimits) -> ImLogItem {
-        let (item, dropped) = log.append(kind, at: time, limits: limits)
-        for old in dropped {
-            if case .message(let m, _) = old.kind, received[Self.receivedKey(m.from, m.clientMessageId)] == old.seq {
-                received[Self.receivedKey(m.from, m.clientMessageId)] = nil
-            }
-        }
-        return item
+        return log.append(.message(m, alert: alert), at: time, limits: limits)
     }
 }
 

@@ -31,7 +31,7 @@ extension NodeRuntime {
             let now = ContinuousClock.now
             let elapsed = now - last
             last = now
-            let seconds = max(0.001, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            let seconds = max(0.001, elapsed / .seconds(1))
             let taken = metrics.edge.window.take()
             let figures = await edge.withLockedValue({ $0 })?.figures
             let leaders = (try? await driver.status().get())?.filter { $0.role == .leader }.count ?? 0

@@ -50,7 +50,8 @@ public struct NodeConfig: Sendable, Equatable {
         return Address(host: advertisedPeerAddress.host, port: listen.port)
     }
 
-    public static func isEveryInterface(_ host: String) -> Bool { host == "0.0.0.0" || host == "::" || host == "[::]" }
+    /// A listen host that names no host another machine could reach (`Address` drops IPv6 brackets).
+    public static func isEveryInterface(_ host: String) -> Bool { host == "0.0.0.0" || host == "::" }
     public var shardCount = 64
     public var replicationFactor = 3
     public var tickMillis = 50

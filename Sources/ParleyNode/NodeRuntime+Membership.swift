@@ -32,7 +32,9 @@ extension NodeRuntime {
                 for n in info.nodes where n.state != .removed && n.state != .dropped && n.id != config.id {
                     // A member registered before it advertised its name (0.0.0.0) is reached through the seed's
                     // registry later (`followRegistry`), once it restarted and registered again.
-                    if let address = NodeConfig.Address(Substring(n.peerAddress)), address.host != "0.0.0.0" { peers[n.id] = address }
+                    if let address = NodeConfig.Address(Substring(n.peerAddress)), !NodeConfig.isEveryInterface(address.host) {
+                        peers[n.id] = address
+                    }
                 }
                 logger.notice("joining the cluster", metadata: [
                     "through": "\(seed)", "member": "\(info.answeredBy)",
@@ -66,7 +68,7 @@ extension NodeRuntime {
             let dropped = Set(state.nodes.values.filter { $0.state == .dropped }.map(\.id))
             for n in state.nodes.values where n.id != config.id && !dropped.contains(n.id) {
                 // An address on every interface (containers) names no host: the founders' --peers do.
-                if let address = NodeConfig.Address(Substring(n.peerAddress)), address.host != "0.0.0.0" {
+                if let address = NodeConfig.Address(Substring(n.peerAddress)), !NodeConfig.isEveryInterface(address.host) {
                     peers[n.id] = address
                 }
             }

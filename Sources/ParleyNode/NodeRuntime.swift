@@ -314,7 +314,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       connected: link.connected, queuedBatches: link.queuedBatches, droppedBatches: link.droppedBatches,
                       connectFailures: link.connectFailures, lastError: link.lastError,
                       lastErrorSecondsAgo: link.secondsSinceLastError.map(Self.rounded),
-                      lastConnectedSecondsAgo: link.secondsSinceConnected.map(Self.rounded))
+                      lastConnectedSecondsAgo: link.secondsSinceConnected.map(Self.rounded), protocolVersion: link.peerVersion)
             },
             shards: shards.map { s in
                 .init(shard: s.shard, role: "\(s.role)", term: s.term, leader: s.leader, commit: s.commit,
@@ -333,7 +333,6 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             })
         report.replicasToFill = toFill
         report.peerProtocol = PeerProtocol.version
-        for (i, link) in links.enumerated() where i < report.peers.count { report.peers[i].protocolVersion = link.peerVersion }
         report.activity = activity.all
         return report
     }

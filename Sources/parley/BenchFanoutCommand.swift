@@ -157,7 +157,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
         }
         let m = results.sorted { $0.rate < $1.rate }[results.count / 2]
         print(String(format: "%7d  %21.0f  %10.0f  %6.1f  %6.1f  %13.1f", level, m.rate, m.sent, m.p50, m.p99, perConnection))
-        let retried = senders.reduce(0) { $0 + $1.1.budgetRetries }
+        let retried = senders.reduce(0) { $0 + $1.1.budgetRetries.withLockedValue { $0 } }
         if retried > 0 { print("  (\(retried) sends waited for a connection's request budget, A1)") }
         for (channel, _) in senders { try? await channel.close() }
         for c in channels { c.close(promise: nil) }

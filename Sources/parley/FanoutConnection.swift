@@ -42,7 +42,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     private var answers: [Int: (promise: EventLoopPromise<Void>, frame: String)] = [:]
     /// Sends the edge's request budget (A1) answered 416 and this connection sent again after `retryAfterMs`,
     /// as a client does.
-    private(set) var budgetRetries = 0
+    let budgetRetries = NIOLockedValueBox(0)  // written on the channel's loop, read by the benchmark
 
     init(enterFrame: String?, tally: FanoutTally, samplesLatency: Bool, entered: EventLoopPromise<Void>) {
         self.enterFrame = enterFrame
@@ -125,7 +125,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
             guard let (promise, frame) = answers[id] else { return }
             if !ok, let error = object["error"] as? [String: Any], error["code"] as? Int == 416, let context {
                 // Over the connection's request budget: the same request again once the edge says.
-                budgetRetries += 1
+                budgetRetries.withLockedValue { $0 += 1 }
                 let wait = max(1, error["retryAfterMs"] as? Int ?? 10)
                 let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 context.eventLoop.scheduleTask(in: .milliseconds(Int64(wait))) { bound.value.send(frame) }

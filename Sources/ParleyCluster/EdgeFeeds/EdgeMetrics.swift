@@ -58,9 +58,8 @@ public final class EdgeMetrics: Sendable {
     /// A room request answered `since` then; `message`: a message its room took.
     public func answered(since start: ContinuousClock.Instant, message: Bool) {
         let took = ContinuousClock.now - start
-        let nanos = took.components.seconds * 1_000_000_000 + took.components.attoseconds / 1_000_000_000
-        requestTime.recordNanoseconds(nanos)
-        window.record(millis: Double(nanos) / 1_000_000, message: message)
+        requestTime.recordNanoseconds(Int64(took / .nanoseconds(1)))
+        window.record(millis: took / .milliseconds(1), message: message)
         if message { messages.increment() }
     }
 

@@ -1,9 +1,9 @@
 import Synchronization
 
 /// Issue 18: what the edge answered since the last look — requests, messages sent and their latency as
-/// counts per latency bucket — for the node's own history of the last minutes (`/status` `history`, the
+/// counts per latency bucket — for the node's own history of the last minutes (`/status` `activity`, the
 /// dashboard's charts). Prometheus keeps the cumulative form (`parley_edge_request_seconds`); this one is
-/// taken and reset every sample, so a p99 of the last 5 s needs no subtraction of histograms.
+/// taken and reset every sample, so the p99 of one sample's interval needs no subtraction of histograms.
 public final class EdgeRequestWindow: Sendable {
     /// Upper bounds of the buckets in milliseconds; a slower answer falls into one more, open-ended bucket.
     public static let boundsMillis: [Double] = [0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 50, 75, 100, 150, 200,

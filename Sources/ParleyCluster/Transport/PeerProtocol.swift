@@ -3,7 +3,7 @@
 /// accepting it answers with its own. A node that sent none is version 1 (before the header existed).
 /// A stream from a version this node cannot talk to is refused (426) with the versions in the answer, and
 /// the refusing side logs it; a feature that writes something older nodes cannot read (a new replicated
-/// command) is used only once every node of the cluster said it reads it (`PeerTransport.peerVersions`).
+/// command) is used only once every node of the cluster said it reads it (`PeerTransport.everyPeerHas`).
 ///
 /// Versions:
 /// - 1: Raft batches (`RaftWireCodec` 1), proposal batches, commands up to tag 37.
