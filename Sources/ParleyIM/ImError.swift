@@ -27,6 +27,10 @@ public enum ImErrorCode: Int, Sendable, Equatable, Codable {
     /// Accepting or rejecting with no invitation; approving or rejecting with no application.
     case noInvitation = 14215
     case teamFull = 14216
+    /// SPEC A7 for IM writes through the server API: the same signed request applied already (the rooms' code).
+    case requestReplayed = 10406
+    /// The app holds too many live request keys in the shard (the rooms' code).
+    case tooManyRequests = 10429
 }
 
 public struct ImError: Error, Sendable, Equatable {

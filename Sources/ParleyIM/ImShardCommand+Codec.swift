@@ -32,6 +32,13 @@ extension ImShardCommand {
             w.write(UInt8(5))
             w.write(UInt64(seqs.count))
             for s in seqs { w.write(s) }
+        case .read(let read):
+            w.write(UInt8(6))
+            switch read {
+            case .log(let after, let limit): w.write(UInt8(1)); w.write(after); w.write(limit)
+            case .relations: w.write(UInt8(2))
+            case .team(let teamId, let after, let limit): w.write(UInt8(3)); w.write(teamId); w.write(after); w.write(limit)
+            }
         }
         return w.bytes
     }
@@ -69,6 +76,13 @@ extension ImShardCommand {
             var seqs: [UInt64] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 1)) { seqs.append(try r.readUInt64()) }
             self = .confirm(seqs)
+        case 6:
+            switch try r.readByte() {
+            case 1: self = .read(.log(after: try r.readUInt64(), limit: try r.readInt()))
+            case 2: self = .read(.relations)
+            case 3: self = .read(.team(teamId: try r.readString(), after: try r.readUInt64(), limit: try r.readInt()))
+            case let tag: throw .badTag("IM read", UInt64(tag))
+            }
         case let tag:
             throw .badTag("IM command", UInt64(tag))
         }
@@ -78,9 +92,7 @@ extension ImShardCommand {
     static func write(_ c: TeamCommand, into w: inout ByteWriter) {
         switch c {
         case .create(let info):
-            w.write(UInt8(1)); w.write(info.name); w.write(info.intro); w.write(info.announcement); w.write(info.avatar)
-            w.write(info.joinMode.rawValue); w.write(info.inviteMode.rawValue); w.write(info.beInviteMode.rawValue)
-            w.write(info.updateInfoMode.rawValue); w.write(info.muteAll)
+            w.write(UInt8(1)); ImShardState.write(info, into: &w)
         case .invite(let targets, let postscript, let ext): w.write(UInt8(2)); w.write(targets); w.write(postscript); w.write(ext)
         case .acceptInvitation: w.write(UInt8(3))
         case .rejectInvitation: w.write(UInt8(4))
@@ -107,12 +119,7 @@ extension ImShardCommand {
 
     static func readTeamCommand(_ r: inout ByteReader) throws(CodecError) -> TeamCommand {
         switch try r.readByte() {
-        case 1:
-            var info = TeamInfo(name: try r.readString())
-            info.intro = try r.readString(); info.announcement = try r.readString(); info.avatar = try r.readString()
-            info.joinMode = try r.readEnum(); info.inviteMode = try r.readEnum(); info.beInviteMode = try r.readEnum()
-            info.updateInfoMode = try r.readEnum(); info.muteAll = try r.readBool()
-            return .create(info)
+        case 1: return .create(try ImShardState.readTeamInfo(&r))
         case 2: return .invite(targets: try r.readStrings(), postscript: try r.readString(), notifyExt: try r.readString())
         case 3: return .acceptInvitation
         case 4: return .rejectInvitation

@@ -11,6 +11,8 @@ public enum ImShardCommand: Sendable, Equatable {
     case effects(from: Int, [OutboxEntry])
     /// The relay: the targets applied these effects of this shard's outbox.
     case confirm([UInt64])
+    /// A read through the log (changes nothing).
+    case read(ImRead)
 }
 
 /// What applying an `ImShardCommand` gave.
@@ -20,6 +22,7 @@ public enum ImApplied: Sendable, Equatable {
     case team(TeamOutcome)
     case effects(events: [ImEvent], appliedUpTo: UInt64)
     case confirmed
+    case read(ImReadResult)
 }
 
 extension ImShardState {
@@ -35,6 +38,7 @@ extension ImShardState {
         case .confirm(let seqs):
             confirm(seqs)
             return .success(.confirmed)
+        case .read(let r): return read(r, context: context).map(ImApplied.read)
         }
     }
 }

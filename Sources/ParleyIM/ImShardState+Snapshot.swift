@@ -147,17 +147,71 @@ extension ImShardState {
         }
     }
 
-    static func write(_ t: TeamRecord, into w: inout ByteWriter) {
-        let i = t.info
+    static func write(_ i: TeamInfo, into w: inout ByteWriter) {
         w.write(i.name); w.write(i.intro); w.write(i.announcement); w.write(i.avatar)
         w.write(i.joinMode.rawValue); w.write(i.inviteMode.rawValue); w.write(i.beInviteMode.rawValue)
         w.write(i.updateInfoMode.rawValue); w.write(i.muteAll)
+    }
+
+    static func readTeamInfo(_ r: inout ByteReader) throws(CodecError) -> TeamInfo {
+        var info = TeamInfo(name: try r.readString())
+        info.intro = try r.readString(); info.announcement = try r.readString(); info.avatar = try r.readString()
+        info.joinMode = try r.readEnum(); info.inviteMode = try r.readEnum(); info.beInviteMode = try r.readEnum()
+        info.updateInfoMode = try r.readEnum(); info.muteAll = try r.readBool()
+        return info
+    }
+
+    static func write(_ account: String, _ m: TeamMember, into w: inout ByteWriter) {
+        w.write(account); w.write(m.role.rawValue); w.write(m.muted); w.write(m.notify.rawValue); w.write(m.joinedAt)
+    }
+
+    static func readTeamMember(_ r: inout ByteReader) throws(CodecError) -> (String, TeamMember) {
+        let account = try r.readString()
+        var m = TeamMember(role: try r.readEnum(), joinedAt: 0)
+        m.muted = try r.readBool()
+        m.notify = try r.readEnum()
+        m.joinedAt = try r.readInt64()
+        return (account, m)
+    }
+
+    static func write(_ item: TeamLogItem, into w: inout ByteWriter) {
+        w.write(item.seq); w.write(item.time)
+        switch item.kind {
+        case .message(let m):
+            w.write(UInt8(1)); w.write(m.from); w.write(m.clientMessageId); w.write(m.type); w.write(m.body); w.write(m.ext)
+        case .notification(let n):
+            w.write(UInt8(2)); w.write(n.operation.rawValue); w.write(n.source); w.write(n.targets); w.write(n.notifyExt)
+            w.write(UInt64(n.attachment.count))
+            for tag in n.attachment.keys.sorted() { w.write(tag.rawValue); w.write(n.attachment[tag]!) }
+        }
+    }
+
+    static func readTeamItem(_ r: inout ByteReader) throws(CodecError) -> TeamLogItem {
+        let seq = try r.readUInt64(), time = try r.readInt64()
+        switch try r.readByte() {
+        case 1:
+            let m = TeamMessage(from: try r.readString(), clientMessageId: try r.readString(), type: try r.readString(),
+                                body: try r.readString(), ext: try r.readString())
+            return TeamLogItem(seq: seq, time: time, kind: .message(m))
+        case 2:
+            let operation: TeamOperation = try r.readEnum()
+            let source = try r.readString(), targets = try r.readStrings(), notifyExt = try r.readString()
+            var attachment: [TeamUpdateTag: String] = [:]
+            for _ in 0..<(try r.readCount(minimumItemBytes: 2)) {
+                let tag: TeamUpdateTag = try r.readEnum()
+                attachment[tag] = try r.readString()
+            }
+            return TeamLogItem(seq: seq, time: time, kind: .notification(
+                TeamNotification(operation: operation, source: source, targets: targets, notifyExt: notifyExt, attachment: attachment)))
+        case let tag: throw .badTag("team log item", UInt64(tag))
+        }
+    }
+
+    static func write(_ t: TeamRecord, into w: inout ByteWriter) {
+        write(t.info, into: &w)
         w.write(t.owner)
         w.write(UInt64(t.members.count))
-        for account in t.members.keys.sorted() {
-            let m = t.members[account]!
-            w.write(account); w.write(m.role.rawValue); w.write(m.muted); w.write(m.notify.rawValue); w.write(m.joinedAt)
-        }
+        for account in t.members.keys.sorted() { write(account, t.members[account]!, into: &w) }
         w.write(UInt64(t.invitations.count))
         for account in t.invitations.keys.sorted() {
             let inv = t.invitations[account]!
@@ -170,33 +224,16 @@ extension ImShardState {
         w.write(t.log.nextSeq)
         w.write(t.log.droppedThroughSeq)
         w.write(UInt64(t.log.entries.count))
-        for item in t.log.entries {
-            w.write(item.seq); w.write(item.time)
-            switch item.kind {
-            case .message(let m):
-                w.write(UInt8(1)); w.write(m.from); w.write(m.clientMessageId); w.write(m.type); w.write(m.body); w.write(m.ext)
-            case .notification(let n):
-                w.write(UInt8(2)); w.write(n.operation.rawValue); w.write(n.source); w.write(n.targets); w.write(n.notifyExt)
-                w.write(UInt64(n.attachment.count))
-                for tag in n.attachment.keys.sorted() { w.write(tag.rawValue); w.write(n.attachment[tag]!) }
-            }
-        }
+        for item in t.log.entries { write(item, into: &w) }
     }
 
     static func readTeam(_ r: inout ByteReader) throws(CodecError) -> TeamRecord {
-        var info = TeamInfo(name: try r.readString())
-        info.intro = try r.readString(); info.announcement = try r.readString(); info.avatar = try r.readString()
-        info.joinMode = try r.readEnum(); info.inviteMode = try r.readEnum(); info.beInviteMode = try r.readEnum()
-        info.updateInfoMode = try r.readEnum(); info.muteAll = try r.readBool()
+        let info = try readTeamInfo(&r)
         let owner = try r.readString()
         var t = TeamRecord(info: info, owner: owner, at: 0)
         t.members = [:]
         for _ in 0..<(try r.readCount(minimumItemBytes: 6)) {
-            let account = try r.readString()
-            var m = TeamMember(role: try r.readEnum(), joinedAt: 0)
-            m.muted = try r.readBool()
-            m.notify = try r.readEnum()
-            m.joinedAt = try r.readInt64()
+            let (account, m) = try readTeamMember(&r)
             t.members[account] = m
         }
         for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
@@ -209,26 +246,7 @@ extension ImShardState {
         }
         let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
         var items: [TeamLogItem] = []
-        for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
-            let seq = try r.readUInt64(), time = try r.readInt64()
-            switch try r.readByte() {
-            case 1:
-                let m = TeamMessage(from: try r.readString(), clientMessageId: try r.readString(), type: try r.readString(),
-                                    body: try r.readString(), ext: try r.readString())
-                items.append(TeamLogItem(seq: seq, time: time, kind: .message(m)))
-            case 2:
-                let operation: TeamOperation = try r.readEnum()
-                let source = try r.readString(), targets = try r.readStrings(), notifyExt = try r.readString()
-                var attachment: [TeamUpdateTag: String] = [:]
-                for _ in 0..<(try r.readCount(minimumItemBytes: 2)) {
-                    let tag: TeamUpdateTag = try r.readEnum()
-                    attachment[tag] = try r.readString()
-                }
-                items.append(TeamLogItem(seq: seq, time: time, kind: .notification(
-                    TeamNotification(operation: operation, source: source, targets: targets, notifyExt: notifyExt, attachment: attachment))))
-            case let tag: throw .badTag("team log item", UInt64(tag))
-            }
-        }
+        for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try readTeamItem(&r)) }
         t.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
         return t
     }

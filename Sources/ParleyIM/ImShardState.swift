@@ -17,6 +17,11 @@ public struct ImShardState: Sendable, Equatable {
 
     public func user(_ account: String) -> UserRecord { users[account] ?? UserRecord() }
 
+    /// Nothing was ever applied that left a trace (a shard whose users and teams never used IM).
+    public var isEmpty: Bool {
+        users.isEmpty && teams.isEmpty && outbox.isEmpty && nextEffectSeq == 1 && appliedFrom.isEmpty
+    }
+
     /// What the operator's devices hear, with the effects for other users queued in the outbox; on error
     /// nothing changed.
     public mutating func apply(_ command: ImCommand, context: ImContext) -> Result<[ImEvent], ImError> {

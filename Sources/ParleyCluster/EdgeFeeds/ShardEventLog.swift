@@ -24,14 +24,14 @@ final class ShardEventLog {
     }
 
     /// Records an applied entry (its events may be empty).
-    func applied(_ index: LogIndex, _ events: [RoomEvent]) {
+    func applied(_ index: LogIndex, _ events: [RoomEvent], im: [ImFeedEvent] = []) {
         assert(index > applied, "applied indexes go forward")
         applied = index
-        guard !events.isEmpty else { return }
-        batches.append(ShardEventBatch(index: index, events: events))
-        eventCount += events.count
+        guard !events.isEmpty || !im.isEmpty else { return }
+        batches.append(ShardEventBatch(index: index, events: events, im: im))
+        eventCount += events.count + im.count
         while eventCount > maxEvents, batches.count > 1, let first = batches.popFirst() {
-            eventCount -= first.events.count
+            eventCount -= first.events.count + first.im.count
             completeAfter = first.index
         }
     }

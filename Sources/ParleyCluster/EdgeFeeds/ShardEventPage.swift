@@ -8,10 +8,14 @@ public struct ShardEventBatch: Sendable, Hashable, BinaryCodable {
     /// missing or repeating anything.
     public var index: UInt64
     public var events: [RoomEvent]
+    /// Issue 19: the entry's IM events. Not in the batch's own bytes (which nodes of the previous release
+    /// read): a page carries them after everything else, and only when there are some.
+    public var im: [ImFeedEvent]
 
-    public init(index: UInt64, events: [RoomEvent]) {
+    public init(index: UInt64, events: [RoomEvent], im: [ImFeedEvent] = []) {
         self.index = index
         self.events = events
+        self.im = im
     }
 
     public func encode(to w: inout ByteWriter) {
@@ -22,6 +26,7 @@ public struct ShardEventBatch: Sendable, Hashable, BinaryCodable {
     public init(from r: inout ByteReader) throws(CodecError) {
         index = try r.readUInt64()
         events = try r.readArray()
+        im = []
     }
 }
 
@@ -52,6 +57,12 @@ public struct ShardEventPage: Sendable, Hashable, BinaryCodable {
         w.write(cursor)
         w.write(gap)
         w.write(leader)
+        // The IM events by batch position, only when some batch has them: a page without them is the bytes
+        // of the previous release.
+        let withIm = batches.indices.filter { !batches[$0].im.isEmpty }
+        guard !withIm.isEmpty else { return }
+        w.write(UInt64(withIm.count))
+        for i in withIm { w.write(i); w.write(batches[i].im) }
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
@@ -60,5 +71,11 @@ public struct ShardEventPage: Sendable, Hashable, BinaryCodable {
         cursor = try r.readUInt64()
         gap = try r.readBool()
         leader = try r.readUInt64()
+        guard !r.isAtEnd else { return }
+        for _ in 0..<(try r.readCount(minimumItemBytes: 2)) {
+            let i = try r.readInt()
+            guard batches.indices.contains(i) else { throw .invalidValue("IM events of batch \(i)") }
+            batches[i].im = try r.readArray()
+        }
     }
 }

@@ -23,6 +23,13 @@ public struct ShardMap: Sendable, Hashable {
         StableHash.jumpConsistentHash(StableHash.of(roomID), buckets: shardCount)
     }
 
+    /// Issue 19: the shard of a user's IM state (an app-scoped account), in a name space of its own so a
+    /// user, a team and a room of the same name never collide (docs/im.md).
+    public func shard(ofUser account: String) -> ShardID { shard(ofRoom: "u:" + account) }
+
+    /// The shard of a team (an app-scoped team id).
+    public func shard(ofTeam teamId: String) -> ShardID { shard(ofRoom: "t:" + teamId) }
+
     /// The nodes that hold `shard`'s replicas, best first (at most `replicationFactor`).
     public func replicas(of shard: ShardID, nodes: [NodeID]) -> [NodeID] {
         Array(StableHash.rendezvousOrder(item: StableHash.mix(UInt64(shard) &+ 1), candidates: nodes)

@@ -39,6 +39,8 @@ public final class RaftDriver: @unchecked Sendable {
     let throttle = SendThrottle()
     /// Messages refused over budget here (for /metrics).
     public private(set) var sendsOverBudget = 0
+    /// Issue 19: the IM effects this node's shard leaders are relaying.
+    let relay = ImRelayBook()
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
@@ -70,6 +72,7 @@ public final class RaftDriver: @unchecked Sendable {
             self.tickTask = self.loop.scheduleRepeatedTask(initialDelay: self.tickInterval, delay: self.tickInterval) { _ in
                 self.host.tick()
                 self.runReady()
+                self.relayEffects()
             }
             self.leaseTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                 self.expireSilentEdges()
@@ -197,7 +200,7 @@ public final class RaftDriver: @unchecked Sendable {
     /// How to reach a group's leader: propose on the local replica, or forward to a node with `path`
     /// (an RPC that proposes there only, so a command makes at most one more hop).
     // Built and used on the driver's loop only.
-    private struct GroupRoute<Outcome: BinaryCodable & Sendable & Hashable>: @unchecked Sendable {
+    struct GroupRoute<Outcome: BinaryCodable & Sendable & Hashable>: @unchecked Sendable {
         var what: String
         var path: String
         var body: [UInt8]
@@ -208,7 +211,7 @@ public final class RaftDriver: @unchecked Sendable {
 
     /// `firstAnswer`: what a proposal already made here answered (`attempt`'s direct path), taken as this
     /// attempt's answer.
-    private func route<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, attempt: Int = 0,
+    func route<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, attempt: Int = 0,
                                 firstAnswer: GroupAnswer<Outcome>? = nil, firstNode: NodeID? = nil) -> EventLoopFuture<Outcome> {
         let first: EventLoopFuture<GroupAnswer<Outcome>>
         if let firstAnswer {
@@ -342,7 +345,7 @@ public final class RaftDriver: @unchecked Sendable {
         return promise.futureResult
     }
 
-    private static func answer<O>(_ result: Result<O, ClusterError>) -> GroupAnswer<O> {
+    static func answer<O>(_ result: Result<O, ClusterError>) -> GroupAnswer<O> {
         switch result {
         case .success(let outcome): .applied(outcome)
         case .failure(.notLeader(let leader)): .notLeader(leader)
@@ -377,6 +380,8 @@ public final class RaftDriver: @unchecked Sendable {
             }
         case "/rpc/v1/events":
             return handleEventPoll(request.body)
+        case Self.imProposePath:
+            return handleImPropose(request.body)
         case Self.leadsPath, Self.transferPath:
             return handleBalanceCall(request)
         case Self.joinPath:

@@ -20,35 +20,43 @@ extension RaftHost {
     /// One shard replica over `log`, wired to the host's history store, event log and publisher.
     static func makeShardReplica(_ shard: ShardID, log: DurableGroupLog, config: Config, database: NodeDatabase,
                                  scratch: ApplyScratch, publish: @escaping (ShardID, [RoomEvent]) -> Void,
-                                 events eventLogs: inout [ShardID: ShardEventLog]) throws -> GroupReplica<RoomsState> {
+                                 events eventLogs: inout [ShardID: ShardEventLog]) throws -> GroupReplica<ShardState> {
         let group = config.shardMap.group(of: shard)
         let limits = config.limits
-        let replica = try GroupReplica<RoomsState>(
+        let replica = try GroupReplica<ShardState>(
             group: group, log: log, config: raftConfig(group, config),
-            prepare: { $0.collectsStoredHistory = true }) { RoomsState(limits: limits) }
+            prepare: { $0.rooms.collectsStoredHistory = true }) { ShardState(rooms: RoomsState(limits: limits)) }
+        let imFeed = ImFeedBuffer()
         replica.afterApply = { state in
-            for s in state.takeStoredHistory() {
+            imFeed.events += state.takeImFeed()
+            for s in state.rooms.takeStoredHistory() {
                 scratch.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
             }
         }
         let store = database.history
         replica.answer = { command, outcome, state, context in
-            RoomHistoryReads.complete(command, outcome, state: state, now: context.timestamp, store: store) {
+            guard case .room(let c) = command, case .room(let o) = outcome else { return outcome }
+            return .room(RoomHistoryReads.complete(c, o, state: state.rooms, now: context.timestamp, store: store) {
                 try scratch.writeHistory(to: database)
-            }
+            })
         }
         let events = ShardEventLog(applied: replica.applied)
         replica.onApplied = { index, outcomes in
-            let list = outcomes.count == 1 ? outcomes[0].events : outcomes.flatMap(\.events)
-            events.applied(index, list)
-            if !list.isEmpty {
-                scratch.shards.insert(shard)
-                publish(shard, list)
-            }
+            let list = outcomes.count == 1 ? outcomes[0].roomEvents : outcomes.flatMap(\.roomEvents)
+            let im = imFeed.events
+            imFeed.events.removeAll()
+            events.applied(index, list, im: im)
+            if !list.isEmpty || !im.isEmpty { scratch.shards.insert(shard) }
+            if !list.isEmpty { publish(shard, list) }
         }
         replica.onRestored = { index in events.restored(at: index) }
         eventLogs[shard] = events
         return replica
+    }
+
+    /// The IM feed events of the commands of the entry being applied, until the entry's `onApplied`.
+    final class ImFeedBuffer {
+        var events: [ImFeedEvent] = []
     }
 
     /// Ticks after dropping a replica during which its old leader's late messages are ignored.

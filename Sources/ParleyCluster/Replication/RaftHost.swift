@@ -1,4 +1,5 @@
 import Metrics
+import ParleyIM
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage
@@ -97,7 +98,7 @@ public final class RaftHost {
     public let config: Config
     let database: NodeDatabase
     /// Replicas by shard; `shardOrder` walks them in a stable order.
-    var replicas: [ShardID: GroupReplica<RoomsState>] = [:]
+    var replicas: [ShardID: GroupReplica<ShardState>] = [:]
     /// Each shard replica's recent events, for the edges' feeds.
     var eventLogs: [ShardID: ShardEventLog] = [:]
     /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
@@ -273,7 +274,7 @@ public final class RaftHost {
     public func isLeader(of shard: ShardID) -> Bool { replicas[shard]?.isLeader ?? false }
 
     /// The edges with sessions in the shard, as this replica has applied it.
-    public func edgesWithSessions(shard: ShardID) -> [String] { replicas[shard]?.machine.edgesWithSessions ?? [] }
+    public func edgesWithSessions(shard: ShardID) -> [String] { replicas[shard]?.machine.rooms.edgesWithSessions ?? [] }
 
     /// A1: counts a client message refused over budget, as `parley_room_commands_total{type="sendMessage",
     /// result="416"}` (it was never proposed, so apply does not count it).
@@ -283,7 +284,7 @@ public final class RaftHost {
 
     /// A1: the message budget of a room's app, as this replica's state has it.
     func sendBudget(shard: ShardID, roomId: String) -> SendBudget {
-        replicas[shard]?.machine.sendBudget(forRoom: roomId) ?? SendBudget()
+        replicas[shard]?.machine.rooms.sendBudget(forRoom: roomId) ?? SendBudget()
     }
 
     /// The shards this node holds a replica of, ascending.
@@ -343,11 +344,29 @@ public final class RaftHost {
         let metrics = self.metrics
         let kind = command.metricKind
         due.mark(groupIndex[replica.group]!)
-        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp, requestKey: requestKey) { result in
+        replica.propose(.room(command), id: nextProposalID(), actor: actor, timestamp: timestamp, requestKey: requestKey) { result in
+            let result = result.map { $0.room ?? RoomsState.refusedRequest(.replayed) }
             // Counted where the proposal was made (the leader), so each command counts once in the cluster.
             if case .success(let outcome) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
             completion(result)
         }
+    }
+
+    /// Issue 19: the shard's IM outbox when this node leads it and it holds effects to relay.
+    public func imOutbox(shard: ShardID) -> [OutboxEntry]? {
+        guard let r = replicas[shard], r.isLeader, !r.machine.im.outbox.isEmpty else { return nil }
+        return r.machine.im.outbox
+    }
+
+    /// Issue 19: proposes an IM command for `account` (app-scoped; empty for the relay's own commands) to
+    /// `shard`; completes once it applied on this node, or at once when this replica cannot take it.
+    public func proposeIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor, timestamp: Int64,
+                          requestKey: RequestKey? = nil,
+                          completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
+        guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
+        due.mark(groupIndex[replica.group]!)
+        replica.propose(.im(account: account, command), id: nextProposalID(), actor: actor, timestamp: timestamp,
+                        requestKey: requestKey, completion: completion)
     }
 
     /// Proposes a change to the meta group (node registry, placement, app credentials).
@@ -503,7 +522,7 @@ public final class RaftHost {
             let s = r.raft.status
             return ShardStatus(shard: shard, role: s.softState.role, term: s.hardState.term, leader: s.softState.leader,
                                commit: s.hardState.commit, applied: r.applied, firstIndex: s.firstIndex,
-                               lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.roomCount,
+                               lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.rooms.roomCount,
                                isQuiesced: s.isQuiesced, conf: r.confState)
         }
     }

@@ -8,9 +8,12 @@
 /// Versions:
 /// - 1: Raft batches (`RaftWireCodec` 1), proposal batches, commands up to tag 37.
 /// - 2: the header; reads `enter` with `replacing` (command tag 38, the session take-over of C5).
+/// - 3: reads IM commands (shard command tag 200, issue 19) and their answers, serves `/rpc/v1/im/propose`,
+///   and sends IM events after a feed page's room events (only when a page has some).
 public enum PeerProtocol {
-    public static let version = 2
-    /// The oldest version this node talks to: the release before it.
+    public static let version = 3
+    /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
+    /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
     public static let header = "parley-peer-version"
 
@@ -24,10 +27,13 @@ public enum PeerProtocol {
     public enum Feature: Sendable {
         /// `enter` replacing a session (C5 hand-off from a draining edge), command tag 38.
         case sessionTakeOver
+        /// IM commands in shard logs (tag 200).
+        case im
 
         public var version: Int {
             switch self {
             case .sessionTakeOver: 2
+            case .im: 3
             }
         }
     }

@@ -1,0 +1,39 @@
+import ParleyIM
+import ParleyWire
+
+/// Issue 19: what an applied IM command has for users' online devices, in a shard's event feed beside the
+/// room events: an event for one user, or a team log item for the team's members as they were when it
+/// applied (plus those it names in `alsoTo`: who just left, was kicked, or the whole team on a dismiss).
+public enum ImFeedEvent: Sendable, Hashable, BinaryCodable {
+    case user(ImEvent)
+    case team(TeamEvent, members: [String])
+
+    /// Every account whose devices hear it.
+    public var accounts: [String] {
+        switch self {
+        case .user(let e): [e.account]
+        case .team(let e, let members): members + e.alsoTo
+        }
+    }
+
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .user(let e): w.write(UInt8(1)); ImAnswerCodec.write([e], into: &w)
+        case .team(let e, let members): w.write(UInt8(2)); ImAnswerCodec.write(e, into: &w); w.write(members)
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        switch try r.readByte() {
+        case 1:
+            let events = try ImAnswerCodec.readEvents(&r)
+            guard events.count == 1 else { throw .invalidValue("one IM event") }
+            self = .user(events[0])
+        case 2: self = .team(try ImAnswerCodec.readTeamEvent(&r), members: try r.readStrings())
+        case let tag: throw .badTag("IM feed event", UInt64(tag))
+        }
+    }
+
+    public static func == (a: ImFeedEvent, b: ImFeedEvent) -> Bool { a.encoded() == b.encoded() }
+    public func hash(into h: inout Hasher) { h.combine(encoded()) }
+}

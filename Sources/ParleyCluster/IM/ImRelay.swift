@@ -1,0 +1,79 @@
+import NIOCore
+import ParleyIM
+import ParleyRooms
+
+/// Which shards' outboxes are being relayed from this node, and when a failed relay may try again.
+final class ImRelayBook {
+    var inFlight = Set<ShardID>()
+    var retryAt: [ShardID: NIODeadline] = [:]
+    /// Effects relayed and confirmed from this node (for tests and /metrics).
+    private(set) var relayed = 0
+
+    func done(_ shard: ShardID, confirmed: Int, failed: Bool) {
+        inFlight.remove(shard)
+        relayed += confirmed
+        retryAt[shard] = failed ? .now() + .milliseconds(200) : nil
+    }
+}
+
+/// Issue 19 (docs/im.md, "effects"): each shard's leader relays its outbox. Per target shard, in sequence
+/// order and from the first unconfirmed effect (so the target's per-source high-water mark never skips one),
+/// it proposes `effects(from:)` to the target's group; the target applies those above its mark and answers
+/// the mark; the source then proposes `confirm` for what the targets hold, which trims its outbox. A relay
+/// cut short by a leader change, a timeout or a crash is simply made again by whoever leads: the targets'
+/// marks make a resend change nothing, so every effect applies once and in order.
+extension RaftDriver {
+    /// Effects per target shard in one relay: bounds the entry a relay proposes.
+    static let relayBatch = 256
+
+    func relayEffects() {
+        loop.preconditionInEventLoop()
+        let now = NIODeadline.now()
+        for shard in host.shards where !relay.inFlight.contains(shard) {
+            if let at = relay.retryAt[shard], at > now { continue }
+            guard let outbox = host.imOutbox(shard: shard) else { continue }
+            relay.inFlight.insert(shard)
+            relayOutbox(outbox, from: shard)
+        }
+    }
+
+    private func relayOutbox(_ outbox: [OutboxEntry], from source: ShardID) {
+        var byTarget: [ShardID: [OutboxEntry]] = [:]
+        var targets: [ShardID] = []
+        for entry in outbox {
+            let target = shardMap.shard(ofUser: entry.effect.target)
+            if byTarget[target] == nil { targets.append(target) }
+            if byTarget[target, default: []].count < Self.relayBatch { byTarget[target, default: []].append(entry) }
+        }
+        let deadline = NIODeadline.now() + .seconds(3)
+        let sent = byTarget.values.reduce(0) { $0 + $1.count }
+        let sends = targets.map { target in
+            let entries = byTarget[target]!
+            return submitIm(.effects(from: source, entries), account: "", shard: target, actor: .appServer, deadline: deadline)
+                .map { result -> [UInt64] in
+                    guard case .success(.effects(_, let upTo)) = result else { return [] }
+                    return entries.filter { $0.seq <= upTo }.map(\.seq)
+                }
+                .recover { _ in [] }
+        }
+        EventLoopFuture.whenAllComplete(sends, on: loop).flatMap { results -> EventLoopFuture<(Int, Bool)> in
+            let done = results.flatMap { (try? $0.get()) ?? [] }
+            let partial = done.count < sent
+            guard !done.isEmpty else { return self.loop.makeSucceededFuture((0, true)) }
+            return self.submitIm(.confirm(done.sorted()), account: "", shard: source, actor: .appServer, deadline: deadline)
+                .map { result in
+                    if case .success = result { return (done.count, partial) }
+                    return (0, true)
+                }
+                .recover { _ in (0, true) }
+        }.whenComplete { result in
+            let (confirmed, failed) = (try? result.get()) ?? (0, true)
+            // A partial relay (a target's leader was away, a batch was cut) is made again soon; when every
+            // effect sent was confirmed and more wait, the next tick takes them.
+            self.relay.done(source, confirmed: confirmed, failed: failed && confirmed == 0)
+        }
+    }
+
+    /// Effects this node relayed and saw confirmed.
+    public func relayedEffects() -> EventLoopFuture<Int> { loop.submit { self.relay.relayed } }
+}

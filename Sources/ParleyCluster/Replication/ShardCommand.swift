@@ -1,0 +1,79 @@
+import ParleyIM
+import ParleyRooms
+import ParleyWire
+
+/// Issue 19: what a shard's log carries — a room command, or an IM command for the shard's users and teams
+/// (docs/im.md). A room command's bytes are exactly what they were before IM existed, so every entry written
+/// earlier reads unchanged; an IM command sits behind tag 200, which no room command uses, and is written
+/// only once every node reads it (`PeerProtocol.Feature.im`).
+public enum ShardCommand: Sendable, Hashable, BinaryCodable {
+    case room(RoomCommand)
+    /// `account`: the (app-scoped) user the command acts for — a client session may act only for its own
+    /// user (checked at apply); empty for the relay's commands, which only the cluster (`appServer`) issues.
+    case im(account: String, ImShardCommand)
+
+    static let imTag: UInt8 = 200
+
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .room(let c): w.write(c)
+        case .im(let account, let c):
+            w.write(Self.imTag)
+            w.write(account)
+            w.write(bytes: c.encoded())
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        var peek = r
+        guard try peek.readByte() == Self.imTag else {
+            self = .room(try r.read())
+            return
+        }
+        _ = try r.readByte()
+        let account = try r.readString()
+        self = .im(account: account, try ImShardCommand(decoding: try r.readBytes()))
+    }
+
+    public static func == (a: ShardCommand, b: ShardCommand) -> Bool { a.encoded() == b.encoded() }
+    public func hash(into h: inout Hasher) { h.combine(encoded()) }
+}
+
+/// What a shard command answered.
+public enum ShardOutcome: Sendable, Hashable, BinaryCodable {
+    case room(ApplyOutcome)
+    case im(Result<ImApplied, ImError>)
+
+    public var room: ApplyOutcome? {
+        if case .room(let o) = self { return o }
+        return nil
+    }
+
+    public var im: Result<ImApplied, ImError>? {
+        if case .im(let r) = self { return r }
+        return nil
+    }
+
+    /// The room events it produced (none for IM).
+    var roomEvents: [RoomEvent] { room?.events ?? [] }
+
+    public func encode(to w: inout ByteWriter) {
+        switch self {
+        case .room(let o): w.write(o)  // 0 or 1 first, as before
+        case .im(let r): w.write(ShardCommand.imTag); ImAnswerCodec.write(r, into: &w)
+        }
+    }
+
+    public init(from r: inout ByteReader) throws(CodecError) {
+        var peek = r
+        guard try peek.readByte() == ShardCommand.imTag else {
+            self = .room(try r.read())
+            return
+        }
+        _ = try r.readByte()
+        self = .im(try ImAnswerCodec.read(&r))
+    }
+
+    public static func == (a: ShardOutcome, b: ShardOutcome) -> Bool { a.encoded() == b.encoded() }
+    public func hash(into h: inout Hasher) { h.combine(encoded()) }
+}

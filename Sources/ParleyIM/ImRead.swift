@@ -1,0 +1,93 @@
+/// What a device or an app server reads of the IM state (docs/im.md). Reads go through the shard's log like
+/// the rooms' reads do, so a read after a write on any node sees it. The reader is the context's actor: a
+/// device reads its own user's log and relationships, and a team it is a member of.
+public enum ImRead: Sendable, Equatable {
+    /// The actor's conversation log after `after` (the last sequence the device has), at most `limit` items.
+    case log(after: UInt64, limit: Int)
+    /// The actor's friends (with remark and since when), requests both ways, blocklist, mute list and teams.
+    case relations
+    /// A team's info, members and its log after `after` (at most `limit` items); members and the app server only.
+    case team(teamId: String, after: UInt64, limit: Int)
+}
+
+/// What a read answers.
+public enum ImReadResult: Sendable, Equatable {
+    /// Items in sequence order; `nextSeq`: the sequence the log's next item will have (a device is in sync
+    /// when it holds everything before it).
+    case log(items: [ImLogItem], nextSeq: UInt64)
+    case relations(ImRelations)
+    case team(TeamView)
+}
+
+public struct ImRelations: Sendable, Equatable {
+    public struct Friend: Sendable, Equatable {
+        public var account: String
+        public var since: Int64
+        public var remark: String
+    }
+
+    public struct Request: Sendable, Equatable {
+        public var account: String
+        public var message: String
+        public var at: Int64
+    }
+
+    public var friends: [Friend]
+    public var incoming: [Request]
+    public var outgoing: [Request]
+    public var blocked: [String]
+    public var muted: [String]
+    public var teams: [String]
+}
+
+public struct TeamView: Sendable, Equatable {
+    public struct Member: Sendable, Equatable {
+        public var account: String
+        public var member: TeamMember
+    }
+
+    public var teamId: String
+    public var info: TeamInfo
+    public var owner: String
+    /// Sorted by account.
+    public var members: [Member]
+    public var items: [TeamLogItem]
+    public var nextSeq: UInt64
+}
+
+extension ImShardState {
+    /// Answers a read; changes nothing.
+    public func read(_ read: ImRead, context: ImContext) -> Result<ImReadResult, ImError> {
+        do {
+            try checkAccount(context.actor)
+            switch read {
+            case .log(let after, let limit):
+                let record = user(context.actor)
+                let items = try record.log.after(after, limit: limit, limits: limits).get()
+                return .success(.log(items: items, nextSeq: record.log.nextSeq))
+            case .relations:
+                let u = user(context.actor)
+                func requests(_ d: [String: FriendRequest]) -> [ImRelations.Request] {
+                    d.keys.sorted().map { ImRelations.Request(account: $0, message: d[$0]!.message, at: d[$0]!.at) }
+                }
+                return .success(.relations(ImRelations(
+                    friends: u.friendList.map { ImRelations.Friend(account: $0, since: u.friends[$0]!, remark: u.remarks[$0] ?? "") },
+                    incoming: requests(u.incoming), outgoing: requests(u.outgoing),
+                    blocked: u.blocklist, muted: u.muteList, teams: u.teams.sorted())))
+            case .team(let teamId, let after, let limit):
+                guard let t = team(teamId) else { throw ImError(.noSuchTeam, "no team \(teamId)") }
+                guard context.byAppServer || t.members[context.actor] != nil else {
+                    throw ImError(.notMember, "\(context.actor) is not a member of \(teamId)")
+                }
+                let items = try t.log.after(after, limit: limit, limits: limits).get()
+                return .success(.team(TeamView(teamId: teamId, info: t.info, owner: t.owner,
+                                               members: t.memberList.map { TeamView.Member(account: $0, member: t.members[$0]!) },
+                                               items: items, nextSeq: t.log.nextSeq)))
+            }
+        } catch let error as ImError {
+            return .failure(error)
+        } catch {
+            return .failure(ImError(.badParameter, "\(error)"))
+        }
+    }
+}

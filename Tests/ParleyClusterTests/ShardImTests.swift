@@ -1,0 +1,138 @@
+import Foundation
+import ParleyCluster
+import ParleyIM
+import ParleyRaft
+import ParleyRooms
+import ParleyWire
+import Testing
+
+/// Issue 19: IM commands in the shards' Raft groups beside the rooms (docs/im.md) — replicated, snapshotted,
+/// in the event feed, and the relay's effects applied once; the wire forms read back.
+@Suite struct ShardImTests {
+    let app = "app"
+    func scoped(_ a: String) -> String { AppScope.scoped(a, in: app) }
+
+    /// Proposes an IM command through the shard's leader and runs the cluster until it applied there.
+    func submitIm(_ c: InProcessCluster, _ command: ImShardCommand, account: String, shard: ShardID,
+                  as actor: CommandActor = .appServer) throws -> Result<ImApplied, ImError> {
+        try c.run(until: { c.leader(of: shard) != nil }, "a leader for shard \(shard)")
+        var answer: Result<ShardOutcome, ClusterError>?
+        c.hosts[c.leader(of: shard)!]!.proposeIm(command, account: account, shard: shard, actor: actor, timestamp: c.clock) { answer = $0 }
+        try c.run(until: { answer != nil }, "the IM proposal to apply")
+        return try #require(try answer!.get().im)
+    }
+
+    /// Two users on two shards (found by name, so the test does not depend on the hash).
+    func usersOnTwoShards(_ c: InProcessCluster) -> (String, String) {
+        let a = scoped("alice")
+        let b = (0..<100).map { scoped("bob\($0)") }.first { c.shardMap.shard(ofUser: $0) != c.shardMap.shard(ofUser: a) }!
+        return (a, b)
+    }
+
+    @Test func aFriendRequestAppliesOnTheRequestersShardAndItsEffectOnceOnTheTargets() throws {
+        let c = try InProcessCluster()
+        let (a, b) = usersOnTwoShards(c)
+        let sa = c.shardMap.shard(ofUser: a), sb = c.shardMap.shard(ofUser: b)
+        let asked = try submitIm(c, .user(.friend(.request, target: b, message: "hi")), account: a, shard: sa)
+        #expect(asked == .success(.user([])))
+        // The effect waits in A's shard's outbox on every replica.
+        let leaderA = c.hosts[c.leader(of: sa)!]!
+        var outbox = try #require(leaderA.imOutbox(shard: sa))
+        #expect(outbox.count == 1 && outbox[0].effect.target == b)
+        // The relay, by hand (the driver does this): effects to B's shard, twice (a resend), then confirm.
+        let first = try submitIm(c, .effects(from: sa, outbox), account: "", shard: sb)
+        let again = try submitIm(c, .effects(from: sa, outbox), account: "", shard: sb)
+        guard case .success(.effects(let events, let upTo)) = first, case .success(.effects(let none, let upTo2)) = again else {
+            Issue.record("\(first) \(again)"); return
+        }
+        #expect(upTo == 1 && upTo2 == 1 && none.isEmpty, "a resent relay changes nothing")
+        #expect(events.count == 1 && events[0].account == b)
+        let relations = try submitIm(c, .read(.relations), account: b, shard: sb)
+        guard case .success(.read(.relations(let r))) = relations else { Issue.record("\(relations)"); return }
+        #expect(r.incoming.map(\.account) == [a] && r.incoming[0].message == "hi")
+        // B's shard's feed carries the FriendAdd notification for B's devices, after the room events' bytes.
+        let page = try #require(c.hosts[c.leader(of: sb)!]!.eventPage(shard: sb, after: 0))
+        let im = page.batches.flatMap(\.im)
+        #expect(im.count == 1 && im[0].accounts == [b])
+        let decoded = try ShardEventPage(decoding: page.encoded())
+        #expect(decoded.batches.flatMap(\.im) == im)
+        _ = try submitIm(c, .confirm(outbox.map(\.seq)), account: "", shard: sa)
+        outbox = leaderA.imOutbox(shard: sa) ?? []
+        #expect(outbox.isEmpty)
+        try c.run(until: { c.replicasAgree(on: sa) && c.replicasAgree(on: sb) }, "replicas to agree")
+    }
+
+    @Test func aSessionActsOnlyForItsOwnUserAndNeverRelays() throws {
+        let c = try InProcessCluster()
+        let (a, b) = usersOnTwoShards(c)
+        let sa = c.shardMap.shard(ofUser: a)
+        let before = try #require(c.hosts[1]!.roomsSnapshot(shard: sa))
+        let forged = try submitIm(c, .user(.setBlocked(target: b, true)), account: a, shard: sa, as: session(b))
+        #expect(forged.failureCode == .noPermission)
+        let relay = try submitIm(c, .effects(from: 9, []), account: a, shard: sa, as: session(a))
+        #expect(relay.failureCode == .noPermission)
+        try c.run(until: { c.replicasAgree(on: sa) }, "replicas to agree")
+        #expect(c.hosts[1]!.roomsSnapshot(shard: sa) == before, "refused commands change nothing")
+        let own = try submitIm(c, .user(.setBlocked(target: b, true)), account: a, shard: sa, as: session(a))
+        #expect(own == .success(.user([ImEvent(account: a, kind: .blocklistChanged)])))
+    }
+
+    @Test func imStateSurvivesRestartsAndSnapshotsAndAShardWithoutItSnapshotsAsBefore() throws {
+        let c = try InProcessCluster(shards: 2)
+        c.snapshotEvery = 5
+        try c.restartAll()
+        let (a, b) = usersOnTwoShards(c)
+        let sb = c.shardMap.shard(ofUser: b)
+        // A shard without IM state writes the rooms' snapshot byte for byte (nodes of the previous release read it).
+        try c.submit(.createRoom(CreateRoom(roomId: "r", creator: "u", name: "R")), room: "r")
+        let rs = c.shardMap.shard(ofRoom: "r")
+        let plain = try #require(c.hosts[1]!.roomsSnapshot(shard: rs))
+        if rs != sb { #expect(Array(plain.prefix(4)) == Array("PRMS".utf8)) }
+        for i in 0..<12 {
+            let sent = try submitIm(c, .send(P2PSend(to: b, clientMessageId: "m\(i)", body: "hello \(i)")), account: a, shard: sb)
+            guard case .success(.sent(let s)) = sent else { Issue.record("\(sent)"); return }
+            #expect(s.seq == UInt64(i + 1))
+        }
+        let snap = try #require(c.hosts[1]!.roomsSnapshot(shard: sb))
+        #expect(Array(snap.prefix(4)) == Array("PSHS".utf8))
+        let restored = try ShardState(restoring: snap)
+        #expect(restored.snapshot() == snap)
+        // Every node restarts from its snapshot plus log: the log still holds all twelve, in order.
+        try c.restartAll()
+        let log = try submitIm(c, .read(.log(after: 0, limit: 100)), account: b, shard: sb)
+        guard case .success(.read(.log(let items, let next))) = log else { Issue.record("\(log)"); return }
+        #expect(items.map(\.seq) == Array(1...12) && next == 13)
+        try c.run(until: { c.replicasAgree(on: sb) }, "replicas to agree")
+    }
+
+    @Test func shardCommandsAndOutcomesKeepTheRoomBytesAndRefuseGarbage() throws {
+        let room = RoomCommand.fetchRoomInfo(roomId: "r")
+        #expect(ShardCommand.room(room).encoded() == room.encoded(), "room entries read as before")
+        let im = ShardCommand.im(account: "a", .user(.friend(.add, target: "b", message: "")))
+        #expect(try ShardCommand(decoding: im.encoded()) == im)
+        let outcome = ApplyOutcome(result: .success(.done), events: [])
+        #expect(ShardOutcome.room(outcome).encoded() == outcome.encoded())
+        let answers: [Result<ImApplied, ImError>] = [
+            .failure(ImError(.blocked, "no")), .success(.confirmed), .success(.user([ImEvent(account: "a", kind: .muteListChanged)])),
+            .success(.read(.log(items: [ImLogItem(seq: 3, time: 9, kind: .friendNotification(source: "a", target: "b", operation: .verify,
+                                                                                                 message: "m"))], nextSeq: 4))),
+        ]
+        for a in answers {
+            #expect(try ShardOutcome(decoding: ShardOutcome.im(a).encoded()) == .im(a))
+        }
+        var bytes = im.encoded()
+        for cut in 1..<bytes.count { #expect(throws: CodecError.self) { try ShardCommand(decoding: Array(bytes.prefix(cut))) } }
+        bytes[bytes.count - 1] = 0xFF
+        #expect((try? ShardCommand(decoding: bytes + [1])) == nil)
+        let forwarded = ForwardedImCommand(shard: 3, actor: session("a"), account: "a", command: .read(.relations),
+                                           requestKey: RequestKey(id: "k n", expiresAt: 5))
+        #expect(try ForwardedImCommand(decoding: forwarded.encoded()) == forwarded)
+    }
+}
+
+extension Result where Failure == ImError {
+    var failureCode: ImErrorCode? {
+        if case .failure(let e) = self { return e.code }
+        return nil
+    }
+}
