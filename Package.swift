@@ -98,7 +98,7 @@ let package = Package(
         .target(
             name: "ParleyEdge",
             dependencies: [
-                "ParleyRooms", "ParleyCluster", "ParleyWire", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyWire", "ParleyJSON",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(
             name: "ParleyEdgeTests",
             dependencies: [
-                "ParleyEdge", "ParleyRooms", "ParleyCluster",
+                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -126,7 +126,7 @@ let package = Package(
         .target(
             name: "ParleyAPI",
             dependencies: [
-                "ParleyRooms", "ParleyCluster", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -148,7 +148,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
         .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO and Logging.
         .target(

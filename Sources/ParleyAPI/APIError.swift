@@ -1,5 +1,6 @@
 import Hummingbird
 import ParleyCluster
+import ParleyIM
 import ParleyRooms
 
 /// A refused server-API request: a stable `code` (the JSON body's `code`), the HTTP status and a message.
@@ -37,6 +38,19 @@ public struct APIError: Error, Sendable, Equatable {
         case .alreadyInState, .tooManyFixedMembers, .roomClosed, .tooManyRooms, .queueFull,
              .invalidRoleTransition, .sessionAlreadyEntered:
             status = .conflict
+        }
+        self.init(code: error.code.rawValue, status: status, desc: error.message)
+    }
+
+    /// An IM command's refusal (docs/im.md), with the statuses the room codes of the same kind have.
+    public init(_ error: ImError) {
+        let status: HTTPResponse.Status = switch error.code {
+        case .badParameter, .oneself: .badRequest
+        case .blocked, .noPermission, .teamMuted, .applicationsRejected, .notMember, .requestReplayed: .forbidden
+        case .notFriend, .noRequest, .noSuchTeam, .noInvitation: .notFound
+        case .alreadyFriends, .limitExceeded, .teamExists, .alreadyMember, .teamFull: .conflict
+        case .historyGone: .gone
+        case .tooManyRequests: .tooManyRequests
         }
         self.init(code: error.code.rawValue, status: status, desc: error.message)
     }

@@ -1,4 +1,5 @@
 import ParleyCluster
+import ParleyIM
 import ParleyRooms
 
 /// What the server API needs from the node: routing to shard and meta leaders, the meta state, and the edge
@@ -16,4 +17,11 @@ public protocol ServerAPIBackend: Sendable {
     var metaSecrets: MetaSecrets { get }
     /// E6: edge addresses (host:port) that should serve the room, best first.
     func roomAddresses(roomId: String) async -> [String]
+    /// Issue 19: the shard of a user's IM state (an app-scoped account).
+    func shard(ofUser account: String) -> Int
+    /// Whether every node reads IM commands (`PeerProtocol.Feature.im`): until then none is written.
+    func imEnabled() async -> Bool
+    /// Applies an IM command for `account` on `shard`'s leader, as the app server.
+    func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws
+        -> Result<ImApplied, ImError>
 }

@@ -40,6 +40,8 @@ public enum ClientOp: Sendable {
     /// Every other op: one room command for the room's shard. `exit` is one of them (the edge also forgets
     /// the session when it succeeds).
     case room(roomId: String, RoomCommand)
+    /// Issue 19: an IM op (docs/protocol.md, "IM").
+    case im(ImOp)
 
     /// Maps an op and its fields (unknown op → 4004, missing or mistyped field → 414).
     public init(_ request: ClientRequest) throws(ProtocolError) {
@@ -61,6 +63,8 @@ public enum ClientOp: Sendable {
             self = .enter(try EnterRequest(f))
         case "authMode":
             self = .authMode(roomId: try f.string("roomId"))
+        case let op where ImOp.names.contains(op):
+            self = .im(try ImOp(request))
         default:
             let roomId = try f.string("roomId")
             self = .room(roomId: roomId, try Self.command(op: request.op, roomId: roomId, f))

@@ -14,6 +14,11 @@ extension Edge {
                 return
             }
         }
+        // Issue 19: a connection logged in for IM enters rooms as that user only.
+        if let im = c.im, request.mode == .anonymous || im.appKey != request.appKey || im.account != request.account {
+            c.send(EventFrame.error(id: id, .otherAccount))
+            return
+        }
         guard !c.rooms.contains(request.roomId) else {
             c.send(EventFrame.error(id: id, .alreadyEntered))
             return

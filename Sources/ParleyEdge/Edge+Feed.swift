@@ -34,10 +34,12 @@ extension Edge {
                 await fill(roomId: roomId, after: last, before: nil)
             }
         }
+        if page.gap { imFeedGap(shard: page.shard) }
         for batch in page.batches {
             for event in batch.events {
                 await route(event)
             }
+            if !batch.im.isEmpty { deliverIm(batch.im) }
             let kicked = kickedInBatch
             kickedInBatch = []
             for (connection, roomId) in kicked { leave(connection, roomId: roomId) }

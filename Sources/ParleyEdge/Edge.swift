@@ -33,6 +33,10 @@ public actor Edge {
     /// E3 room slots this edge's sessions hold, per home shard. The home shard counts this edge among those
     /// with sessions, so its feed is polled (renewing the lease there) while any slot is held.
     var slotHolds: [ShardID: Int] = [:]
+    /// Issue 19: the connections logged in for IM, by app-scoped account, and the IM logins per user shard
+    /// (each keeps that shard's feed running).
+    var imSessions: [String: Set<UInt64>] = [:]
+    var imHolds: [ShardID: Int] = [:]
 
     /// Where the edge's figures go on `/metrics` (nil: nowhere, as in tests).
     let metrics: EdgeMetrics?
@@ -134,6 +138,7 @@ public actor Edge {
     func closed(_ connection: UInt64) {
         guard let c = connections.removeValue(forKey: connection) else { return }
         defer { updateGauges() }
+        if let login = c.im { imLoggedOut(connection, login) }
         guard let account = c.account else { return }
         let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
                                        edgeId: cluster.edgeId)
@@ -225,6 +230,8 @@ public actor Edge {
             let began = ContinuousClock.now
             let tookMessage = await roomCommand(connection, id: request.id, roomId: roomId, command)
             metrics?.answered(since: began, message: tookMessage)
+        case .im(let op):
+            await im(connection, id: request.id, op)
         }
     }
 
@@ -389,7 +396,7 @@ public actor Edge {
         for id in ids {
             if let room = rooms[id], room.sessions.isEmpty { rooms[id] = nil }
         }
-        let busy = Set(rooms.values.map(\.shard)).union(slotHolds.keys)
+        let busy = Set(rooms.values.map(\.shard)).union(slotHolds.keys).union(imHolds.keys)
         for (shard, feed) in feeds where !busy.contains(shard) {
             feed.stop()
             feeds[shard] = nil

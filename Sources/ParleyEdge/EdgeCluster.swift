@@ -1,4 +1,5 @@
 import ParleyCluster
+import ParleyIM
 import ParleyRooms
 
 /// What the edge needs from the cluster. `ParleyNode` provides it over the Raft driver (commands routed to
@@ -31,6 +32,14 @@ public protocol EdgeCluster: Sendable {
     /// Issue 18: whether every node of the cluster reads what `feature` writes (during a rolling upgrade
     /// some may not yet); the edge falls back to what older nodes read when not.
     func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool
+
+    /// Issue 19: the shard of a user's IM state (an app-scoped account).
+    func shard(ofUser account: String) -> ShardID
+
+    /// Issue 19: routes an IM command for `account` to `shard`'s leader and returns what it answered.
+    /// Throws `EdgeClusterError`.
+    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
+        -> Result<ImApplied, ImError>
 }
 
 extension EdgeCluster {

@@ -46,6 +46,8 @@ struct ClientConnection {
     var requests: TokenBucket?
     /// C5: when this draining edge told the client to move (its sessions then end late, in silence).
     var handedOffAt: ContinuousClock.Instant?
+    /// Issue 19: the connection's IM login (`imLogin`), once it succeeded.
+    var im: ImLogin?
 
     func send(_ text: String) {
         send(ByteBuffer(string: text))
@@ -54,4 +56,16 @@ struct ClientConnection {
     func send(_ frame: ByteBuffer) {
         socket.send(frame)
     }
+}
+
+/// Issue 19: who a connection is logged in as for IM, and where that user's IM state lives.
+struct ImLogin {
+    let appKey: String
+    /// As the app knows it (answers and events).
+    let account: String
+    /// In the app's namespace (the cluster's key).
+    let scoped: String
+    let namespace: String
+    /// The shard of the user's IM state, whose feed carries the user's events.
+    let shard: ShardID
 }

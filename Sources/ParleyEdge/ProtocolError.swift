@@ -28,6 +28,8 @@ public enum ProtocolError: Error, Sendable, Equatable {
     case cluster(Int, String)
     /// 416 (A1): this connection sent more requests than `EdgeSettings.requestsPerSecond` allows.
     case tooManyRequests(retryAfterMillis: Int64)
+    /// 4018 (issue 19): an IM op before a successful `imLogin`.
+    case imLoginRequired
 
     public var code: Int {
         switch self {
@@ -45,6 +47,7 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .tokenRevoked: return 4015
         case .alreadyEntered: return 4016
         case .tooManyFailedLogins: return 4017
+        case .imLoginRequired: return 4018
         case .missingField, .wrongType, .badValue: return RoomErrorCode.badParameter.rawValue
         case .cluster(let code, _): return code
         case .tooManyRequests: return RoomErrorCode.sendRateLimited.rawValue
@@ -67,6 +70,7 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .tokenRevoked: return "token revoked"
         case .alreadyEntered: return "already in this room on this connection"
         case .tooManyFailedLogins(let ms): return "too many failed logins; retry after \(ms) ms"
+        case .imLoginRequired: return "imLogin required first"
         case .missingField(let f): return "missing field \(f)"
         case .wrongType(let f, let t): return "field \(f) must be \(t)"
         case .badValue(let f, let why): return "field \(f): \(why)"

@@ -1,5 +1,5 @@
 /// Why an IM command changed nothing (docs/im.md). Codes of the 142xx range, beside the rooms' 13xxx.
-public enum ImErrorCode: Int, Sendable, Equatable, Codable {
+public enum ImErrorCode: Int, Sendable, Equatable, Codable, CaseIterable {
     /// An id empty or over `ImLimits`, a field over its size.
     case badParameter = 414
     /// The receiver has the sender on its blocklist: the one-to-one message is stored nowhere.

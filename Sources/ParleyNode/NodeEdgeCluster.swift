@@ -3,6 +3,7 @@ import NIOCore
 import NIOConcurrencyHelpers
 import ParleyCluster
 import ParleyEdge
+import ParleyIM
 import ParleyRaft
 import ParleyRooms
 
@@ -46,9 +47,14 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     }
 
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
+        try await routed { try await driver.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout).get() }
+    }
+
+    /// A routed command's failure as the edge reports it.
+    private func routed<T>(_ call: () async throws -> T) async throws -> T {
         try requireOpen()
         do {
-            return try await driver.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout).get()
+            return try await call()
         } catch RouteError.outcomeUnknown {
             // The leader changed mid-flight: the command may have applied, so this is a timeout, not "unavailable".
             throw EdgeClusterError.timedOut
@@ -56,6 +62,15 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
             throw EdgeClusterError.unavailable("no leader for \(what): \(last)")
         } catch {
             throw EdgeClusterError.unavailable("\(error)")
+        }
+    }
+
+    public func shard(ofUser account: String) -> ShardID { driver.shard(ofUser: account) }
+
+    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
+        -> Result<ImApplied, ImError> {
+        try await routed {
+            try await driver.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + commandTimeout).get()
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyAPI
 import ParleyCluster
+import ParleyIM
 import ParleyRooms
 
 /// The server API's view of this node: commands go through the Raft driver to their leaders (as the app
@@ -34,5 +35,14 @@ struct NodeServerAPIBackend: ServerAPIBackend {
     /// gives: one room's members gather on the same first edge; draining and unreachable nodes are left out.
     func roomAddresses(roomId: String) async -> [String] {
         await edges.roomAddresses(roomId: roomId)
+    }
+
+    func shard(ofUser account: String) -> Int { driver.shard(ofUser: account) }
+
+    func imEnabled() async -> Bool { await edges.everyNodeHas(.im) }
+
+    func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws
+        -> Result<ImApplied, ImError> {
+        try await driver.submitIm(command, account: account, shard: shard, actor: .appServer, requestKey: requestKey).get()
     }
 }

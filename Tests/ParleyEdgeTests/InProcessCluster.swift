@@ -1,6 +1,7 @@
 import Foundation
 import ParleyCluster
 import ParleyEdge
+import ParleyIM
 import ParleyRooms
 import Synchronization
 
@@ -14,7 +15,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
     private let map: ShardMap
 
     private struct Shard {
-        var state: RoomsState
+        var state: ShardState
         var index: UInt64 = 0
         var log: [ShardEventBatch] = []
         /// Log entries the feed reports lost (`gap: true`) instead of serving: tests of the edge's gap fill.
@@ -41,7 +42,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
         self.edgeId = edgeId
         self.shardCount = shardCount
         map = ShardMap(shardCount: shardCount, replicationFactor: 1)
-        state = Mutex(State(shards: (0..<shardCount).map { _ in Shard(state: RoomsState(limits: limits)) }))
+        state = Mutex(State(shards: (0..<shardCount).map { _ in Shard(state: ShardState(rooms: RoomsState(limits: limits))) }))
     }
 
     func shard(ofRoom roomId: String) -> ShardID { map.shard(ofRoom: roomId) }
@@ -53,7 +54,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
             s.shards[shard].index += 1
             let index = s.shards[shard].index
             let outcome = s.shards[shard].state.apply(
-                command, context: ApplyContext(commandIndex: index, timestamp: Self.now, actor: actor))
+                .room(command), context: ApplyContext(commandIndex: index, timestamp: Self.now, actor: actor)).room!
             s.submitted.append((command, actor))
             if !outcome.events.isEmpty {
                 s.shards[shard].log.append(ShardEventBatch(index: index, events: outcome.events))
@@ -71,6 +72,50 @@ final class InProcessCluster: EdgeCluster, Sendable {
             throw EdgeClusterError.timedOut
         }
         return outcome
+    }
+
+    func shard(ofUser account: String) -> ShardID { map.shard(ofUser: account) }
+
+    /// Issue 19: an IM command applied to the shard's real `ShardState`; its feed events go into the shard's
+    /// event log as a node's would.
+    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
+        -> Result<ImApplied, ImError> {
+        let (result, waiters) = state.withLock { s -> (Result<ImApplied, ImError>, [CheckedContinuation<Void, Never>]) in
+            s.shards[shard].index += 1
+            let index = s.shards[shard].index
+            let outcome = s.shards[shard].state.apply(
+                .im(account: account, command), context: ApplyContext(commandIndex: index, timestamp: Self.now, actor: actor))
+            let feed = s.shards[shard].state.takeImFeed()
+            if !feed.isEmpty { s.shards[shard].log.append(ShardEventBatch(index: index, events: [], im: feed)) }
+            Self.relayEffects(&s)
+            let waiting = Array(s.waiters.values)
+            s.waiters = [:]
+            return (outcome.im!, waiting)
+        }
+        for w in waiters { w.resume() }
+        return result
+    }
+
+    /// What the shard leaders' relay does on a node (`ImRelay`), at once: every outbox's effects applied on
+    /// their targets' shards as `effects` commands, then confirmed on the source.
+    private static func relayEffects(_ s: inout State) {
+        for source in s.shards.indices {
+            let outbox = s.shards[source].state.im.outbox
+            guard !outbox.isEmpty else { continue }
+            var byTarget: [ShardID: [OutboxEntry]] = [:]
+            for entry in outbox { byTarget[ShardMap(shardCount: s.shards.count, replicationFactor: 1).shard(ofUser: entry.effect.target), default: []].append(entry) }
+            for target in byTarget.keys.sorted() {
+                s.shards[target].index += 1
+                let index = s.shards[target].index
+                _ = s.shards[target].state.apply(.im(account: "", .effects(from: source, byTarget[target]!)),
+                                                 context: ApplyContext(commandIndex: index, timestamp: now, actor: .appServer))
+                let feed = s.shards[target].state.takeImFeed()
+                if !feed.isEmpty { s.shards[target].log.append(ShardEventBatch(index: index, events: [], im: feed)) }
+            }
+            s.shards[source].index += 1
+            _ = s.shards[source].state.apply(.im(account: "", .confirm(outbox.map(\.seq))),
+                                             context: ApplyContext(commandIndex: s.shards[source].index, timestamp: now, actor: .appServer))
+        }
     }
 
     func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage {
@@ -142,7 +187,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
 
     /// E3: the rooms a user holds slots for in a (home) shard's state.
     func slotRooms(of userId: String, shard: ShardID) -> [String] {
-        state.withLock { $0.shards[shard].state.slotRooms(of: userId) }
+        state.withLock { $0.shards[shard].state.rooms.slotRooms(of: userId) }
     }
 
     func asAppServer(_ command: RoomCommand, room: String) async throws -> ApplyOutcome {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ParleyAPI
+import ParleyIM
 import ParleyCluster
 import ParleyRooms
 
@@ -43,6 +44,12 @@ import ParleyRooms
         for c in APIErrorCode.allCases { answerable[c.rawValue] = Int(c.status.code) }
         for c in RoomErrorCode.allCases {
             let e = APIError(RoomError(c, ""))
+            answerable[e.code] = Int(e.status.code)
+        }
+        // Issue 19: the IM codes (414, 10406 and 10429 are shared with the room and request codes, same status).
+        for c in ImErrorCode.allCases {
+            let e = APIError(ImError(c, ""))
+            #expect(answerable[e.code] == nil || answerable[e.code] == Int(e.status.code), "\(c)")
             answerable[e.code] = Int(e.status.code)
         }
         // Meta refusals share their numbers (403, 404, 414) with the room codes of the same meaning.

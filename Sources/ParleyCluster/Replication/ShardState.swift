@@ -14,7 +14,16 @@ public struct ShardState: ReplicatedMachine {
     /// host moves it into the shard's event feed right after each command).
     private var imFeed: [ImFeedEvent] = []
 
-    public init(rooms: RoomsState, im: ImShardState = ImShardState()) {
+    /// The IM limits of every shard. Accounts and team ids arrive app-scoped (`AppScope`: an app key of at
+    /// most 64 bytes, U+001F, then the app's own id of at most 128, checked at the edge and the API).
+    public static let imLimits: ImLimits = {
+        var l = ImLimits()
+        l.maxAccountBytes = 64 + 1 + 128
+        l.maxTeamIdBytes = 64 + 1 + 128
+        return l
+    }()
+
+    public init(rooms: RoomsState, im: ImShardState = ImShardState(limits: ShardState.imLimits)) {
         self.rooms = rooms
         self.im = im
     }
@@ -89,7 +98,7 @@ public struct ShardState: ReplicatedMachine {
         let version = try r.readByte()
         guard version == Self.version else { throw CodecError.badVersion(version) }
         let rooms = try RoomsState(restoring: try r.readBytes())
-        let im = try ImShardState(restoring: try r.readBytes())
+        let im = try ImShardState(restoring: try r.readBytes(), limits: Self.imLimits)
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
         self.init(rooms: rooms, im: im)
     }

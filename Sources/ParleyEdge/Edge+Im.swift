@@ -1,0 +1,169 @@
+import Foundation
+import NIOCore
+import ParleyCluster
+import ParleyIM
+import ParleyRooms
+
+/// Issue 19: a connection's IM side (docs/protocol.md, "IM"): the login, the user's commands and reads, and
+/// the delivery of IM events from the shards' feeds to every device logged in as their user.
+extension Edge {
+    func im(_ connection: UInt64, id: Int64, _ op: ImOp) async {
+        guard let c = connections[connection] else { return }
+        if case .login(let appKey, let account, let token) = op {
+            await imLogin(connection, id: id, appKey: appKey, account: account, token: token)
+            return
+        }
+        guard let login = c.im else {
+            c.send(EventFrame.error(id: id, .imLoginRequired))
+            return
+        }
+        let command: ImShardCommand
+        var shard = login.shard
+        switch op {
+        case .login: return
+        case .user(let user): command = .user(user.scoped(in: login.namespace))
+        case .send(var m):
+            m.to = AppScope.scoped(m.to, in: login.namespace)
+            shard = cluster.shard(ofUser: m.to)  // applied where the receiver's blocklist is
+            command = .send(m)
+        case .relations: command = .read(.relations)
+        case .sync(let after, let limit): command = .read(.log(after: after, limit: limit))
+        }
+        let identity = SessionIdentity(userId: login.scoped, authMode: .imSession, sessionId: c.sessionId, edgeId: cluster.edgeId)
+        let result: Result<ImApplied, ImError>
+        do {
+            result = try await cluster.submitIm(command, account: login.scoped, shard: shard, actor: .session(identity))
+        } catch {
+            connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
+            return
+        }
+        guard let c = connections[connection] else { return }
+        switch result {
+        case .failure(let e):
+            c.send(EventFrame.error(id: id, .cluster(e.code.rawValue, e.message)))
+        case .success(let applied):
+            c.send(EventFrame.answer(id: id) { j in
+                j.beginObject()
+                switch applied {
+                case .sent(let s): j.field("seq", s.seq); j.field("time", s.time)
+                case .read(.relations(let r)): j.key("relations"); j.relations(r)
+                case .read(.log(let items, let next)):
+                    j.key("items"); j.beginArray(); for i in items { j.imItem(i) }; j.endArray()
+                    j.field("nextSeq", next)
+                default: break
+                }
+                j.endObject()
+            })
+        }
+    }
+
+    /// E4 for IM: the token is checked like an `im` enter's; the connection is then this user's device, its
+    /// shard's feed runs while any device of this edge is logged in there.
+    private func imLogin(_ connection: UInt64, id: Int64, appKey: String, account: String, token: String) async {
+        guard let c = connections[connection] else { return }
+        if let bound = c.im {
+            c.send(bound.appKey == appKey && bound.account == account ? EventFrame.answer(id: id) { j in
+                j.beginObject(); j.field("account", account); j.endObject()
+            } : EventFrame.error(id: id, .otherAccount))
+            return
+        }
+        if let room = c.account, room.mode == .anonymous || room.appKey != appKey || room.userId != account {
+            c.send(EventFrame.error(id: id, .otherAccount))
+            return
+        }
+        let keys = LoginThrottle.keys(remote: c.remoteHost, appKey: appKey, account: account)
+        if let wait = loginThrottle.retryAfter(keys, at: .now) {
+            let error = ProtocolError.tooManyFailedLogins(retryAfterMillis: Int64(wait / .milliseconds(1)))
+            c.send(EventFrame.error(id: id, error))
+            close(connection, code: 4401, reason: error.message)
+            return
+        }
+        let verdict = await cluster.checkToken(appKey: appKey, account: account, token: token)
+        let refusal: ProtocolError?
+        switch verdict {
+        case .valid: refusal = nil
+        case .unknownApp: refusal = .unknownApp
+        case .unknownUser, .badToken: refusal = .badToken
+        case .expired: refusal = .tokenExpired
+        case .revoked: refusal = .tokenRevoked
+        }
+        if let refusal {
+            loginThrottle.failed(keys, at: .now)
+            metrics?.authFailed(Self.loginFailure(refusal) ?? "badToken")
+            refusedLogins.happened(["reason": "\(refusal)", "from": "\(c.remoteHost)", "appKey": "\(appKey)", "account": "\(account)"])
+            connections[connection]?.send(EventFrame.error(id: id, refusal))
+            close(connection, code: 4401, reason: refusal.message)
+            return
+        }
+        // Nothing IM is written until every node reads it (a rolling upgrade from before IM).
+        guard await cluster.everyNodeHas(.im) else {
+            connections[connection]?.send(EventFrame.error(id: id, .cluster(5030, "IM waits until every node reads IM commands (peer protocol 3)")))
+            return
+        }
+        let namespace = AppScope.namespace(ofApp: appKey, legacyApp: settings.legacyRoomsApp)
+        let scoped = AppScope.scoped(account, in: namespace)
+        let shard = cluster.shard(ofUser: scoped)
+        do {
+            try await startFeed(shard)
+        } catch {
+            connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
+            return
+        }
+        // Re-read after the awaits: the connection may have closed or logged in meanwhile.
+        guard var conn = connections[connection], !conn.closing, conn.im == nil else {
+            release(rooms: [])
+            return
+        }
+        conn.im = ImLogin(appKey: appKey, account: account, scoped: scoped, namespace: namespace, shard: shard)
+        connections[connection] = conn
+        imSessions[scoped, default: []].insert(connection)
+        imHolds[shard, default: 0] += 1
+        // Where the user's log is now, so the device knows what to sync.
+        let identity = SessionIdentity(userId: scoped, authMode: .imSession, sessionId: conn.sessionId, edgeId: cluster.edgeId)
+        var nextSeq: UInt64 = 0
+        if case .success(.read(.log(_, let next)))? = try? await cluster.submitIm(
+            .read(.log(after: UInt64.max, limit: 1)), account: scoped, shard: shard, actor: .session(identity)) {
+            nextSeq = next
+        }
+        connections[connection]?.send(EventFrame.answer(id: id) { j in
+            j.beginObject(); j.field("account", account); j.field("nextSeq", nextSeq); j.endObject()
+        })
+    }
+
+    /// The connection closed: it is no longer a device of its user here.
+    func imLoggedOut(_ connection: UInt64, _ login: ImLogin) {
+        imSessions[login.scoped]?.remove(connection)
+        if imSessions[login.scoped]?.isEmpty == true { imSessions[login.scoped] = nil }
+        imHolds[login.shard, default: 1] -= 1
+        if imHolds[login.shard]! <= 0 { imHolds[login.shard] = nil }
+        release(rooms: [])
+    }
+
+    /// Writes each IM event to every device of the users it is for, on this edge.
+    func deliverIm(_ events: [ImFeedEvent]) {
+        for event in events {
+            switch event {
+            case .user(let e):
+                guard let devices = imSessions[e.account] else { continue }
+                let frame = ByteBuffer(string: EventFrame.im(e))
+                for n in devices.sorted() { connections[n]?.send(frame) }
+            case .team(let e, let members):
+                let silent = Set(e.noAlert)
+                for account in Set(members + e.alsoTo).sorted() {
+                    guard let devices = imSessions[account] else { continue }
+                    let frame = ByteBuffer(string: EventFrame.team(e, alert: !silent.contains(account)))
+                    for n in devices.sorted() { connections[n]?.send(frame) }
+                }
+            }
+        }
+    }
+
+    /// The feed of a user shard skipped events: its logged-in devices sync from the last seq they hold.
+    func imFeedGap(shard: ShardID) {
+        for (_, devices) in imSessions {
+            for n in devices.sorted() where connections[n]?.im?.shard == shard {
+                connections[n]?.send(EventFrame.imSyncNeeded)
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import ParleyCluster
+import ParleyIM
+import ParleyRooms
+
+/// Issue 19: the IM objects of the client protocol (docs/protocol.md, "IM"), accounts as the app knows them.
+extension JSONText {
+    /// One item of a user's conversation log (the same fields as the server API's `/v1/msg/sync`).
+    public mutating func imItem(_ item: ImLogItem) {
+        beginObject()
+        field("seq", item.seq)
+        field("time", item.time)
+        switch item.kind {
+        case .message(let m, let alert):
+            field("kind", "message")
+            field("from", AppScope.local(m.from)); field("to", AppScope.local(m.to))
+            field("msgId", m.clientMessageId); field("type", m.type); field("body", m.body); field("ext", m.ext)
+            field("receiverSeq", m.receiverSeq); field("alert", alert)
+        case .friendNotification(let source, let target, let operation, let message):
+            field("kind", "friendAdd")
+            field("source", AppScope.local(source)); field("target", AppScope.local(target))
+            field("operation", Int(operation.rawValue)); field("msg", message)
+        case .teamNotice(let notice, let teamId, let source, let message):
+            field("kind", "teamNotice")
+            field("source", AppScope.local(source)); field("teamId", AppScope.local(teamId))
+            field("operation", Int(notice.rawValue)); field("msg", message)
+        }
+        endObject()
+    }
+
+    /// One item of a team's log: a member's message or a team notification (NIMTeamNotificationContent).
+    public mutating func teamItem(_ item: TeamLogItem) {
+        beginObject()
+        field("seq", item.seq)
+        field("time", item.time)
+        switch item.kind {
+        case .message(let m):
+            field("kind", "message")
+            field("from", AppScope.local(m.from)); field("msgId", m.clientMessageId); field("type", m.type)
+            field("body", m.body); field("ext", m.ext)
+        case .notification(let n):
+            field("kind", "notification")
+            field("operation", Int(n.operation.rawValue)); field("source", AppScope.local(n.source))
+            field("targets", strings: n.targets.map(AppScope.local)); field("notifyExt", n.notifyExt)
+            key("attachment")
+            beginObject()
+            for tag in n.attachment.keys.sorted() { field("\(tag.rawValue)", n.attachment[tag]!) }
+            endObject()
+        }
+        endObject()
+    }
+
+    public mutating func relations(_ r: ImRelations) {
+        beginObject()
+        key("friends")
+        beginArray()
+        for f in r.friends {
+            beginObject(); field("account", AppScope.local(f.account)); field("remark", f.remark); field("since", f.since); endObject()
+        }
+        endArray()
+        for (name, list) in [("incoming", r.incoming), ("outgoing", r.outgoing)] {
+            key(name)
+            beginArray()
+            for q in list {
+                beginObject(); field("account", AppScope.local(q.account)); field("message", q.message); field("time", q.at); endObject()
+            }
+            endArray()
+        }
+        field("blocked", strings: r.blocked.map(AppScope.local))
+        field("muted", strings: r.muted.map(AppScope.local))
+        field("teams", strings: r.teams.map(AppScope.local))
+        endObject()
+    }
+}
+
+extension EventFrame {
+    /// An IM event for one user's devices: `{"event": "im", "kind": …}`.
+    static func im(_ event: ImEvent) -> String {
+        var j = JSONText()
+        j.beginObject()
+        j.field("event", "im")
+        switch event.kind {
+        case .friendChanged(let friend, let isFriend):
+            j.field("kind", "friendChanged"); j.field("friend", AppScope.local(friend)); j.field("isFriend", isFriend)
+        case .blocklistChanged: j.field("kind", "blocklistChanged")
+        case .muteListChanged: j.field("kind", "muteListChanged")
+        case .item(let item): j.field("kind", "item"); j.key("item"); j.imItem(item)
+        }
+        j.endObject()
+        return j.string
+    }
+
+    /// The user's feed lost events (its replica restarted or the edge fell behind): sync from the last seq held.
+    static let imSyncNeeded = #"{"event":"im","kind":"syncNeeded"}"#
+
+    /// A team log item for a member: `alert` false when the member's notify state silences it (team DND).
+    static func team(_ event: TeamEvent, alert: Bool) -> String {
+        var j = JSONText()
+        j.beginObject()
+        j.field("event", "team")
+        j.field("teamId", AppScope.local(event.teamId))
+        j.field("alert", alert)
+        j.key("item"); j.teamItem(event.item)
+        j.endObject()
+        return j.string
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import ParleyEdge
+import ParleyRooms
+import Testing
+
+/// Issue 19 through real WebSockets (docs/protocol.md, "IM"): the IM login, the seed 004 friend flow with its
+/// events on every device of both users, the blocklist, one-to-one messages to every device and the sender's
+/// other devices, sync by sequence, and bad input refused with its code.
+@Suite("Edge IM")
+struct EdgeImTests {
+    func login(_ c: TestClient, _ account: String) async throws -> JSONValue {
+        let answer = try await c.call("imLogin", ["auth": Fixture.auth(account, mode: "im")])
+        #expect(answer["ok"] == .bool(true), "\(answer)")
+        return answer
+    }
+
+    func ok(_ answer: JSONValue) { #expect(answer["ok"] == .bool(true), "\(answer)") }
+
+    func code(_ answer: JSONValue) -> Int64? {
+        if case .int(let c)? = answer["error"]?["code"] { return c }
+        return nil
+    }
+
+    @Test("004: request and verify reach both users' devices: FriendAdd items (request, verify) and friendChanged")
+    func friendRequestWithVerification() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let alice = try await server.client(), bobPhone = try await server.client(), bobPad = try await server.client()
+        _ = try await login(alice, "alice")
+        _ = try await login(bobPhone, "bob")
+        _ = try await login(bobPad, "bob")
+        ok(try await alice.call("friend", ["target": "bob", "operation": "request", "message": "hi bob"]))
+        for device in [bobPhone, bobPad] {
+            let item = try await device.event("im") { $0["kind"] == .string("item") }
+            #expect(item["item"]?["kind"] == .string("friendAdd") && item["item"]?["operation"] == .int(2)
+                    && item["item"]?["source"] == .string("alice") && item["item"]?["target"] == .string("bob")
+                    && item["item"]?["msg"] == .string("hi bob"), "\(item)")
+        }
+        ok(try await bobPad.call("friend", ["target": "alice", "operation": "verify"]))
+        for device in [bobPhone, bobPad] {
+            let changed = try await device.event("im") { $0["kind"] == .string("friendChanged") }
+            #expect(changed["friend"] == .string("alice") && changed["isFriend"] == .bool(true))
+        }
+        let changed = try await alice.event("im") { $0["kind"] == .string("friendChanged") }
+        #expect(changed["friend"] == .string("bob") && changed["isFriend"] == .bool(true))
+        let verified = try await alice.event("im") { $0["kind"] == .string("item") }
+        #expect(verified["item"]?["operation"] == .int(3))
+        let relations = try await alice.call("relations")
+        #expect(relations["data"]?["relations"]?["friends"]?.array?.first?["account"] == .string("bob"), "\(relations)")
+        // A second verify has no request to answer: 14205, nothing changes.
+        #expect(code(try await bobPhone.call("friend", ["target": "alice", "operation": "verify"])) == 14205)
+    }
+
+    @Test("004: a blocked user's message is refused (14201) and never delivered; DND delivers without an alert")
+    func blocklistAndDoNotDisturb() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let bob = try await server.client(), carol = try await server.client(), alice = try await server.client()
+        _ = try await login(bob, "bob")
+        _ = try await login(carol, "carol")
+        _ = try await login(alice, "alice")
+        ok(try await bob.call("setBlocked", ["target": "carol", "blocked": true]))
+        _ = try await bob.event("im") { $0["kind"] == .string("blocklistChanged") }
+        #expect(code(try await carol.call("sendP2P", ["to": "bob", "body": "let me in", "clientMessageId": "c1"])) == 14201)
+        ok(try await bob.call("setMuted", ["target": "alice", "muted": true]))
+        ok(try await alice.call("sendP2P", ["to": "bob", "body": "quiet", "clientMessageId": "a1"]))
+        let item = try await bob.event("im") { $0["kind"] == .string("item") }
+        #expect(item["item"]?["body"] == .string("quiet") && item["item"]?["alert"] == .bool(false), "\(item)")
+        let rest = try await bob.drainEvents()
+        #expect(!rest.contains { $0["item"]?["from"] == .string("carol") }, "carol's message never reaches bob: \(rest)")
+        let synced = try await bob.call("syncIm", ["afterSeq": 0, "limit": 100])
+        #expect(synced["data"]?["items"]?.array?.map { $0["body"] } == [.string("quiet")], "\(synced)")
+    }
+
+    @Test("19: P2P to every device of the receiver and the sender's other devices; a new device syncs all in order")
+    func messagesReachEveryDeviceAndSyncInOrder() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let alice = try await server.client(), aliceTab = try await server.client(), bob = try await server.client()
+        _ = try await login(alice, "alice")
+        _ = try await login(aliceTab, "alice")
+        _ = try await login(bob, "bob")
+        var seqs: [Int64] = []
+        for i in 0..<5 {
+            let sent = try await alice.call("sendP2P", ["to": "bob", "body": "m\(i)", "clientMessageId": "a\(i)"])
+            ok(sent)
+            if case .int(let s)? = sent["data"]?["seq"] { seqs.append(s) }
+        }
+        #expect(seqs == [1, 2, 3, 4, 5])
+        // A resend answers the first send's seq and delivers nothing new.
+        #expect(try await alice.call("sendP2P", ["to": "bob", "body": "m2", "clientMessageId": "a2"])["data"]?["seq"] == .int(3))
+        for i in 0..<5 {
+            let got = try await bob.event("im") { $0["kind"] == .string("item") }
+            #expect(got["item"]?["body"] == .string("m\(i)") && got["item"]?["seq"] == .int(Int64(i + 1)))
+            let copy = try await aliceTab.event("im") { $0["kind"] == .string("item") }
+            #expect(copy["item"]?["body"] == .string("m\(i)") && copy["item"]?["receiverSeq"] == .int(Int64(i + 1))
+                    && copy["item"]?["to"] == .string("bob"))
+        }
+        #expect(try await bob.drainEvents().filter { $0["event"] == .string("im") }.isEmpty, "each message once")
+        // A device of bob that logs in now learns where the log is and syncs it in pages, in order.
+        let phone = try await server.client()
+        let answer = try await login(phone, "bob")
+        #expect(answer["data"]?["nextSeq"] == .int(6))
+        let first = try await phone.call("syncIm", ["afterSeq": 0, "limit": 3])
+        let second = try await phone.call("syncIm", ["afterSeq": 3, "limit": 3])
+        let bodies = (first["data"]?["items"]?.array ?? []) + (second["data"]?["items"]?.array ?? [])
+        #expect(bodies.map { $0["body"] } == (0..<5).map { .string("m\($0)") })
+    }
+
+    @Test("19: IM ops need a login; bad tokens, bad fields, notification sends and other accounts are refused")
+    func badInputIsRefused() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let c = try await server.client()
+        #expect(code(try await c.call("relations")) == 4018)
+        #expect(code(try await c.call("sendP2P", ["to": "bob", "body": "x"])) == 4018)
+        _ = try await login(c, "alice")
+        #expect(code(try await c.call("sendP2P", ["to": "bob", "body": "x", "type": "notification"])) == 414)
+        #expect(code(try await c.call("sendP2P", ["to": "demo\u{1F}bob", "body": "x"])) == 414)
+        #expect(code(try await c.call("sendP2P", ["to": "bob", "body": ""])) == 414)
+        #expect(code(try await c.call("friend", ["target": "bob", "operation": "befriend"])) == 414)
+        #expect(code(try await c.call("friend", ["target": "alice", "operation": "add"])) == 14202)
+        #expect(code(try await c.call("syncIm", ["limit": 0])) == 414)
+        #expect(code(try await c.call("imLogin", ["auth": Fixture.auth("bob", mode: "im")])) == 4013)
+        #expect(code(try await c.call("enter", Fixture.enter("bob"))) == 4013)
+        ok(try await c.call("enter", Fixture.enter("alice")))
+        let relations = try await c.call("relations")
+        #expect(relations["data"]?["relations"]?["friends"]?.array == [], "refused commands changed nothing: \(relations)")
+        let stranger = try await server.client()
+        let refused = try await stranger.call("imLogin", ["auth": ["mode": "im", "appKey": Fixture.app, "account": "bob", "token": "wrong"]])
+        #expect(code(refused) == 4010)
+        #expect(try await stranger.closed() == 4401)
+    }
+}
