@@ -66,7 +66,7 @@ enum ImEndpoints {
     }
 
     struct SentAnswer: Encodable, Sendable { var seq: UInt64; var time: Int64 }
-    struct SyncAnswer: Encodable, Sendable { var items: [ImItemJSON]; var nextSeq: UInt64 }
+    struct SyncAnswer: Encodable, Sendable { var items: [ImItemJSON]; var nextSeq: UInt64; var firstSeq: UInt64 }
 
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/friend/add", FriendAdd.self) { api, b, app in
@@ -122,10 +122,10 @@ enum ImEndpoints {
         },
         .post("/v1/msg/sync", Sync.self) { api, b, app in
             let (me, _) = try await api.accounts(app, b.accid)
-            guard case .read(.log(let items, let next)) = try await api.im(.read(.log(after: b.afterSeq ?? 0, limit: b.limit)), for: me) else {
+            guard case .read(.log(let items, let next, let first)) = try await api.im(.read(.log(after: b.afterSeq ?? 0, limit: b.limit)), for: me) else {
                 throw APIError(.unavailable, "unexpected reply to a read")
             }
-            return SyncAnswer(items: items.map(ImItemJSON.init), nextSeq: next)
+            return SyncAnswer(items: items.map(ImItemJSON.init), nextSeq: next, firstSeq: first)
         },
     ]
 }
@@ -154,7 +154,9 @@ extension ServerAPI {
         switch try await backend.submitIm(command, account: account, shard: shard,
                                           requestKey: SignedRequest.current?.key(for: "s\(shard)")) {
         case .success(let applied): return applied
-        case .failure(let error): throw APIError(error)
+        case .failure(var error):
+            error.message = AppScope.localIds(in: error.message, namespace: AppScope.namespace(of: account))
+            throw APIError(error)
         }
     }
 }

@@ -19,6 +19,8 @@ public protocol ServerAPIBackend: Sendable {
     func roomAddresses(roomId: String) async -> [String]
     /// Issue 19: the shard of a user's IM state (an app-scoped account).
     func shard(ofUser account: String) -> Int
+    /// The shard of a team (an app-scoped team id).
+    func shard(ofTeam teamId: String) -> Int
     /// Whether every node reads IM commands (`PeerProtocol.Feature.im`): until then none is written.
     func imEnabled() async -> Bool
     /// Applies an IM command for `account` on `shard`'s leader, as the app server.

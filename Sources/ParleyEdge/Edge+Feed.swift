@@ -39,7 +39,7 @@ extension Edge {
             for event in batch.events {
                 await route(event)
             }
-            if !batch.im.isEmpty { deliverIm(batch.im) }
+            if !batch.im.isEmpty { await deliverIm(batch.im) }
             let kicked = kickedInBatch
             kickedInBatch = []
             for (connection, roomId) in kicked { leave(connection, roomId: roomId) }

@@ -28,6 +28,14 @@ extension Edge {
             command = .send(m)
         case .relations: command = .read(.relations)
         case .sync(let after, let limit): command = .read(.log(after: after, limit: limit))
+        case .team(let teamId, let c):
+            let scoped = AppScope.scoped(teamId, in: login.namespace)
+            shard = cluster.shard(ofTeam: scoped)
+            command = .team(teamId: scoped, c.scoped(in: login.namespace))
+        case .teamQuery(let teamId, let after, let limit):
+            let scoped = AppScope.scoped(teamId, in: login.namespace)
+            shard = cluster.shard(ofTeam: scoped)
+            command = .read(.team(teamId: scoped, after: after, limit: limit))
         }
         let identity = SessionIdentity(userId: login.scoped, authMode: .imSession, sessionId: c.sessionId, edgeId: cluster.edgeId)
         let result: Result<ImApplied, ImError>
@@ -40,16 +48,19 @@ extension Edge {
         guard let c = connections[connection] else { return }
         switch result {
         case .failure(let e):
-            c.send(EventFrame.error(id: id, .cluster(e.code.rawValue, e.message)))
+            c.send(EventFrame.error(id: id, .cluster(e.code.rawValue, AppScope.localIds(in: e.message, namespace: login.namespace))))
         case .success(let applied):
             c.send(EventFrame.answer(id: id) { j in
                 j.beginObject()
                 switch applied {
                 case .sent(let s): j.field("seq", s.seq); j.field("time", s.time)
                 case .read(.relations(let r)): j.key("relations"); j.relations(r)
-                case .read(.log(let items, let next)):
+                case .read(.log(let items, let next, let first)):
                     j.key("items"); j.beginArray(); for i in items { j.imItem(i) }; j.endArray()
                     j.field("nextSeq", next)
+                    j.field("firstSeq", first)
+                case .read(.team(let view)): j.key("team"); j.team(view)
+                case .team(let o): if let seq = o.messageSeq { j.field("seq", seq) }
                 default: break
                 }
                 j.endObject()
@@ -118,12 +129,17 @@ extension Edge {
         connections[connection] = conn
         imSessions[scoped, default: []].insert(connection)
         imHolds[shard, default: 0] += 1
-        // Where the user's log is now, so the device knows what to sync.
+        // Where the user's log is now, so the device knows what to sync; the user's teams, whose feeds this
+        // device follows (a team joined later arrives as a `teamMembership` event on the user's feed).
         let identity = SessionIdentity(userId: scoped, authMode: .imSession, sessionId: conn.sessionId, edgeId: cluster.edgeId)
         var nextSeq: UInt64 = 0
-        if case .success(.read(.log(_, let next)))? = try? await cluster.submitIm(
+        if case .success(.read(.log(_, let next, _)))? = try? await cluster.submitIm(
             .read(.log(after: UInt64.max, limit: 1)), account: scoped, shard: shard, actor: .session(identity)) {
             nextSeq = next
+        }
+        if case .success(.read(.relations(let r)))? = try? await cluster.submitIm(
+            .read(.relations), account: scoped, shard: shard, actor: .session(identity)) {
+            for team in r.teams { await follow(team: team, connection: connection) }
         }
         connections[connection]?.send(EventFrame.answer(id: id) { j in
             j.beginObject(); j.field("account", account); j.field("nextSeq", nextSeq); j.endObject()
@@ -134,17 +150,43 @@ extension Edge {
     func imLoggedOut(_ connection: UInt64, _ login: ImLogin) {
         imSessions[login.scoped]?.remove(connection)
         if imSessions[login.scoped]?.isEmpty == true { imSessions[login.scoped] = nil }
-        imHolds[login.shard, default: 1] -= 1
-        if imHolds[login.shard]! <= 0 { imHolds[login.shard] = nil }
+        for shard in [login.shard] + Array(login.teams.values) { drop(hold: shard) }
+        release(rooms: [])
+    }
+
+    private func drop(hold shard: ShardID) {
+        imHolds[shard, default: 1] -= 1
+        if imHolds[shard]! <= 0 { imHolds[shard] = nil }
+    }
+
+    /// The connection's device follows the team: the team shard's feed runs while it does.
+    private func follow(team: String, connection: UInt64) async {
+        guard connections[connection]?.im?.teams[team] == nil else { return }
+        let shard = cluster.shard(ofTeam: team)
+        connections[connection]?.im?.teams[team] = shard
+        imHolds[shard, default: 0] += 1
+        // A feed that cannot start now is started by the next login or membership change; the device's SDK
+        // fetches the team's log from the join's sequence either way.
+        try? await startFeed(shard)
+    }
+
+    private func unfollow(team: String, connection: UInt64) {
+        guard let shard = connections[connection]?.im?.teams.removeValue(forKey: team) else { return }
+        drop(hold: shard)
         release(rooms: [])
     }
 
     /// Writes each IM event to every device of the users it is for, on this edge.
-    func deliverIm(_ events: [ImFeedEvent]) {
+    func deliverIm(_ events: [ImFeedEvent]) async {
         for event in events {
             switch event {
             case .user(let e):
                 guard let devices = imSessions[e.account] else { continue }
+                if case .teamMembership(let team, let isMember, _) = e.kind {
+                    for n in devices.sorted() {
+                        if isMember { await follow(team: team, connection: n) } else { unfollow(team: team, connection: n) }
+                    }
+                }
                 let frame = ByteBuffer(string: EventFrame.im(e))
                 for n in devices.sorted() { connections[n]?.send(frame) }
             case .team(let e, let members):

@@ -33,8 +33,9 @@ public protocol EdgeCluster: Sendable {
     /// some may not yet); the edge falls back to what older nodes read when not.
     func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool
 
-    /// Issue 19: the shard of a user's IM state (an app-scoped account).
+    /// Issue 19: the shard of a user's IM state (an app-scoped account), and of a team (an app-scoped id).
     func shard(ofUser account: String) -> ShardID
+    func shard(ofTeam teamId: String) -> ShardID
 
     /// Issue 19: routes an IM command for `account` to `shard`'s leader and returns what it answered.
     /// Throws `EdgeClusterError`.

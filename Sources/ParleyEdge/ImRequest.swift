@@ -12,9 +12,12 @@ public enum ImOp: Sendable {
     case send(P2PSend)
     case relations
     case sync(after: UInt64, limit: Int)
+    /// A team command for the team's shard (team id and accounts not yet scoped).
+    case team(teamId: String, TeamCommand)
+    case teamQuery(teamId: String, after: UInt64, limit: Int)
 
-    static let names: Set<String> = ["imLogin", "friend", "deleteFriend", "updateRemark", "setBlocked", "setMuted",
-                                     "relations", "sendP2P", "syncIm"]
+    static let names: Set<String> = Set(["imLogin", "friend", "deleteFriend", "updateRemark", "setBlocked", "setMuted",
+                                         "relations", "sendP2P", "syncIm"]).union(TeamRequest.names)
 
     static let friendOperations: [String: FriendOperation] = ["add": .add, "request": .request, "verify": .verify, "reject": .reject]
 
@@ -51,13 +54,15 @@ public enum ImOp: Sendable {
             let limit = try f.int("limit")
             guard limit >= 1, limit <= 500 else { throw .badValue("limit", "1 … 500") }
             self = .sync(after: try f.unsigned("afterSeq", default: 0), limit: Int(limit))
+        case let op where TeamRequest.names.contains(op):
+            self = try TeamRequest.parse(request)
         default:
             throw .unknownOp(request.op)
         }
     }
 
     /// An account id as the app knows it: 1 … 128 bytes, never one that could name a namespace (A8).
-    private static func account(_ f: RequestFields, _ name: String) throws(ProtocolError) -> String {
+    static func account(_ f: RequestFields, _ name: String) throws(ProtocolError) -> String {
         let id = try f.string(name)
         guard (1...128).contains(id.utf8.count) else { throw .badValue(name, "1 … 128 bytes") }
         guard AppScope.isLocal(id) else { throw .badValue(name, "must not contain U+001F") }

@@ -49,6 +49,39 @@ extension JSONText {
         endObject()
     }
 
+    /// A team as a member reads it: info, members and the log items asked for.
+    public mutating func team(_ t: TeamView) {
+        beginObject()
+        field("teamId", AppScope.local(t.teamId))
+        field("name", t.info.name); field("intro", t.info.intro); field("announcement", t.info.announcement)
+        field("avatar", t.info.avatar)
+        field("joinMode", Self.name(t.info.joinMode, TeamRequest.joinModes))
+        field("inviteMode", Self.name(t.info.inviteMode, TeamRequest.permissions))
+        field("beInviteMode", Self.name(t.info.beInviteMode, TeamRequest.beInviteModes))
+        field("updateInfoMode", Self.name(t.info.updateInfoMode, TeamRequest.permissions))
+        field("muteAll", t.info.muteAll)
+        field("owner", AppScope.local(t.owner))
+        key("members")
+        beginArray()
+        for m in t.members {
+            beginObject()
+            field("account", AppScope.local(m.account))
+            field("role", ["normal", "manager", "owner"][Int(m.member.role.rawValue)])
+            field("muted", m.member.muted)
+            field("notifyState", Self.name(m.member.notify, TeamRequest.notifyStates))
+            field("joinedAt", m.member.joinedAt)
+            endObject()
+        }
+        endArray()
+        key("items"); beginArray(); for i in t.items { teamItem(i) }; endArray()
+        field("nextSeq", t.nextSeq)
+        endObject()
+    }
+
+    private static func name<T: Equatable>(_ value: T, _ table: [String: T]) -> String {
+        table.first { $0.value == value }?.key ?? "?"
+    }
+
     public mutating func relations(_ r: ImRelations) {
         beginObject()
         key("friends")
@@ -84,6 +117,9 @@ extension EventFrame {
         case .blocklistChanged: j.field("kind", "blocklistChanged")
         case .muteListChanged: j.field("kind", "muteListChanged")
         case .item(let item): j.field("kind", "item"); j.key("item"); j.imItem(item)
+        case .teamMembership(let teamId, let isMember, let fromSeq):
+            j.field("kind", "teamMembership"); j.field("teamId", AppScope.local(teamId)); j.field("isMember", isMember)
+            if isMember { j.field("fromSeq", fromSeq) }
         }
         j.endObject()
         return j.string

@@ -68,4 +68,6 @@ struct ImLogin {
     let namespace: String
     /// The shard of the user's IM state, whose feed carries the user's events.
     let shard: ShardID
+    /// The user's teams (app-scoped) and their shards, whose feeds carry the teams' messages and notifications.
+    var teams: [String: ShardID] = [:]
 }

@@ -57,6 +57,7 @@ public enum ImAnswerCodec {
             case .blocklistChanged: w.write(UInt8(2))
             case .muteListChanged: w.write(UInt8(3))
             case .item(let item): w.write(UInt8(4)); ImShardState.write(item, into: &w)
+            case .teamMembership(let teamId, let isMember, let from): w.write(UInt8(5)); w.write(teamId); w.write(isMember); w.write(from)
             }
         }
     }
@@ -70,6 +71,9 @@ public enum ImAnswerCodec {
             case 2: out.append(ImEvent(account: account, kind: .blocklistChanged))
             case 3: out.append(ImEvent(account: account, kind: .muteListChanged))
             case 4: out.append(ImEvent(account: account, kind: .item(try ImShardState.readItem(&r))))
+            case 5:
+                let teamId = try r.readString(), isMember = try r.readBool()
+                out.append(ImEvent(account: account, kind: .teamMembership(teamId: teamId, isMember: isMember, fromSeq: try r.readUInt64())))
             case let tag: throw .badTag("IM event", UInt64(tag))
             }
         }
@@ -87,10 +91,10 @@ public enum ImAnswerCodec {
 
     static func write(_ result: ImReadResult, into w: inout ByteWriter) {
         switch result {
-        case .log(let items, let nextSeq):
+        case .log(let items, let nextSeq, let firstSeq):
             w.write(UInt8(1)); w.write(UInt64(items.count))
             for i in items { ImShardState.write(i, into: &w) }
-            w.write(nextSeq)
+            w.write(nextSeq); w.write(firstSeq)
         case .relations(let rel):
             w.write(UInt8(2))
             w.write(UInt64(rel.friends.count))
@@ -115,7 +119,7 @@ public enum ImAnswerCodec {
         case 1:
             var items: [ImLogItem] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try ImShardState.readItem(&r)) }
-            return .log(items: items, nextSeq: try r.readUInt64())
+            return .log(items: items, nextSeq: try r.readUInt64(), firstSeq: try r.readUInt64())
         case 2:
             var friends: [ImRelations.Friend] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 3)) {

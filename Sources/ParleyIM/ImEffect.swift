@@ -16,7 +16,9 @@ public struct ImEffect: Sendable, Equatable {
         /// sender's log, so its other devices and a later sync have it.
         case sentCopy(P2PMessage)
         /// The target is a member of this team now / no longer.
-        case joinedTeam(String)
+        /// `fromSeq`: the team log's sequence of the first item the new member belongs to (the notification
+        /// of its joining), so its devices can fetch what they missed while they learned of it.
+        case joinedTeam(String, fromSeq: UInt64)
         case leftTeam(String)
         /// A team notice for the target's log (an invitation, an application to a team it manages, a
         /// rejection of its application or of its invitation).

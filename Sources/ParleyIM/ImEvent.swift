@@ -7,6 +7,10 @@ public struct ImEvent: Sendable, Equatable {
         case blocklistChanged
         /// `onMuteListChanged`.
         case muteListChanged
+        /// The user is a member of the team now (or no longer): its devices follow (or stop following) the
+        /// team's messages and notifications.
+        /// `fromSeq` (a join): the team log's first item for the new member.
+        case teamMembership(teamId: String, isMember: Bool, fromSeq: UInt64)
         /// A new item of the user's conversation log: a one-to-one message (received, or the copy of one the
         /// user sent from another device) or a system notification (FriendAdd: source, target,
         /// NIMUserAddAttachment's operation type, the request's message).

@@ -13,8 +13,9 @@ public enum ImRead: Sendable, Equatable {
 /// What a read answers.
 public enum ImReadResult: Sendable, Equatable {
     /// Items in sequence order; `nextSeq`: the sequence the log's next item will have (a device is in sync
-    /// when it holds everything before it).
-    case log(items: [ImLogItem], nextSeq: UInt64)
+    /// when it holds everything before it); `firstSeq`: the oldest the log still keeps (a device further
+    /// behind is answered `historyGone` and continues from here).
+    case log(items: [ImLogItem], nextSeq: UInt64, firstSeq: UInt64)
     case relations(ImRelations)
     case team(TeamView)
 }
@@ -64,7 +65,7 @@ extension ImShardState {
             case .log(let after, let limit):
                 let record = user(context.actor)
                 let items = try record.log.after(after, limit: limit, limits: limits).get()
-                return .success(.log(items: items, nextSeq: record.log.nextSeq))
+                return .success(.log(items: items, nextSeq: record.log.nextSeq, firstSeq: record.log.droppedThroughSeq + 1))
             case .relations:
                 let u = user(context.actor)
                 func requests(_ d: [String: FriendRequest]) -> [ImRelations.Request] {

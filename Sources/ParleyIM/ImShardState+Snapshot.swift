@@ -100,7 +100,7 @@ extension ImShardState {
         case .rejectedBy: w.write(UInt8(4))
         case .unfriendedBy: w.write(UInt8(5))
         case .sentCopy(let m): w.write(UInt8(6)); write(m, into: &w)
-        case .joinedTeam(let t): w.write(UInt8(7)); w.write(t)
+        case .joinedTeam(let t, let from): w.write(UInt8(7)); w.write(t); w.write(from)
         case .leftTeam(let t): w.write(UInt8(8)); w.write(t)
         case .teamNotice(let notice, let t, let message): w.write(UInt8(9)); w.write(notice.rawValue); w.write(t); w.write(message)
         }
@@ -261,7 +261,7 @@ extension ImShardState {
         case 4: change = .rejectedBy
         case 5: change = .unfriendedBy
         case 6: change = .sentCopy(try readMessage(&r))
-        case 7: change = .joinedTeam(try r.readString())
+        case 7: change = .joinedTeam(try r.readString(), fromSeq: try r.readUInt64())
         case 8: change = .leftTeam(try r.readString())
         case 9:
             let notice: TeamNotice = try r.readEnum()

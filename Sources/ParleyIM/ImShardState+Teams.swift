@@ -17,7 +17,7 @@ extension ImShardState {
                 try check(teams[teamId] == nil, "team \(teamId) exists", .teamExists)
                 try checkInfo(info)
                 teams[teamId] = TeamRecord(info: info, owner: me, at: context.time)
-                effects.append(ImEffect(target: me, from: me, change: .joinedTeam(teamId), at: context.time))
+                effects.append(ImEffect(target: me, from: me, change: .joinedTeam(teamId, fromSeq: 1), at: context.time))
                 queue(effects)
                 return .success(outcome)
             }
@@ -70,7 +70,8 @@ extension ImShardState {
             team.members[account] = TeamMember(role: .normal, joinedAt: now)
             team.invitations[account] = nil
             team.applications[account] = nil
-            effects.append(ImEffect(target: account, from: me, change: .joinedTeam(teamId), at: now))
+            // The notification of the join is the next item of the team's log.
+            effects.append(ImEffect(target: account, from: me, change: .joinedTeam(teamId, fromSeq: team.log.nextSeq), at: now))
         }
         func part(_ account: String) {
             team.members[account] = nil

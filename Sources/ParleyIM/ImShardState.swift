@@ -152,10 +152,14 @@ public struct ImShardState: Sendable, Equatable {
                 guard message.from == e.target, message.to == e.from else { continue }
                 let item = record.log.append(.message(message, alert: false), at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
-            case .joinedTeam(let teamId):
-                record.teams.insert(teamId)
+            case .joinedTeam(let teamId, let fromSeq):
+                if record.teams.insert(teamId).inserted {
+                    events.append(ImEvent(account: e.target, kind: .teamMembership(teamId: teamId, isMember: true, fromSeq: fromSeq)))
+                }
             case .leftTeam(let teamId):
-                record.teams.remove(teamId)
+                if record.teams.remove(teamId) != nil {
+                    events.append(ImEvent(account: e.target, kind: .teamMembership(teamId: teamId, isMember: false, fromSeq: 0)))
+                }
             case .teamNotice(let notice, let teamId, let message):
                 let item = record.log.append(.teamNotice(notice, teamId: teamId, source: e.from, message: message), at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))

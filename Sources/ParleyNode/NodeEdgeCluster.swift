@@ -67,6 +67,8 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
     public func shard(ofUser account: String) -> ShardID { driver.shard(ofUser: account) }
 
+    public func shard(ofTeam teamId: String) -> ShardID { driver.shard(ofTeam: teamId) }
+
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
         -> Result<ImApplied, ImError> {
         try await routed {

@@ -39,6 +39,8 @@ struct NodeServerAPIBackend: ServerAPIBackend {
 
     func shard(ofUser account: String) -> Int { driver.shard(ofUser: account) }
 
+    func shard(ofTeam teamId: String) -> Int { driver.shard(ofTeam: teamId) }
+
     func imEnabled() async -> Bool { await edges.everyNodeHas(.im) }
 
     func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws

@@ -28,6 +28,11 @@ public enum AppScope {
         return String(scoped[..<i])
     }
 
+    /// A message that names ids of `namespace`, with each as its app knows it (for refusals shown to the app).
+    public static func localIds(in message: String, namespace: String) -> String {
+        namespace.isEmpty ? message : message.replacing(namespace + "\u{1F}", with: "")
+    }
+
     /// The id as its app knows it.
     public static func local(_ scoped: String) -> String {
         guard let i = scoped.utf8.firstIndex(of: separatorByte) else { return scoped }

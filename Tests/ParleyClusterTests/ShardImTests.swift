@@ -100,7 +100,8 @@ import Testing
         // Every node restarts from its snapshot plus log: the log still holds all twelve, in order.
         try c.restartAll()
         let log = try submitIm(c, .read(.log(after: 0, limit: 100)), account: b, shard: sb)
-        guard case .success(.read(.log(let items, let next))) = log else { Issue.record("\(log)"); return }
+        guard case .success(.read(.log(let items, let next, let first))) = log else { Issue.record("\(log)"); return }
+        #expect(first == 1)
         #expect(items.map(\.seq) == Array(1...12) && next == 13)
         try c.run(until: { c.replicasAgree(on: sb) }, "replicas to agree")
     }
@@ -115,7 +116,7 @@ import Testing
         let answers: [Result<ImApplied, ImError>] = [
             .failure(ImError(.blocked, "no")), .success(.confirmed), .success(.user([ImEvent(account: "a", kind: .muteListChanged)])),
             .success(.read(.log(items: [ImLogItem(seq: 3, time: 9, kind: .friendNotification(source: "a", target: "b", operation: .verify,
-                                                                                                 message: "m"))], nextSeq: 4))),
+                                                                                                 message: "m"))], nextSeq: 4, firstSeq: 2))),
         ]
         for a in answers {
             #expect(try ShardOutcome(decoding: ShardOutcome.im(a).encoded()) == .im(a))

@@ -76,6 +76,8 @@ final class InProcessCluster: EdgeCluster, Sendable {
 
     func shard(ofUser account: String) -> ShardID { map.shard(ofUser: account) }
 
+    func shard(ofTeam teamId: String) -> ShardID { map.shard(ofTeam: teamId) }
+
     /// Issue 19: an IM command applied to the shard's real `ShardState`; its feed events go into the shard's
     /// event log as a node's would.
     func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws

@@ -20,7 +20,7 @@ import ParleyWire
             .send(clientMessageId: "c", type: "text", body: "b", ext: "e"),
         ]
         let effects: [ImEffect.Change] = [.befriendedBy, .requestedBy(message: "m"), .acceptedBy, .rejectedBy, .unfriendedBy,
-                                          .sentCopy(message), .joinedTeam("k"), .leftTeam("k"), .teamNotice(.apply, teamId: "k", message: "m")]
+                                          .sentCopy(message), .joinedTeam("k", fromSeq: 4), .leftTeam("k"), .teamNotice(.apply, teamId: "k", message: "m")]
         return FriendOperation.allCases.map { .user(.friend($0, target: "tom", message: "hi")) }
             + [.user(.deleteFriend(target: "tom", removeRemark: true)), .user(.updateRemark(target: "tom", remark: "T")),
                .user(.setBlocked(target: "tom", true)), .user(.setMuted(target: "tom", false)),

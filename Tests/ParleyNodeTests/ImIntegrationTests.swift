@@ -107,6 +107,27 @@ import Testing
             let copies = ((try? await sync(cluster, "alice", node: 3)) ?? []).filter { $0["kind"] as? String == "message" }
             return copies.map { UInt64($0["receiverSeq"] as? Int ?? 0) } == seqs
         }
+
+        // 001 through the API: a team made with a member who joins at once, its log, and refusals by role.
+        let made = try await api.post(cluster.http(2), "/v1/team/create",
+                                      ["tid": "ops", "owner": "alice", "tname": "Ops", "members": [bob], "beinvitemode": 1])
+        #expect(made.status == 200 && made.data["tid"] as? String == "ops", "\(made.json)")
+        #expect(try await api.post(cluster.http(1), "/v1/team/create", ["tid": "ops", "owner": "carol", "tname": "Again"]).code == 14210)
+        let said = try await api.post(cluster.http(3), "/v1/team/sendMsg", ["tid": "ops", "from": bob, "body": "hello team", "msgId": "t1"])
+        #expect(said.status == 200, "\(said.json)")
+        #expect(try await api.post(cluster.http(3), "/v1/team/sendMsg", ["tid": "ops", "from": "carol", "body": "x"]).code == 14214)
+        #expect(try await api.post(cluster.http(1), "/v1/team/update", ["tid": "ops", "owner": bob, "tname": "Mine"]).code == 14208)
+        #expect(try await api.post(cluster.http(1), "/v1/team/query", ["tid": "nope", "limit": 10]).code == 14209)
+        let team = try await api.post(cluster.http(1), "/v1/team/query", ["tid": "ops", "limit": 10])
+        #expect(team.data["owner"] as? String == "alice" && team.data["tname"] as? String == "Ops", "\(team.json)")
+        let members = (team.data["members"] as? [[String: Any]] ?? []).map { "\($0["accid"] ?? "")/\($0["type"] ?? "")" }
+        #expect(Set(members) == ["alice/2", "\(bob)/0"])
+        let items = team.data["items"] as? [[String: Any]] ?? []
+        #expect(items.map { $0["kind"] as? String } == ["notification", "message"] && items[0]["operation"] as? Int == 0
+                && items[0]["targets"] as? [String] == [bob] && items[1]["body"] as? String == "hello team", "\(items)")
+        try await cluster.eventually("ops in bob's teams", seconds: 10) {
+            ((try? await relations(cluster, bob, node: 1))?["teams"] as? [String]) == ["ops"]
+        }
         }
     }
 
