@@ -216,7 +216,8 @@ public struct EnterRequest: Sendable {
             token = ""
         } else {
             account = try auth.string("account")
-            token = try auth.string("token")
+            // E4 on an IM login (issue 19): an `im` enter may leave the token out and ride on the connection's login.
+            token = mode == .imSession ? try auth.string("token", default: "") : try auth.string("token")
         }
         nickname = try f.optionalString("nickname")
         avatar = try f.optionalString("avatar")

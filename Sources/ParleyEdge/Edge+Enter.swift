@@ -201,6 +201,9 @@ extension Edge {
             if let bound = c.account { return .success(bound.userId) }
             return .success("anon-" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
         }
+        if request.mode == .imSession, request.token.isEmpty, let im = c.im, im.appKey == request.appKey, im.account == request.account {
+            return .success(im.account)  // E4: the connection's IM login vouches for the account
+        }
         switch await cluster.checkToken(appKey: request.appKey, account: request.account, token: request.token) {
         case .valid(let user): return .success(user.account)
         case .unknownApp: return .failure(.unknownApp)

@@ -107,6 +107,20 @@ struct EdgeImTests {
         #expect(bodies.map { $0["body"] } == (0..<5).map { .string("m\($0)") })
     }
 
+    @Test("E4: after imLogin a chat-room enter in im mode rides on the login without a token; without a login it needs one")
+    func chatRoomEnterRidesOnTheImLogin() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let c = try await server.client()
+        let bare = try await c.call("enter", ["roomId": "r1", "auth": ["mode": "im", "appKey": Fixture.app, "account": "alice"]])
+        #expect(code(bare) == 4010, "no login, no token: \(bare)")
+        let d = try await server.client()
+        _ = try await login(d, "alice")
+        let entered = try await d.call("enter", ["roomId": "r1", "auth": ["mode": "im", "appKey": Fixture.app, "account": "alice"]])
+        #expect(entered["ok"] == .bool(true) && entered["data"]?["authMode"] == .string("im"), "\(entered)")
+        ok(try await d.call("sendMessage", ["roomId": "r1", "body": "from my IM login"]))
+    }
+
     @Test("19: IM ops need a login; bad tokens, bad fields, notification sends and other accounts are refused")
     func badInputIsRefused() async throws {
         let server = try await Fixture.server()

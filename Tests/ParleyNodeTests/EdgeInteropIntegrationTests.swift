@@ -47,4 +47,27 @@ import Testing
             #expect(output.contains("interop ok"), "\(output)")
         }
     }
+
+    @Test("19: the Python IM client (docs/protocol.md alone) with three users on three nodes",
+          .enabled(if: python != nil, "python3 with the `websockets` module is missing (pip install websockets)"))
+    func pythonImClientAcrossNodes() async throws {
+        try await withLocalCluster { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            let app = "interop"
+            try await cluster.eventually("the app to register") {
+                (try? await cluster.proposeMeta(.putApp(cluster.secrets.app(app, secret: String(repeating: "k", count: 32))))) == .done
+            }
+            for account in ["ann", "ben", "cat"] {
+                #expect(try await cluster.proposeMeta(.putUser(cluster.secrets.user(appKey: app, account: account, token: "tok-\(account)"))) == .done)
+            }
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("interop/im_client_test.py").path
+            let ws = { (id: UInt64) in cluster.http(id).replacingOccurrences(of: "http://", with: "ws://") + "/ws" }
+            let result = try runTool("/usr/bin/env", ["python3", script, app, "ann", "tok-ann", "ben", "tok-ben", "cat", "tok-cat",
+                                                      ws(1), ws(2), ws(3)])
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("im interop ok"), "\(result.output)")
+        }
+    }
 }
