@@ -19,7 +19,10 @@ lets the clients drain, stops the nodes and checks (`check_schedule`):
 - every reader saw strictly increasing seqs, no duplicates, every hole filled or named by a `gap` event;
 - no session of a client whose edge stayed up was ended without `status: lost` (no bare 13100, no close);
 - every shard had a leader again soon after the heal (recorded; the bound is --recovery-bound);
-- no node crashed (exit status, fatal lines in the logs).
+- no node crashed (exit status, fatal lines in the logs);
+- issue 19 (`im_workload.py`): one-to-one messages between users on different shards, sent through the signed
+  API during the faults: each acknowledged one is in the receiver's log once at its seq, and — after the
+  effects relay between shard leaders caught up — in the sender's log once; none refused is stored.
 
 A failure prints the schedule's seed and the command that replays it. Bounded: every wait has a deadline and
 the run stops after --budget-minutes whatever happens. Figures (per fault kind, acknowledged, lost,
@@ -45,6 +48,7 @@ sys.path.insert(0, os.path.join(ROOT, "cluster"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netlab import Failure, Lab, enter_namespace, leave_namespace, netns, sh, wait_for  # noqa: E402
 from signed_api import http  # noqa: E402
+from im_workload import ImWorkload  # noqa: E402
 from workload import Workload  # noqa: E402
 
 PREFIX = "pch"
@@ -401,6 +405,8 @@ async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
     rooms = [f"room-{k}" for k in range(3)]
     workload = Workload(cluster, APP, rooms)
     await workload.prepare()
+    im = ImWorkload(cluster, APP)
+    await im.prepare()
     rooms_shards = []
     for room in rooms:
         code, body = await asyncio.to_thread(http, cluster.url(1, f"/placement/rooms/{room}?app={APP}"))
@@ -408,6 +414,7 @@ async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
     touched = set()
     t0 = time.time()
     load = asyncio.create_task(workload.run(load_seconds))
+    im_load = asyncio.create_task(im.run(load_seconds))
     try:
         await apply_faults(cluster, schedule, rooms_shards, t0, touched)
     finally:
@@ -435,6 +442,7 @@ async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
                                                for s in v["shards"] if s["shard"] in missing_since_1s)
                         for i, v in sorted(views.items())))
     await load
+    await im_load
     await workload.drain(seconds=30)
     await workload.close()
     # The last exits (302) commit as the clients close: let every replica apply them before the nodes stop,
@@ -442,7 +450,8 @@ async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
     deadline = time.time() + 20
     while time.time() < deadline and not await asyncio.to_thread(cluster.converged):
         await asyncio.sleep(0.25)
-    problems = []
+    problems, im_figures = await im.check()
+    workload.im_figures = im_figures
     if recovery is None:
         problems.append("some shard had no leader 60 s after the heal")
     elif recovery > recovery_bound:
@@ -477,7 +486,7 @@ def one_schedule(args, seed):
         problems += checked
         if edge_closes and any("closed the connection" in p for p in problems):
             problems.append(f"edges' own drops (parley_edge_closes_total): {edge_closes}")
-        result.update(figures, recovery=recovery, problems=problems, edge_closes=edge_closes,
+        result.update(figures, **workload.im_figures, recovery=recovery, problems=problems, edge_closes=edge_closes,
                       reconnects=sum(c.reconnects for c in workload.clients),
                       told_lost=sum(c.told_lost for c in workload.clients))
     except Failure as failure:
@@ -559,7 +568,8 @@ def summarize(results):
             kinds[kind] = kinds.get(kind, 0) + 1
     total = {k: sum(r.get(k, 0) for r in results)
              for k in ("acked", "lost", "duplicated", "reordered", "sessions_lost_silently", "replica_mismatch",
-                       "errored_present", "holes", "reconnects", "told_lost")}
+                       "errored_present", "holes", "reconnects", "told_lost", "im_acked", "im_lost", "im_duplicated",
+                       "im_copies_missing")}
     return {"schedules": len(results), "failed": sum(1 for r in results if r.get("problems")),
             "faults": kinds, **total, "recovery_p50": pct(0.5), "recovery_p99": pct(0.99),
             "failed_seeds": [r["seed"] for r in results if r.get("problems")]}
