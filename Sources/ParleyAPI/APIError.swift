@@ -50,7 +50,7 @@ public struct APIError: Error, Sendable, Equatable {
         case .notFriend, .noRequest, .noSuchTeam, .noInvitation: .notFound
         case .alreadyFriends, .limitExceeded, .teamExists, .alreadyMember, .teamFull: .conflict
         case .historyGone: .gone
-        case .tooManyRequests: .tooManyRequests
+        case .tooManyRequests, .sendRateLimited: .tooManyRequests
         }
         self.init(code: error.code.rawValue, status: status, desc: error.message)
     }

@@ -27,6 +27,9 @@ public enum ImErrorCode: Int, Sendable, Equatable, Codable, CaseIterable {
     /// Accepting or rejecting with no invitation; approving or rejecting with no application.
     case noInvitation = 14215
     case teamFull = 14216
+    /// SPEC A1: a client's message over its sender's or its team's / receiver's budget; the message names the
+    /// wait ("retry after N ms", as the rooms' 416 does).
+    case sendRateLimited = 416
     /// SPEC A7 for IM writes through the server API: the same signed request applied already (the rooms' code).
     case requestReplayed = 10406
     /// The app holds too many live request keys in the shard (the rooms' code).

@@ -169,4 +169,52 @@ import Testing
         for c in [alice, bob, carol, dave] { await c.logout() }
         }
     }
+
+    @Test("A1 for IM: a member flooding a team or a user is refused 416 with retryAfterMs, nothing refused is stored; the app server is not charged")
+    func floodsAreBudgeted() async throws {
+        try await withLocalCluster(extraArguments: ["--app", "dev:\(Self.api.secret)"]) { cluster in
+        try await start(cluster, ["alice", "bob"])
+        let (alice, _) = try await client(cluster, 2, "alice")
+        try await alice.createTeam("crew", name: "Crew", options: TeamOptions(beInviteMode: "noAuth"))
+        try await alice.addUsers(["bob"], toTeam: "crew")
+        for session in [IMSession.team("crew"), .p2p("bob")] {
+            // 60 at once (well inside the connection's own budget of bursts of 200).
+            let outcomes = await withTaskGroup(of: (String, ChatroomError?).self) { group in
+                for i in 0..<60 {
+                    let id = "flood-\(i)"
+                    group.addTask {
+                        do {
+                            try await alice.sendMessage(to: session, body: id, clientMessageId: id)
+                            return (id, nil)
+                        } catch {
+                            return (id, error as? ChatroomError ?? ChatroomError(code: 0, message: "\(error)"))
+                        }
+                    }
+                }
+                return await group.reduce(into: [(String, ChatroomError?)]()) { $0.append($1) }
+            }
+            let accepted = Set(outcomes.filter { $0.1 == nil }.map(\.0))
+            for (_, error) in outcomes {
+                if let e = error { #expect(e.code == 416 && (e.retryAfterMs ?? 0) > 0, "\(e)") }
+            }
+            // The default budget: 10 a second per sender, bursts of 20.
+            #expect(accepted.count >= 20 && accepted.count <= 30, "\(session): \(accepted.count) accepted")
+            let stored: [String]
+            switch session {
+            case .team:
+                stored = try await alice.fetchTeam("crew", limit: 500).items.compactMap { $0.kind == "message" ? $0.body : nil }
+            case .p2p:
+                let answer = try await Self.api.post(cluster.http(1), "/v1/msg/sync", ["accid": "bob", "limit": 500])
+                stored = (answer.data["items"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String == "message" ? $0["body"] as? String : nil }
+            }
+            #expect(stored.count == accepted.count && Set(stored) == accepted, "\(session): exactly the accepted messages are stored, once")
+        }
+        // The app server's sends are never charged.
+        for i in 0..<40 {
+            let sent = try await Self.api.post(cluster.http(1), "/v1/team/sendMsg", ["tid": "crew", "from": "alice", "body": "server \(i)"])
+            #expect(sent.status == 200, "\(sent.json)")
+        }
+        await alice.logout()
+        }
+    }
 }

@@ -17,10 +17,16 @@ extension RaftDriver {
                          deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<Result<ImApplied, ImError>> {
         let request = ForwardedImCommand(shard: shard, actor: actor, account: account, command: command, requestKey: requestKey)
         return loop.flatSubmit {
-            self.route(GroupRoute<ShardOutcome>(
+            let route = GroupRoute<ShardOutcome>(
                 what: "shard \(shard)", path: Self.imProposePath, body: request.encoded(),
                 replicas: self.host.replicaNodes(of: shard),
-                here: self.host.leader(of: shard) != nil ? { self.proposeImHere(request) } : nil), deadline)
+                here: self.host.leader(of: shard) != nil ? { self.proposeImHere(request) } : nil)
+            // A1: a client's message is budgeted by the shard's leader (a follower would pass it on inside
+            // Raft, past the budget), as room messages are.
+            if self.budget(of: request) != nil, let leader = self.host.leader(of: shard), leader != self.nodeID {
+                return self.route(route, deadline, firstNode: leader)
+            }
+            return self.route(route, deadline)
         }.map { outcome in
             switch outcome {
             case .im(let result): return result
@@ -34,8 +40,30 @@ extension RaftDriver {
         }
     }
 
+    /// A1 for IM: a client session's team message counts against the team's budgets, its one-to-one message
+    /// against the receiver's (a flood into one user's conversation), each with the sender's own — the app's
+    /// `SendBudget`, as for a room. The app server's sends and the relay are never charged. Returns the bucket
+    /// key, the sender and the budget, or nil when the command is not budgeted.
+    func budget(of request: ForwardedImCommand) -> (key: String, sender: String, budget: SendBudget)? {
+        guard case .session(let s) = request.actor else { return nil }
+        let scopedId: String
+        let key: String
+        switch request.command {
+        case .team(let teamId, .send): (scopedId, key) = (teamId, "t:" + teamId)
+        case .send(let m): (scopedId, key) = (m.to, "u:" + m.to)
+        default: return nil
+        }
+        let budget = host.sendBudget(shard: request.shard, roomId: scopedId)
+        return budget.isUnlimited ? nil : (key, s.userId, budget)
+    }
+
     func proposeImHere(_ request: ForwardedImCommand) -> EventLoopFuture<GroupAnswer<ShardOutcome>> {
         loop.preconditionInEventLoop()
+        if host.isLeader(of: request.shard), let b = budget(of: request),
+           let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {
+            return loop.makeSucceededFuture(.applied(.im(.failure(
+                ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message)))))
+        }
         let promise = loop.makePromise(of: GroupAnswer<ShardOutcome>.self)
         host.proposeIm(request.command, account: request.account, shard: request.shard, actor: request.actor,
                        timestamp: Self.now(), requestKey: request.requestKey) { promise.succeed(Self.answer($0)) }
