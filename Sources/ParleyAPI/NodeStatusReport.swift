@@ -52,10 +52,20 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         public var voters: [UInt64]?
         public var learners: [UInt64]?
         public var joint: Bool?
+        /// Issue 19: IM effects of this shard not yet confirmed by their targets (the relay's backlog: it
+        /// should stay near 0; growing means a target shard has no reachable leader), and the users and teams
+        /// with IM state here (absent in reports of older nodes).
+        public var imPending: Int?
+        public var imUsers: Int?
+        public var imTeams: Int?
 
         public init(shard: Int, role: String, term: UInt64, leader: UInt64, commit: UInt64, applied: UInt64,
                     logSize: UInt64, lastSnapshot: UInt64, rooms: Int, quiesced: Bool, digest: String?,
-                    voters: [UInt64]? = nil, learners: [UInt64]? = nil, joint: Bool? = nil) {
+                    voters: [UInt64]? = nil, learners: [UInt64]? = nil, joint: Bool? = nil,
+                    imPending: Int? = nil, imUsers: Int? = nil, imTeams: Int? = nil) {
+            self.imPending = imPending
+            self.imUsers = imUsers
+            self.imTeams = imTeams
             self.voters = voters
             self.learners = learners
             self.joint = joint

@@ -21,6 +21,7 @@ public final class NodeMetrics: Sendable {
     private let rooms: Metrics.Gauge
     private let shardsHosted: Metrics.Gauge
     private let shardsLed: Metrics.Gauge
+    private let imPending: Metrics.Gauge
     private let peerGauges = Mutex<[UInt64: PeerGauges]>([:])
 
     private struct PeerGauges {
@@ -52,12 +53,15 @@ public final class NodeMetrics: Sendable {
         rooms = Metrics.Gauge(label: "parley_rooms", factory: factory)
         shardsHosted = Metrics.Gauge(label: "parley_shards_hosted", factory: factory)
         shardsLed = Metrics.Gauge(label: "parley_shards_led", factory: factory)
+        imPending = Metrics.Gauge(label: "parley_im_effects_pending", factory: factory)
     }
 
     /// Sets the scrape-time gauges from a status report:
     /// - `parley_raft_apply_lag_entries`: Σ (commit − applied) over the shard replicas on this node;
     /// - `parley_rooms`: rooms in the shards this node leads (summed over nodes: the cluster's rooms);
     /// - `parley_shards_hosted` / `parley_shards_led`;
+    /// - `parley_im_effects_pending`: IM effects the shards this node leads produced and their targets have not
+    ///   confirmed yet (issue 19: the relay's backlog; alert when it stays above 0 for long);
     /// - `parley_transport_queued_batches{peer}` / `parley_transport_peer_connected{peer}`;
     /// - `parley_transport_peer_unreachable_seconds{peer}`: 0 while the link is up, else the seconds since it
     ///   was last up (since this node started, if it never was) — alert on it staying above a few seconds.
@@ -67,6 +71,7 @@ public final class NodeMetrics: Sendable {
         rooms.record(led.reduce(0) { $0 + $1.rooms })
         shardsHosted.record(report.shards.count)
         shardsLed.record(led.count)
+        imPending.record(led.reduce(0) { $0 + ($1.imPending ?? 0) })
         for peer in report.peers {
             let gauges = peerGauges.withLock { all in
                 if let g = all[peer.id] { return g }

@@ -321,7 +321,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                       applied: s.applied, logSize: s.lastIndex >= s.firstIndex ? s.lastIndex - s.firstIndex + 1 : 0,
                       lastSnapshot: s.snapshotIndex, rooms: s.rooms, quiesced: s.isQuiesced,
                       digest: digests[s.shard].map { String($0, radix: 16) },
-                      voters: s.conf.voters, learners: s.conf.learners, joint: s.conf.isJoint)
+                      voters: s.conf.voters, learners: s.conf.learners, joint: s.conf.isJoint,
+                      imPending: s.imPending, imUsers: s.imUsers, imTeams: s.imTeams)
             },
             meta: meta, edge: edgeFigures,
             moves: moves.map { m in

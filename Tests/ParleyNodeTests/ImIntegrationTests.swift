@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import ParleyCluster
 import ParleyRooms
 import Testing
@@ -128,6 +131,18 @@ import Testing
         try await cluster.eventually("ops in bob's teams", seconds: 10) {
             ((try? await relations(cluster, bob, node: 1))?["teams"] as? [String]) == ["ops"]
         }
+        // The operator's view: the relay's backlog drains to 0 on every node; the users and the team are counted.
+        try await cluster.eventually("no IM effect pending anywhere", seconds: 10) {
+            let reports = await cluster.statuses()
+            return reports.count == 3 && reports.values.allSatisfy { $0.shards.allSatisfy { $0.imPending == 0 } }
+                && reports.values.allSatisfy { $0.shards.reduce(0) { $0 + ($1.imUsers ?? 0) } >= 1 }
+        }
+        let report = try await cluster.status(1)
+        let leaders = report.shards.filter { $0.role == "leader" }
+        #expect(leaders.reduce(0) { $0 + ($1.imTeams ?? 0) } <= 1)
+        let (metricsData, _) = try await URLSession.shared.data(from: URL(string: cluster.ops(1) + "/metrics")!)
+        let metrics = String(decoding: metricsData, as: UTF8.self)
+        #expect(metrics.contains("parley_im_effects_pending 0"), "\(metrics.prefix(300))")
         }
     }
 

@@ -514,6 +514,11 @@ public final class RaftHost {
         public var rooms: Int
         public var isQuiesced: Bool
         public var conf: ConfState
+        /// Issue 19: IM effects this shard produced that its targets have not confirmed (the relay's backlog).
+        public var imPending: Int
+        /// Users and teams with IM state here.
+        public var imUsers: Int
+        public var imTeams: Int
     }
 
     public func status() -> [ShardStatus] {
@@ -523,7 +528,8 @@ public final class RaftHost {
             return ShardStatus(shard: shard, role: s.softState.role, term: s.hardState.term, leader: s.softState.leader,
                                commit: s.hardState.commit, applied: r.applied, firstIndex: s.firstIndex,
                                lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.rooms.roomCount,
-                               isQuiesced: s.isQuiesced, conf: r.confState)
+                               isQuiesced: s.isQuiesced, conf: r.confState, imPending: r.machine.im.outbox.count,
+                               imUsers: r.machine.im.users.count, imTeams: r.machine.im.teams.count)
         }
     }
 
