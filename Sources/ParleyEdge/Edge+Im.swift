@@ -161,7 +161,8 @@ extension Edge {
 
     /// The connection's device follows the team: the team shard's feed runs while it does.
     private func follow(team: String, connection: UInt64) async {
-        guard connections[connection]?.im?.teams[team] == nil else { return }
+        // Only a connection still logged in (it may have closed during an await) takes a hold.
+        guard connections[connection]?.im.map({ $0.teams[team] == nil }) == true else { return }
         let shard = cluster.shard(ofTeam: team)
         connections[connection]?.im?.teams[team] = shard
         imHolds[shard, default: 0] += 1

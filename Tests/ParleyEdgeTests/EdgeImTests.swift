@@ -107,6 +107,31 @@ struct EdgeImTests {
         #expect(bodies.map { $0["body"] } == (0..<5).map { .string("m\($0)") })
     }
 
+    @Test("19: a device follows its user's shard and its teams' shards while logged in; the feeds stop when it goes")
+    func feedsFollowLoginsAndTeams() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let alice = try await server.client()
+        _ = try await login(alice, "alice")
+        ok(try await alice.call("teamCreate", ["teamId": "crew", "name": "Crew"]))
+        // A device of bob that logs in after he joined follows the team from its login.
+        let bob = try await server.client()
+        _ = try await login(bob, "bob")
+        ok(try await alice.call("teamInvite", ["teamId": "crew", "targets": ["bob"]]))
+        ok(try await bob.call("teamAcceptInvitation", ["teamId": "crew"]))
+        _ = try await bob.event("im") { $0["kind"] == .string("teamMembership") && $0["isMember"] == .bool(true) }
+        let later = try await server.client()
+        _ = try await login(later, "bob")
+        ok(try await alice.call("sendTeamMessage", ["teamId": "crew", "body": "hi"]))
+        for device in [bob, later] {
+            let got = try await device.event("team") { $0["item"]?["body"] == .string("hi") }
+            #expect(got["teamId"] == .string("crew") && got["alert"] == .bool(true))
+        }
+        #expect(await server.edge.counts.feeds > 0)
+        for c in [alice, bob, later] { await c.close() }
+        try await eventually { await server.edge.counts.feeds == 0 }
+    }
+
     @Test("E4: after imLogin a chat-room enter in im mode rides on the login without a token; without a login it needs one")
     func chatRoomEnterRidesOnTheImLogin() async throws {
         let server = try await Fixture.server()
