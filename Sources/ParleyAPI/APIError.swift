@@ -47,7 +47,7 @@ public struct APIError: Error, Sendable, Equatable {
         let status: HTTPResponse.Status = switch error.code {
         case .badParameter, .oneself: .badRequest
         case .blocked, .noPermission, .teamMuted, .applicationsRejected, .notMember, .requestReplayed: .forbidden
-        case .notFriend, .noRequest, .noSuchTeam, .noInvitation: .notFound
+        case .notFriend, .noRequest, .noSuchTeam, .noInvitation, .noSuchUser: .notFound
         case .alreadyFriends, .limitExceeded, .teamExists, .alreadyMember, .teamFull: .conflict
         case .historyGone: .gone
         case .tooManyRequests, .sendRateLimited: .tooManyRequests

@@ -17,6 +17,10 @@ extension Edge {
             c.send(EventFrame.error(id: id, .imLoginRequired))
             return
         }
+        for account in Set(op.namedAccounts).sorted() where !(await cluster.userExists(appKey: login.appKey, account: account)) {
+            connections[connection]?.send(EventFrame.error(id: id, .cluster(ImErrorCode.noSuchUser.rawValue, "no account \(account)")))
+            return
+        }
         let command: ImShardCommand
         var shard = login.shard
         switch op {

@@ -26,6 +26,10 @@ public protocol EdgeCluster: Sendable {
     /// E5 anonymous: whether the app key is registered.
     func appExists(_ appKey: String) async -> Bool
 
+    /// Issue 19: whether the app has this account (`/v1/user/create`): an IM op naming anyone else is refused,
+    /// so a client cannot make records for made-up users.
+    func userExists(appKey: String, account: String) async -> Bool
+
     /// E6: the edge addresses (host:port) that should serve the room, best first.
     func roomAddresses(roomId: String) async -> [String]
 

@@ -19,6 +19,28 @@ public enum ImOp: Sendable {
     static let names: Set<String> = Set(["imLogin", "friend", "deleteFriend", "updateRemark", "setBlocked", "setMuted",
                                          "relations", "sendP2P", "syncIm"]).union(TeamRequest.names)
 
+    /// The accounts (as the app knows them) the op names besides the logged-in user: each must exist.
+    var namedAccounts: [String] {
+        switch self {
+        case .login, .relations, .sync, .teamQuery: return []
+        case .user(let c):
+            switch c {
+            case .friend(_, let t, _), .deleteFriend(let t, _), .updateRemark(let t, _), .setBlocked(let t, _), .setMuted(let t, _):
+                return [t]
+            }
+        case .send(let m): return [m.to]
+        case .team(_, let c):
+            switch c {
+            case .invite(let targets, _, _), .kick(let targets, _): return targets
+            case .approveApplication(let a, _), .rejectApplication(let a): return [a]
+            case .transferOwner(let to, _, _): return [to]
+            case .addManagers(let list, _), .removeManagers(let list, _): return list
+            case .muteMember(let a, _, _): return [a]
+            case .create, .acceptInvitation, .rejectInvitation, .apply, .leave, .update, .dismiss, .setNotifyState, .send: return []
+            }
+        }
+    }
+
     static let friendOperations: [String: FriendOperation] = ["add": .add, "request": .request, "verify": .verify, "reject": .reject]
 
     init(_ request: ClientRequest) throws(ProtocolError) {

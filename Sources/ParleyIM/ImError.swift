@@ -27,6 +27,8 @@ public enum ImErrorCode: Int, Sendable, Equatable, Codable, CaseIterable {
     /// Accepting or rejecting with no invitation; approving or rejecting with no application.
     case noInvitation = 14215
     case teamFull = 14216
+    /// An IM op names an account the app does not have (checked by the edge before anything is proposed).
+    case noSuchUser = 14217
     /// SPEC A1: a client's message over its sender's or its team's / receiver's budget; the message names the
     /// wait ("retry after N ms", as the rooms' 416 does).
     case sendRateLimited = 416

@@ -80,7 +80,10 @@ public struct ImShardState: Sendable, Equatable {
         case .add, .request:
             guard record.friends[target] == nil else { throw ImError(.alreadyFriends, "\(target) is a friend already") }
             if operation == .request {
-                // A second request replaces the first (its message, its time).
+                // A second request replaces the first (its message, its time); new ones are capped like friends.
+                if record.outgoing[target] == nil {
+                    try check(record.outgoing.count < limits.maxFriends, "\(limits.maxFriends) requests waiting", .limitExceeded)
+                }
                 record.outgoing[target] = FriendRequest(message: message, at: context.time)
                 effects.append(ImEffect(target: target, from: me, change: .requestedBy(message: message), at: context.time))
                 return

@@ -111,6 +111,12 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
             ?? .unknownApp
     }
 
+    public func userExists(appKey: String, account: String) async -> Bool {
+        if await metaState(maxAge: metaMaxAge)?.user(appKey: appKey, account: account) != nil { return true }
+        // Created a moment ago: look once more, fresh.
+        return await metaState(maxAge: 0)?.user(appKey: appKey, account: account) != nil
+    }
+
     public func appExists(_ appKey: String) async -> Bool {
         if await metaState(maxAge: metaMaxAge)?.apps[appKey] != nil { return true }
         return await metaState(maxAge: 0)?.apps[appKey] != nil

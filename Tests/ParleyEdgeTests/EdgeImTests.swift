@@ -160,6 +160,11 @@ struct EdgeImTests {
         #expect(code(try await c.call("friend", ["target": "bob", "operation": "befriend"])) == 414)
         #expect(code(try await c.call("friend", ["target": "alice", "operation": "add"])) == 14202)
         #expect(code(try await c.call("syncIm", ["limit": 0])) == 414)
+        // Accounts the app does not have: refused before anything is proposed (no record for a made-up user).
+        #expect(code(try await c.call("friend", ["target": "nobody", "operation": "request"])) == 14217)
+        #expect(code(try await c.call("sendP2P", ["to": "nobody", "body": "x"])) == 14217)
+        ok(try await c.call("teamCreate", ["teamId": "t9", "name": "T"]))
+        #expect(code(try await c.call("teamInvite", ["teamId": "t9", "targets": ["bob", "nobody"]])) == 14217)
         #expect(code(try await c.call("imLogin", ["auth": Fixture.auth("bob", mode: "im")])) == 4013)
         #expect(code(try await c.call("enter", Fixture.enter("bob"))) == 4013)
         ok(try await c.call("enter", Fixture.enter("alice")))

@@ -160,6 +160,10 @@ final class InProcessCluster: EdgeCluster, Sendable {
                                             secrets: Self.secrets) }
     }
 
+    func userExists(appKey: String, account: String) async -> Bool {
+        state.withLock { $0.meta.user(appKey: appKey, account: account) != nil }
+    }
+
     func appExists(_ appKey: String) async -> Bool {
         state.withLock { $0.meta.apps[appKey] != nil }
     }

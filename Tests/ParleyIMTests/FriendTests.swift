@@ -126,6 +126,19 @@ import ParleyIM
         #expect(world.run("amy", .friend(.add, target: "zed", message: "")).errorCode == .limitExceeded)
         #expect(world.shards.map { $0.snapshot() } == before)
     }
+
+    @Test("Limit: requests waiting are capped as friends are (no unbounded records on others' shards); renewing one is not a new one")
+    func outgoingRequestLimit() {
+        var limits = ImLimits()
+        limits.maxFriends = 2
+        var world = ImWorld(limits: limits)
+        world.run("amy", .friend(.request, target: "tom", message: "1"))
+        world.run("amy", .friend(.request, target: "ned", message: "1"))
+        let before = world.shards.map { $0.snapshot() }
+        #expect(world.run("amy", .friend(.request, target: "zed", message: "")).errorCode == .limitExceeded)
+        #expect(world.shards.map { $0.snapshot() } == before)
+        #expect(world.run("amy", .friend(.request, target: "tom", message: "again")).errorCode == nil)
+    }
 }
 
 extension Result where Success == [ImEvent], Failure == ImError {
