@@ -7,7 +7,7 @@ import Logging
 ///
 /// Every call waits for the server's answer and throws `ChatroomError`. Everything else arrives on `events`
 /// (one consumer; events are buffered until read).
-public actor ChatroomClient {
+public actor ChatroomClient: RequestChannel {
     public struct Configuration: Sendable {
         /// The app server's room address lookup (E6, requestAddr): `host:port` edges, best first.
         public var addressLookup: @Sendable (_ roomId: String) async throws -> [String]
@@ -70,7 +70,8 @@ public actor ChatroomClient {
     private var rooms: [String: Session] = [:]
     /// Which room each open link serves (a link serves exactly one room).
     private var links: [Int: String] = [:]
-    private var pending = PendingRequests()
+    var pending = PendingRequests()
+    var requestTimeout: Duration { configuration.requestTimeout }
     private var lastLinkId = 0
     private var lastEpoch = 0
 
@@ -148,29 +149,6 @@ public actor ChatroomClient {
 
     func call<T: Decodable>(_ request: ChatroomRequest, roomId: String, answer: T.Type) async throws -> T {
         try decode(T.self, try await call(request, roomId: roomId))
-    }
-
-    private func send(_ request: ChatroomRequest, on link: WebSocketLink) async throws -> Data {
-        let id = pending.open(link: link.id)
-        do {
-            try await link.send(request.frame(id: id))
-        } catch {
-            pending.drop(id)
-            throw error
-        }
-        let timeout = configuration.requestTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            let timer = Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                guard !Task.isCancelled else { return }
-                await self?.resolve(id, .failure(ChatroomError(code: ChatroomError.timeout, message: "no answer to \(request.op) in \(timeout)")))
-            }
-            pending.wait(id, continuation, timeout: timer)
-        }
-    }
-
-    private func resolve(_ id: Int, _ result: Result<Data, ChatroomError>) {
-        pending.resolve(id, result)
     }
 
     private func decode<T: Decodable>(_: T.Type, _ frame: Data) throws -> T {

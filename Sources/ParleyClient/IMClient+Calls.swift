@@ -155,7 +155,7 @@ extension IMClient {
 
     /// notifyStateForNewMsg: this user's notify state in the team.
     public func notifyStateForNewMsg(_ teamId: String) async throws -> TeamNotifyState {
-        let account = try await currentAccount()
+        let account = try currentAccount()
         guard let me = try await fetchTeam(teamId, afterSeq: Int64.max - 1, limit: 1).members.first(where: { $0.account == account }) else {
             throw ChatroomError(code: 14214, message: "not a member of \(teamId)")
         }

@@ -7,7 +7,7 @@ import Logging
 /// order, then delivers live items, each once; it reconnects and logs in again by itself after a lost
 /// connection, and syncs again. Team items are delivered per team in order, each once; a team joined while
 /// away or a hole in a team's items is filled from the team's log.
-public actor IMClient {
+public actor IMClient: RequestChannel {
     public struct Configuration: Sendable {
         /// Edges to log in through, best first.
         public var addresses: @Sendable () async throws -> [String]
@@ -35,7 +35,8 @@ public actor IMClient {
     private var lastLinkId = 0
     private var heartbeat: Task<Void, Never>?
     private var reconnect: Task<Void, Never>?
-    private var pending = PendingRequests()
+    var pending = PendingRequests()
+    var requestTimeout: Duration { configuration.requestTimeout }
     /// The highest item of the user's log delivered to the app.
     public private(set) var lastSeq: Int64
     /// Live items held while a sync runs (delivered after it, those above `lastSeq`).
@@ -286,25 +287,8 @@ public actor IMClient {
 
     private func send(_ request: ChatroomRequest) async throws -> Data {
         guard let link else { throw ChatroomError.lost("no connection") }
-        let id = pending.open(link: link.id)
-        do {
-            try await link.send(request.frame(id: id))
-        } catch {
-            pending.drop(id)
-            throw error
-        }
-        let timeout = configuration.requestTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            let timer = Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                guard !Task.isCancelled else { return }
-                await self?.resolve(id, .failure(ChatroomError(code: ChatroomError.timeout, message: "no answer to \(request.op) in \(timeout)")))
-            }
-            pending.wait(id, continuation, timeout: timer)
-        }
+        return try await send(request, on: link)
     }
-
-    private func resolve(_ id: Int, _ result: Result<Data, ChatroomError>) { pending.resolve(id, result) }
 
     private func decode<T: Decodable>(_: T.Type, _ frame: Data) throws -> T {
         do {
