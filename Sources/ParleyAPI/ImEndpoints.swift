@@ -133,7 +133,12 @@ enum ImEndpoints {
 extension ServerAPI {
     /// The app's accounts, in its namespace: each must exist (`/v1/user/create`).
     func accounts(_ app: String, _ first: String, _ second: String? = nil) async throws -> (String, String) {
-        let ids = [first] + (second.map { [$0] } ?? [])
+        let scoped = try await scopedAccounts(app, [first] + (second.map { [$0] } ?? []))
+        return (scoped[0], scoped.count > 1 ? scoped[1] : "")
+    }
+
+    /// Accounts that must exist (one read of the meta state for all), in the app's namespace.
+    func scopedAccounts(_ app: String, _ ids: [String]) async throws -> [String] {
         let meta = try await backend.metaState()
         for id in ids {
             try FieldRule.id(id, "account")
@@ -141,7 +146,7 @@ extension ServerAPI {
             guard meta.user(appKey: app, account: id) != nil else { throw APIError(.accountNotFound, "no account \(id)") }
         }
         let ns = namespace(app)
-        return (AppScope.scoped(first, in: ns), second.map { AppScope.scoped($0, in: ns) } ?? "")
+        return ids.map { AppScope.scoped($0, in: ns) }
     }
 
     /// Runs an IM command for `account` on its shard (or `shard`), with the request's key for that shard

@@ -226,13 +226,6 @@ enum TeamEndpoints {
 }
 
 extension ServerAPI {
-    /// Accounts that must exist, in the app's namespace.
-    func scopedAccounts(_ app: String, _ ids: [String]) async throws -> [String] {
-        var out: [String] = []
-        for id in ids { out.append(try await accounts(app, id).0) }
-        return out
-    }
-
     /// A team id in the app's namespace (1 … 128 bytes, no U+001F).
     func scopedTeam(_ app: String, _ tid: String) throws -> String {
         try FieldRule.id(tid, "tid")

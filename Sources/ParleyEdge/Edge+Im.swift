@@ -45,7 +45,7 @@ extension Edge {
             shard = cluster.shard(ofTeam: scoped)
             command = .read(.team(teamId: scoped, after: after, limit: limit))
         }
-        let identity = SessionIdentity(userId: login.scoped, authMode: .imSession, sessionId: c.sessionId, edgeId: cluster.edgeId)
+        let identity = login.identity(of: c, edgeId: cluster.edgeId)
         let result: Result<ImApplied, ImError>
         do {
             result = try await cluster.submitIm(command, account: login.scoped, shard: shard, actor: .session(identity))
@@ -133,13 +133,14 @@ extension Edge {
             release(rooms: [])
             return
         }
-        conn.im = ImLogin(appKey: appKey, account: account, scoped: scoped, namespace: namespace, shard: shard)
+        let login = ImLogin(appKey: appKey, account: account, scoped: scoped, namespace: namespace, shard: shard)
+        conn.im = login
         connections[connection] = conn
         imSessions[scoped, default: []].insert(connection)
         imHolds[shard, default: 0] += 1
         // Where the user's log is now, so the device knows what to sync; the user's teams, whose feeds this
         // device follows (a team joined later arrives as a `teamMembership` event on the user's feed).
-        let identity = SessionIdentity(userId: scoped, authMode: .imSession, sessionId: conn.sessionId, edgeId: cluster.edgeId)
+        let identity = login.identity(of: conn, edgeId: cluster.edgeId)
         var nextSeq: UInt64 = 0
         if case .success(.read(.log(_, let next, _)))? = try? await cluster.submitIm(
             .read(.log(after: UInt64.max, limit: 1)), account: scoped, shard: shard, actor: .session(identity)) {
@@ -157,7 +158,7 @@ extension Edge {
     /// Why a create is refused when the user is in `maxTeamsPerUser` teams already (nil: it may go ahead).
     private func teamCap(_ login: ImLogin, connection: UInt64) async -> ProtocolError? {
         guard let c = connections[connection] else { return nil }
-        let identity = SessionIdentity(userId: login.scoped, authMode: .imSession, sessionId: c.sessionId, edgeId: cluster.edgeId)
+        let identity = login.identity(of: c, edgeId: cluster.edgeId)
         do {
             let read = try await cluster.submitIm(.read(.relations), account: login.scoped, shard: login.shard, actor: .session(identity))
             guard case .success(.read(.relations(let r))) = read else { return nil }

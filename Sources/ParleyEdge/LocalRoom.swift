@@ -70,4 +70,9 @@ struct ImLogin {
     let shard: ShardID
     /// The user's teams (app-scoped) and their shards, whose feeds carry the teams' messages and notifications.
     var teams: [String: ShardID] = [:]
+
+    /// Who the connection's IM commands come from.
+    func identity(of c: ClientConnection, edgeId: String) -> SessionIdentity {
+        SessionIdentity(userId: scoped, authMode: .imSession, sessionId: c.sessionId, edgeId: edgeId)
+    }
 }

@@ -10,19 +10,24 @@ import Testing
     static let python: String? =
         (try? runTool("/usr/bin/env", ["python3", "-c", "import websockets"]))?.status == 0 ? "python3" : nil
 
+    /// Starts the cluster and registers the app and its users (token `tok-NAME`) through the meta group.
+    static func start(_ cluster: LocalCluster, app: String, users: [String]) async throws {
+        try cluster.startAll()
+        try await cluster.waitForLeaders()
+        try await cluster.eventually("the app to register") {
+            (try? await cluster.proposeMeta(.putApp(cluster.secrets.app(app, secret: String(repeating: "k", count: 32))))) == .done
+        }
+        for account in users {
+            #expect(try await cluster.proposeMeta(.putUser(cluster.secrets.user(appKey: app, account: account, token: "tok-\(account)"))) == .done)
+        }
+    }
+
     @Test("E1 E4 E5 N1: the Python client against two real nodes",
           .enabled(if: python != nil, "python3 with the `websockets` module is missing (pip install websockets)"))
     func pythonClientAcrossNodes() async throws {
         try await withLocalCluster { cluster in
-            try cluster.startAll()
-            try await cluster.waitForLeaders()
             let app = "interop"
-            try await cluster.eventually("the app to register") {
-                (try? await cluster.proposeMeta(.putApp(cluster.secrets.app(app, secret: String(repeating: "k", count: 32))))) == .done
-            }
-            for account in ["ann", "ben"] {
-                #expect(try await cluster.proposeMeta(.putUser(cluster.secrets.user(appKey: app, account: account, token: "tok-\(account)"))) == .done)
-            }
+            try await Self.start(cluster, app: app, users: ["ann", "ben"])
             let room = "interop-room"
             let scoped = AppScope.scoped(room, in: app)  // the cluster's id of the app's room (A8)
             let created = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: "ann", name: "Interop")),
@@ -52,15 +57,8 @@ import Testing
           .enabled(if: python != nil, "python3 with the `websockets` module is missing (pip install websockets)"))
     func pythonImClientAcrossNodes() async throws {
         try await withLocalCluster { cluster in
-            try cluster.startAll()
-            try await cluster.waitForLeaders()
             let app = "interop"
-            try await cluster.eventually("the app to register") {
-                (try? await cluster.proposeMeta(.putApp(cluster.secrets.app(app, secret: String(repeating: "k", count: 32))))) == .done
-            }
-            for account in ["ann", "ben", "cat"] {
-                #expect(try await cluster.proposeMeta(.putUser(cluster.secrets.user(appKey: app, account: account, token: "tok-\(account)"))) == .done)
-            }
+            try await Self.start(cluster, app: app, users: ["ann", "ben", "cat"])
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("interop/im_client_test.py").path
             let ws = { (id: UInt64) in cluster.http(id).replacingOccurrences(of: "http://", with: "ws://") + "/ws" }

@@ -11,58 +11,20 @@ team's log), a team message reaches B with an alert, and after B's team do-not-d
 changes. Exits 0 when every check holds, 1 otherwise (with the reason on stderr).
 """
 import asyncio
-import json
 import sys
 
 import websockets
 
-
-class Failure(Exception):
-    pass
+from protocol_client import Client, Failure, check
 
 
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
-
-
-class Client:
-    def __init__(self, ws):
-        self.ws = ws
-        self.next_id = 0
-        self.pending = []
-
+class ImClient(Client):
     @classmethod
     async def open(cls, url):
-        c = cls(await websockets.connect(url, max_size=4 << 20))
+        c = await super().open(url)
         hello = await c.call("hello", versions=[1], client="interop-python-im/1")
         check(hello["ok"] is True, f"hello: {hello}")
         return c
-
-    async def read(self, timeout=5.0):
-        return json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
-
-    async def call(self, op, **fields):
-        self.next_id += 1
-        await self.ws.send(json.dumps({"id": self.next_id, "op": op, **fields}))
-        for i, frame in enumerate(self.pending):
-            if frame.get("id") == self.next_id and "event" not in frame:
-                return self.pending.pop(i)
-        while True:
-            frame = await self.read()
-            if frame.get("id") == self.next_id and "event" not in frame:
-                return frame
-            self.pending.append(frame)
-
-    async def event(self, name, match=lambda e: True, timeout=5.0):
-        for i, frame in enumerate(self.pending):
-            if frame.get("event") == name and match(frame):
-                return self.pending.pop(i)
-        while True:
-            frame = await self.read(timeout)
-            if frame.get("event") == name and match(frame):
-                return frame
-            self.pending.append(frame)
 
     async def quiet(self, name, match, wait=0.5):
         """True when no such event arrives within `wait` seconds."""
@@ -93,12 +55,12 @@ def item(kind, **fields):
 
 
 async def main(app, acc_a, tok_a, acc_b, tok_b, acc_c, tok_c, url_a, url_b, url_c):
-    a, b, c = await Client.open(url_a), await Client.open(url_b), await Client.open(url_c)
+    a, b, c = await ImClient.open(url_a), await ImClient.open(url_b), await ImClient.open(url_c)
     await a.login(app, acc_a, tok_a)
     await b.login(app, acc_b, tok_b)
     await c.login(app, acc_c, tok_c)
     check((await a.call("relations"))["ok"], "relations")
-    refused = await (await Client.open(url_a)).call("relations")
+    refused = await (await ImClient.open(url_a)).call("relations")
     check(refused["error"]["code"] == 4018, f"an IM op before imLogin: {refused}")
 
     ok(await a.call("friend", target=acc_b, operation="request", message="hi"), "request")
@@ -121,7 +83,7 @@ async def main(app, acc_a, tok_a, acc_b, tok_b, acc_c, tok_c, url_a, url_b, url_
     for i in range(3):
         got = await b.event("im", item("message", body=f"m{i}"))
         check(got["item"]["seq"] == seqs[i] and got["item"]["alert"] is True, f"message {i}: {got}")
-    second = await Client.open(url_c)
+    second = await ImClient.open(url_c)
     next_seq = await second.login(app, acc_b, tok_b)
     synced = ok(await second.call("syncIm", afterSeq=0, limit=500), "sync")
     check([i["seq"] for i in synced["items"]] == list(range(1, next_seq)), f"sync in order: {synced}")

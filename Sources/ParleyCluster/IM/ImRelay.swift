@@ -6,13 +6,11 @@ import ParleyRooms
 final class ImRelayBook {
     var inFlight = Set<ShardID>()
     var retryAt: [ShardID: NIODeadline] = [:]
-    /// Effects relayed and confirmed from this node (for tests and /metrics).
-    private(set) var relayed = 0
 
-    func done(_ shard: ShardID, confirmed: Int, failed: Bool) {
+    /// `stalled`: nothing of the relay was confirmed, so the next one waits a moment.
+    func done(_ shard: ShardID, stalled: Bool) {
         inFlight.remove(shard)
-        relayed += confirmed
-        retryAt[shard] = failed ? .now() + .milliseconds(200) : nil
+        retryAt[shard] = stalled ? .now() + .milliseconds(200) : nil
     }
 }
 
@@ -46,7 +44,6 @@ extension RaftDriver {
             if byTarget[target, default: []].count < Self.relayBatch { byTarget[target, default: []].append(entry) }
         }
         let deadline = NIODeadline.now() + .seconds(3)
-        let sent = byTarget.values.reduce(0) { $0 + $1.count }
         let sends = targets.map { target in
             let entries = byTarget[target]!
             return submitIm(.effects(from: source, entries), account: "", shard: target, actor: .appServer, deadline: deadline)
@@ -56,24 +53,16 @@ extension RaftDriver {
                 }
                 .recover { _ in [] }
         }
-        EventLoopFuture.whenAllComplete(sends, on: loop).flatMap { results -> EventLoopFuture<(Int, Bool)> in
+        EventLoopFuture.whenAllComplete(sends, on: loop).flatMap { results -> EventLoopFuture<Bool> in
             let done = results.flatMap { (try? $0.get()) ?? [] }
-            let partial = done.count < sent
-            guard !done.isEmpty else { return self.loop.makeSucceededFuture((0, true)) }
+            guard !done.isEmpty else { return self.loop.makeSucceededFuture(false) }
             return self.submitIm(.confirm(done.sorted()), account: "", shard: source, actor: .appServer, deadline: deadline)
-                .map { result in
-                    if case .success = result { return (done.count, partial) }
-                    return (0, true)
-                }
-                .recover { _ in (0, true) }
+                .map { result in if case .success = result { true } else { false } }
+                .recover { _ in false }
         }.whenComplete { result in
-            let (confirmed, failed) = (try? result.get()) ?? (0, true)
-            // A partial relay (a target's leader was away, a batch was cut) is made again soon; when every
-            // effect sent was confirmed and more wait, the next tick takes them.
-            self.relay.done(source, confirmed: confirmed, failed: failed && confirmed == 0)
+            // Whatever is left (a target's leader was away, a batch was cut) is relayed again by a later tick,
+            // at once when this one made progress.
+            self.relay.done(source, stalled: (try? result.get()) != true)
         }
     }
-
-    /// Effects this node relayed and saw confirmed.
-    public func relayedEffects() -> EventLoopFuture<Int> { loop.submit { self.relay.relayed } }
 }

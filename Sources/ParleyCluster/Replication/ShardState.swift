@@ -67,9 +67,7 @@ public struct ShardState: ReplicatedMachine {
             default: byAppServer = false
             }
         }
-        let imContext = ImContext(actor: account, time: context.timestamp, byAppServer: byAppServer)
-        if case .read(let r) = c { return im.read(r, context: imContext).map(ImApplied.read) }
-        return im.apply(c, context: imContext)
+        return im.apply(c, context: ImContext(actor: account, time: context.timestamp, byAppServer: byAppServer))
     }
 
     /// "PSHS": a shard snapshot holding IM state. While a shard has none its snapshot is the rooms' alone,
