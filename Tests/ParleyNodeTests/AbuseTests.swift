@@ -11,7 +11,7 @@ import ParleyRooms
 
     /// The flooder (8 sends in flight, as fast as the cluster answers, for 6 s) gets 416 with `retryAfterMs`
     /// beyond its budget (10 a second, bursts of 20: the defaults), and nothing over it reaches the room;
-    /// the other member's sends all succeed, their p99 latency within 2× its figure before the flood.
+    /// the other member's sends all succeed and none is refused.
     @Test func A1_aFloodingMemberIsHeldToItsBudgetAndTheOthersKeepTalking() async throws {
         try await withLocalCluster { cluster in
         let room = "flooded"
@@ -42,6 +42,7 @@ import ParleyRooms
         }
         let quiet = try await steady(10, tag: "quiet")
         let floodSeconds = 6.0
+        let floodBegan = ContinuousClock.now
         let flood = Task { () -> (ok: Int, limited: Int, waits: [Int64]) in
             let end = Date().addingTimeInterval(floodSeconds)
             return await withTaskGroup(of: (Int, Int, [Int64]).self) { group in
@@ -73,8 +74,11 @@ import ParleyRooms
         }
         let loaded = try await steady(25, tag: "loaded")
         let flooded = await flood.value
-        // The budget: a burst of 20, then 10 a second (a little slack for the clock between buckets).
-        #expect(flooded.ok <= 20 + Int(10 * (floodSeconds + 1)), "\(flooded.ok) floods got through")
+        let floodTook = ContinuousClock.now - floodBegan
+        // The budget: a burst of 20, then 10 a second over the time the flood took as this test measured it (its
+        // last sends end after `floodSeconds` on a loaded machine), plus one token for the clock between buckets.
+        let refill = Int((10 * (Double(floodTook.components.seconds) + Double(floodTook.components.attoseconds) / 1e18)).rounded(.up))
+        #expect(flooded.ok <= 20 + refill + 1, "\(flooded.ok) floods got through in \(floodTook)")
         #expect(flooded.limited > 0, "the flood was never refused")
         #expect(!flooded.waits.isEmpty && flooded.waits.allSatisfy { (1...1_000).contains($0) })
         // Nothing refused reached the room: the listener heard exactly the floods that were accepted.
@@ -83,10 +87,10 @@ import ParleyRooms
         }
         try await Task.sleep(for: .milliseconds(500))
         #expect(await heard.messages(in: room).filter { $0.body.hasPrefix("flood-") }.count == flooded.ok)
-        // The steady member: every send succeeded (steady throws otherwise) and p99 stays within 2× (a 50 ms
-        // floor under the quiet figure: a debug build's jitter on 2 cores).
-        let quietP99 = max(quiet.last!, 50), loadedP99 = loaded[Int(Double(loaded.count - 1) * 0.99)]
-        #expect(loadedP99 <= 2 * quietP99, "p99 \(loadedP99) ms under the flood, \(quietP99) ms before")
+        // The steady member: every send succeeded, none refused (steady throws otherwise): the flooder's budget
+        // is its own. Its latency is printed, not asserted: timing belongs in benchmarks (issue 32).
+        let quietP99 = quiet.last!, loadedP99 = loaded[Int(Double(loaded.count - 1) * 0.99)]
+        print("A1 flood: the steady member's p99 \(Int(loadedP99)) ms under the flood, \(Int(quietP99)) ms before")
         await fred.close(); await sue.close()
         }
     }

@@ -179,6 +179,7 @@ import Testing
         try await alice.addUsers(["bob"], toTeam: "crew")
         for session in [IMSession.team("crew"), .p2p("bob")] {
             // 60 at once (well inside the connection's own budget of bursts of 200).
+            let began = ContinuousClock.now
             let outcomes = await withTaskGroup(of: (String, ChatroomError?).self) { group in
                 for i in 0..<60 {
                     let id = "flood-\(i)"
@@ -197,8 +198,12 @@ import Testing
             for (_, error) in outcomes {
                 if let e = error { #expect(e.code == 416 && (e.retryAfterMs ?? 0) > 0, "\(e)") }
             }
-            // The default budget: 10 a second per sender, bursts of 20.
-            #expect(accepted.count >= 20 && accepted.count <= 30, "\(session): \(accepted.count) accepted")
+            // The default budget: 10 a second per sender, bursts of 20. What may pass is the bucket's rule
+            // applied to the time the flood took as this test measured it (a slow machine refills more), not a
+            // fixed figure (issue 32); the burst always passes.
+            let took = ContinuousClock.now - began
+            let refill = Int((10 * (Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)).rounded(.up))
+            #expect(accepted.count >= 20 && accepted.count <= 20 + refill, "\(session): \(accepted.count) accepted in \(took)")
             let stored: [String]
             switch session {
             case .team:

@@ -35,7 +35,7 @@ import ParleyRooms
         let load = MessageLoad()
         load.start(cluster, rooms: rooms)
 
-        try await Task.sleep(for: .seconds(2))
+        try await load.waitFor(acknowledged: 10)
         let before = try #require(await leaders(cluster))
         #expect(before[3] == nil)
         try cluster.start(3)

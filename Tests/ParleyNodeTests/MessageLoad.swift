@@ -19,6 +19,7 @@ final class MessageLoad: @unchecked Sendable {
 
     private let lock = NSLock()
     private var stopped = false
+    private var ackedCount = 0
     private var task: Task<Result, Never>?
 
     /// Creates each room, enters "ann" and lifts the send budget.
@@ -66,6 +67,7 @@ final class MessageLoad: @unchecked Sendable {
                                                            room: room, as: Self.member, via: via)
                         if case .success(.messageSent) = out.result {
                             result.acked[room, default: []].insert(id)
+                            self.lock.withLock { self.ackedCount += 1 }
                             done = true
                         } else if out.errorCode == .notEntered {
                             // The stand-in edge renews its lease from one event loop of the test process; on a
@@ -94,9 +96,27 @@ final class MessageLoad: @unchecked Sendable {
         }
     }
 
+    /// Waits until `count` sends were acknowledged (up to 120 s): a test changes the cluster once traffic
+    /// flows, whatever the machine's speed, not after a fixed time.
+    func waitFor(acknowledged count: Int) async throws {
+        let deadline = Date().addingTimeInterval(120)
+        while lock.withLock({ ackedCount }) < count {
+            guard Date() < deadline else {
+                throw LocalClusterError.failed("the message load reached \(lock.withLock { ackedCount }) of \(count) acknowledged")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     private var isStopped: Bool { lock.withLock { stopped } }
 
-    func stop() async -> Result {
+    /// Stops once at least `minimum` sends were acknowledged in all (waiting up to 120 s for them), so that the
+    /// checks after it see traffic however slowly a loaded machine ran it (issue 32).
+    func stop(afterAcknowledged minimum: Int = 10) async -> Result {
+        let deadline = Date().addingTimeInterval(120)
+        while lock.withLock({ ackedCount }) < minimum && Date() < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
         lock.withLock { stopped = true }
         return await task?.value ?? Result()
     }

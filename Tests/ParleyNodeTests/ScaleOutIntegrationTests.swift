@@ -52,7 +52,7 @@ import ParleyRooms
         load.start(cluster, rooms: rooms)
 
         let three = ReplicaMoves.table(shardMap: shardMap, nodes: [1, 2, 3])
-        try await Task.sleep(for: .seconds(1))
+        try await load.waitFor(acknowledged: 10)
         // What an operator watching /status/cluster sees while node 4 takes its replicas.
         let watching = Task { () -> (version: UInt64, moves: [NodeStatusReport.Move]) in
             var seen: [NodeStatusReport.Move] = []
@@ -268,7 +268,7 @@ import ParleyRooms
         try await MessageLoad.prepare(cluster, rooms: rooms)
         let load = MessageLoad()
         load.start(cluster, rooms: rooms)
-        try await Task.sleep(for: .seconds(1))
+        try await load.waitFor(acknowledged: 10)
         cluster.kill9(3)
         // Refused, changing nothing: the new node must not be the old one, and must have joined.
         let same = try await cluster.parley(["cluster", "replace", "--node", "3", "--with", "3", "--through", peer(cluster, 1)])
