@@ -18,7 +18,7 @@ public struct ServerAPI: Sendable {
     /// The app whose rooms live in the empty namespace (`AppScope`; `--legacy-rooms-app`).
     public let legacyRoomsApp: String?
     private let keyring = AppKeyring()
-    private let unverifiedBodies = ConcurrencyGate()
+    private let unverifiedBodies = UnverifiedBodyBudget(limit: ServerAPI.maxUnverifiedBodyBytes)
     private let refusals: SignatureRefusalLog
     /// Unix seconds; injectable so a test can check the window without waiting.
     let clock: @Sendable () -> Int64
@@ -168,24 +168,37 @@ public struct ServerAPI: Sendable {
     }
 
     /// Reads the body (at most `maxBodyBytes`). When only CheckSum2 signs the request, who sent it is known
-    /// only once the body is read: such reads are bounded (`maxUnverifiedBodies` at once), so a crowd of
-    /// forged requests cannot hold a node's memory.
+    /// only once the body is read: the bytes of such bodies are charged to one budget per node as they arrive
+    /// (`UnverifiedBodyBudget`), so a crowd of forged requests cannot hold a node's memory, and one that
+    /// announces bodies it never sends holds nothing that signed callers need.
     private func readBody(_ request: Request, headersProveTheSender: Bool) async throws -> ByteBuffer {
-        if !headersProveTheSender {
-            guard unverifiedBodies.enter(limit: Self.maxUnverifiedBodies) else {
-                throw APIError(.tooManyRequests, "too many request bodies being read before their signature is known; retry")
+        if headersProveTheSender {
+            do {
+                return try await request.body.collect(upTo: Self.maxBodyBytes)
+            } catch {
+                throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
             }
         }
-        defer { if !headersProveTheSender { unverifiedBodies.leave() } }
-        do {
-            return try await request.body.collect(upTo: Self.maxBodyBytes)
-        } catch {
-            throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
+        var body = ByteBuffer()
+        var charged = 0
+        defer { unverifiedBodies.give(charged) }
+        for try await chunk in request.body {
+            guard body.readableBytes + chunk.readableBytes <= Self.maxBodyBytes else {
+                throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
+            }
+            guard unverifiedBodies.take(chunk.readableBytes) else {
+                throw APIError(.tooManyRequests, "too many request bytes being read before their signature is known; retry")
+            }
+            charged += chunk.readableBytes
+            var chunk = chunk
+            body.writeBuffer(&chunk)
         }
+        return body
     }
 
-    /// Bodies read at once before their CheckSum2 could be checked (64 × 256 KiB = 16 MiB at most).
-    public static let maxUnverifiedBodies = 64
+    /// Bytes of bodies held at once before their CheckSum2 could be checked (16 MiB: what 64 bodies of the
+    /// largest size hold).
+    public static let maxUnverifiedBodyBytes = 64 * maxBodyBytes
 
     static func success(_ data: any Encodable & Sendable) -> Response {
         struct Envelope: Encodable {

@@ -16,7 +16,9 @@ measures its resident memory (VmRSS) and whether it closes what it should:
      NIM's CheckSum, refused on the headers alone; 250 with CheckSum2 only, whose body must be read to check
      it): each is answered (401, or 429 past the bound on bodies read unverified) and closed within a few
      seconds, and together they cost the node a few MB (issue 24: +160 MB and open after 63 s before).
-  5. A lastSeq-0 anonymous enter into a room of 3,000 messages replays no more than the bound (100).
+  5. 200 connections announcing CheckSum2-only bodies they never send, while an app server's signed calls to
+     the same node still succeed (issue 33).
+  6. A lastSeq-0 anonymous enter into a room of 3,000 messages replays no more than the bound (100).
 Bounded in count and time; stops by itself; prints 'N passed, N failed'.
 """
 import argparse
@@ -219,6 +221,33 @@ async def websockets_phase(pid, port):
     return base, idle_rss, hoard_rss, sum(closed)
 
 
+async def silent_checksum2_bodies(port, base, app_key, app_secret, count=200):
+    """`count` connections each sending a CheckSum2-only head (public AppKey, current CurTime, a zero CheckSum2,
+    Content-Length 200000) and then nothing, held open while an app server makes 5 signed calls to the same node.
+    Returns the calls' statuses, how many of the silent connections were still open, and the statuses they got."""
+    conns = []
+    for i in range(count):
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            continue
+        writer.write((f"POST /v1/room/get HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAppKey: {app_key}\r\n"
+                      f"Nonce: silent-{i}-{secrets.token_hex(4)}\r\nCurTime: {int(time.time())}\r\nCheckSum2: {'0' * 64}\r\n"
+                      f"Content-Length: 200000\r\n\r\n").encode())
+        conns.append((reader, writer))
+    await asyncio.gather(*[w.drain() for _, w in conns], return_exceptions=True)
+    await asyncio.sleep(1)
+    calls = []
+    for _ in range(5):
+        status, _ = await asyncio.to_thread(signed, base, app_key, app_secret, "/v1/user/create",
+                                            {"accid": f"signed-{secrets.token_hex(4)}", "token": "t"})
+        calls.append(status)
+    open_ = sum(1 for r, _ in conns if not r.at_eof())
+    for _, w in conns:
+        w.close()
+    return calls, open_, len(conns)
+
+
 # ----------------------------------------------------------------------------------------------- resume
 
 async def resume_bound(port, app_key, roomSeqWanted=3000):
@@ -377,10 +406,19 @@ def main():
         check("2 × 500 bad-signature bodies are each closed within 10 s", len(ended) == 1000 and ended[-1] < 10,
               f"{len(ended)}/1000 ended; median {ended[len(ended) // 2] if ended else 0:.2f} s, "
               f"slowest {ended[-1] if ended else 0:.2f} s")
+        counted = metric(http(f"{base}/metrics")[1], "parley_api_auth_failures_total", {"code": "10429"})
+        check("every 10429 (unverified bytes over the node's budget) is counted",
+              counted >= statuses.get(429, 0), f"{statuses.get(429, 0)} answered 429, {counted:.0f} counted")
         check("500 bad-signature bodies cost little (first round, arenas included)", warmed - before < 32 << 10,
               f"RSS {before} → {warmed} KiB")
         check("500 more bad-signature bodies keep nothing (second round)", after - warmed < 8 << 10,
               f"RSS {warmed} → {after} KiB")
+
+        # Issue 33: strangers announcing CheckSum2-only bodies they never send hold no budget a signed caller
+        # needs (64 such sockets used to take every unverified-body slot of a node for the request deadline).
+        calls, still_open, silent = asyncio.run(silent_checksum2_bodies(http_ports[0], base, app_key, app_secret))
+        check("200 silent CheckSum2-only bodies do not stop signed calls on their node",
+              calls == [200] * 5 and silent == 200, f"signed calls {calls} beside {still_open}/{silent} silent bodies still open")
 
         for account, token in (("filler", "filler-token"),):
             signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": token})
