@@ -66,7 +66,15 @@ public enum ClientOp: Sendable {
         case let op where ImOp.names.contains(op):
             self = .im(try ImOp(request))
         default:
-            let roomId = try f.string("roomId")
+            let roomId: String
+            do {
+                roomId = try f.string("roomId")
+            } catch {
+                // A6: an unknown op is named as unknown even when it has no roomId (the mapping of an unknown
+                // op throws `unknownOp` before it reads a field); a known one is missing its roomId.
+                _ = try Self.command(op: request.op, roomId: "", f)
+                throw error
+            }
             self = .room(roomId: roomId, try Self.command(op: request.op, roomId: roomId, f))
         }
     }

@@ -46,6 +46,9 @@ struct ProtocolFrameTests {
         c.send(#"{"id": 8}"#)
         #expect(try await c.answer(8).errorCode == 4000)
         #expect(try await c.call("launchRockets", ["roomId": "r1"]).errorCode == 4004)
+        // A6 (issue 33): unknown without a roomId too, not a missing field; a known op without one is 414.
+        #expect(try await c.call("launchRockets").errorCode == 4004)
+        #expect(try await c.call("sendMessage", ["body": "x"]).errorCode == 414)
         // 414: missing field, wrong JSON type, a notification sent by a client (N2).
         #expect(try await c.call("enter", ["roomId": "r1"]).errorCode == 414)
         #expect(try await c.call("enter", ["roomId": 5, "auth": Fixture.auth("alice")]).errorCode == 414)

@@ -177,6 +177,15 @@ import Testing
         }
         let afterKill = acknowledged.count - (ackedAtKill ?? acknowledged.count)
         #expect(ackedAtKill != nil && afterKill >= 100, "killed after \(ackedAtKill.map(String.init) ?? "never"), \(afterKill) acknowledged after")
+        // A sender whose answer was lost sends again with the same msgId: messages acknowledged before the kill,
+        // resent to the new leader, are answered with their first seq and stored nothing new (the resend marks
+        // are replicated state, not the old leader's memory).
+        for i in 0..<20 {
+            let id = "k\(i * 5)"
+            guard let seq = acknowledged[id] else { continue }
+            let again = try await api.post(cluster.http(entry), "/v1/msg/sendMsg", ["from": "alice", "to": bob, "body": id, "msgId": id])
+            #expect(again.status == 200 && UInt64(again.data["seq"] as? Int ?? 0) == seq, "\(id) resent: \(again.json)")
+        }
         let inbox = try await syncAll(cluster, bob, node: entry).filter { $0["kind"] as? String == "message" }
         let bodies = inbox.compactMap { $0["body"] as? String }
         #expect(Set(bodies).count == bodies.count, "no message stored twice")

@@ -109,6 +109,16 @@ import ParleyRooms
         }
         sending.cancel()
         let sends = try await sending.value
+        // A client whose answer was lost sends again with the same clientMessageId: each client's last three
+        // acknowledged messages, resent once every node has restarted, get their first seq back and add nothing.
+        for ((client, user), p) in zip(zip(clients, users), progress) {
+            let seqs = await p.acked
+            for k in max(0, seqs.count - 3)..<seqs.count {
+                let id = "\(user)-\(k + 1)"
+                let again = try await Faults.sendAcked(client, room, body: id, id: id)
+                #expect(again == seqs[k], "\(id) resent: seq \(again), first \(seqs[k])")
+            }
+        }
         let acked = sends.map(\.seq)
         let millis = sends.map(\.millis).sorted()
         func at(_ q: Double) -> Int { millis.isEmpty ? 0 : Int(millis[min(millis.count - 1, Int(Double(millis.count) * q))]) }
