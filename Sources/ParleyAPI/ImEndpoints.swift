@@ -152,7 +152,7 @@ extension ServerAPI {
     /// Runs an IM command for `account` on its shard (or `shard`), with the request's key for that shard
     /// (SPEC A7); a refusal becomes its `APIError`.
     func im(_ command: ImShardCommand, for account: String, shard: Int? = nil) async throws -> ImApplied {
-        guard await backend.imEnabled() else {
+        guard await backend.everyNodeHas(.im) else {
             throw APIError(.unavailable, "IM waits until every node reads IM commands (peer protocol 3): finish the upgrade")
         }
         let shard = shard ?? backend.shard(ofUser: account)

@@ -146,6 +146,7 @@ public struct ServerAPI: Sendable {
             // Recorded only for a request that verified, so a forger cannot fill the ledger.
             try nonces.record(appKey: signature.appKey, nonce: signature.nonce, curTime: signature.curTime, now: now)
             let request = SignedRequest(appKey: signature.appKey, nonce: signature.nonce, curTime: signature.curTime, now: now)
+            if !app.requiresSignedBody { try await claimNonce(request, appKey: signature.appKey) }
             let data = try await SignedRequest.$current.withValue(request) {
                 try await endpoint.run(self, Call(appKey: signature.appKey, namespace: namespace(signature.appKey), body: body))
             }
@@ -164,6 +165,19 @@ public struct ServerAPI: Sendable {
         } catch {
             // Only routing fails this way (no leader in time): bad input is refused above as an APIError.
             return Self.failure(APIError(.unavailable, "no leader answered in time; retry (\(error))"))
+        }
+    }
+
+    /// SPEC T2: an app that accepts NIM's CheckSum (which signs neither the path nor the body, so its headers
+    /// could carry any call) has every request's nonce claimed in the meta group before the call runs, reads
+    /// included: captured headers then carry no second call of any kind, on any node. The claim costs a meta
+    /// write per request (CheckSum2, which signs the call itself, needs none). Until every node reads the
+    /// claim (during a rolling upgrade) a node's own `NonceLedger` is all there is.
+    private func claimNonce(_ request: SignedRequest, appKey: String) async throws {
+        guard await backend.everyNodeHas(.appSigning) else { return }
+        if case .refused(let code, let message) = try await backend.submitMeta(.claimNonce(appKey: appKey),
+                                                                                requestKey: request.nonceClaim) {
+            throw APIError(metaRefusal: code, message)
         }
     }
 

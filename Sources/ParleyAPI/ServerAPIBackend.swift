@@ -21,8 +21,8 @@ public protocol ServerAPIBackend: Sendable {
     func shard(ofUser account: String) -> Int
     /// The shard of a team (an app-scoped team id).
     func shard(ofTeam teamId: String) -> Int
-    /// Whether every node reads IM commands (`PeerProtocol.Feature.im`): until then none is written.
-    func imEnabled() async -> Bool
+    /// Whether every node reads what `feature` writes (`PeerProtocol.Feature`): until then none is written.
+    func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool
     /// Applies an IM command for `account` on `shard`'s leader, as the app server.
     func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws
         -> Result<ImApplied, ImError>

@@ -20,6 +20,10 @@ final class SignedRequest: Sendable {
         expiresAt = (max(curTime, now) + RequestSignature.window) * 1000 + Self.clockSkewMillis
     }
 
+    /// SPEC T2: the key that claims this request's nonce in the whole cluster (`MetaCommand.claimNonce`),
+    /// whatever the call: a second request with the same app and nonce meets it, on any node.
+    var nonceClaim: RequestKey { RequestKey(id: "\(prefix)#nonce", expiresAt: expiresAt) }
+
     /// The key of the next command for `group` (an endpoint sends a group its commands in a fixed order).
     func key(for group: String) -> RequestKey {
         let n = sent.withLock { counts -> Int in

@@ -41,7 +41,7 @@ struct NodeServerAPIBackend: ServerAPIBackend {
 
     func shard(ofTeam teamId: String) -> Int { driver.shard(ofTeam: teamId) }
 
-    func imEnabled() async -> Bool { await edges.everyNodeHas(.im) }
+    func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { await edges.everyNodeHas(feature) }
 
     func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws
         -> Result<ImApplied, ImError> {

@@ -100,6 +100,30 @@ import ParleyWire
         #expect(m.apps.isEmpty)
     }
 
+    /// SPEC T2: `createApp` starts a new app with the signing rule it names (CheckSum2 required by default);
+    /// an app that exists keeps its rule and takes the new secret, as with `putApp`. `claimNonce` changes
+    /// nothing (its request key is the claim) and is refused for an unknown app.
+    @Test func T2_createAppSetsANewAppsSigningAndClaimNonceChangesNothing() throws {
+        var m = MetaState()
+        let secret = String(repeating: "c", count: 32)
+        #expect(m.apply(.createApp(Self.s.app("strict", secret: secret), requireSignedBody: true), context: Self.app) == .done)
+        #expect(m.apply(.createApp(Self.s.app("nim", secret: secret), requireSignedBody: false), context: Self.app) == .done)
+        #expect(m.apps["strict"]?.requiresSignedBody == true && m.apps["nim"]?.requiresSignedBody == false)
+        _ = m.apply(.setAppSigning(appKey: "strict", requireSignedBody: false), context: Self.app)
+        #expect(m.apply(.createApp(Self.s.app("strict", secret: secret + "x"), requireSignedBody: true), context: Self.app) == .done)
+        #expect(m.apps["strict"]?.requiresSignedBody == false, "an existing app keeps the rule it chose")
+        #expect(Self.s.open(m.apps["strict"]!.sealedSecret, appKey: "strict") == secret + "x")
+        #expect(m.apply(.createApp(AppCredential(appKey: "", sealedSecret: []), requireSignedBody: true), context: Self.app)
+                == .refusal(.badParameter, "appKey must be 1-64 printable bytes and the secret 16-128 bytes"))
+        let before = m
+        #expect(m.apply(.claimNonce(appKey: "nim"), context: Self.app) == .done)
+        #expect(m == before)
+        #expect(m.apply(.claimNonce(appKey: "nobody"), context: Self.app) == .refusal(.notFound, "no app nobody"))
+        // The rule survives a snapshot.
+        #expect(try MetaState(restoring: m.snapshot()).apps["nim"]?.requiresSignedBody == false)
+        #expect(try MetaState(restoring: m.snapshot()).apps["strict"]?.requiresSignedBody == false)
+    }
+
     @Test func snapshotsAreDeterministicAndRoundTrip() throws {
         var a = Self.registered([3, 1, 2])
         var b = Self.registered([1, 2, 3])
@@ -124,6 +148,9 @@ import ParleyWire
             .setNodeState(4, .removed), .setPlacement(expectedVersion: 2, replicas: [[1, 2, 3], [4]]),
             .putApp(AppCredential(appKey: "k", sealedSecret: [1, 2, 3], createdAt: 3)),
             .putUser(UserRecord(appKey: "k", account: "a", tokenDigest: [7, 8], tokenExpiresAt: 5)), .removeApp(appKey: "k"),
+            .createApp(AppCredential(appKey: "k", sealedSecret: [4], createdAt: 0), requireSignedBody: true),
+            .createApp(AppCredential(appKey: "n", sealedSecret: [5], createdAt: 0), requireSignedBody: false),
+            .claimNonce(appKey: "k"),
         ]
         for c in commands { #expect(try MetaCommand(decoding: c.encoded()) == c) }
         for o in [MetaOutcome.done, .placement(version: 7), .refusal(.notFound, "x")] {

@@ -14,12 +14,13 @@ import ParleyRooms
 @Suite(.serialized, .timeLimit(.minutes(4))) struct ServerAPITests {
     static let appKey = "it-app"
     static let secret = "it-app-secret-0123456789"
-    let api = SignedAPIClient(appKey: ServerAPITests.appKey, secret: ServerAPITests.secret)
+    /// NIM's CheckSum: these tests check the NIM-compatible signing an app may choose (SPEC T2).
+    let api = SignedAPIClient(appKey: ServerAPITests.appKey, secret: ServerAPITests.secret, signsBody: false)
 
     private func withAPICluster(_ body: (LocalCluster) async throws -> Void) async throws {
         try await withLocalCluster(extraArguments: ["--app", "\(Self.appKey):\(Self.secret)"]) { cluster in
             try cluster.startAll()
-            try await cluster.waitForSignedAPI(api)
+            try await cluster.allowNimCheckSum(api)
             try await body(cluster)
         }
     }
@@ -196,6 +197,55 @@ import ParleyRooms
             #expect(try await signer.post(cluster.http(3), "/v1/app/setSigning", ["requireSignedBody": false]).status == 200)
             try await cluster.eventually("node 1 to take CheckSum alone again", seconds: 10) {
                 (try? await api.post(cluster.http(1), "/v1/user/get", ["accid": "carol"]))?.status == 200
+            }
+        }
+    }
+
+    /// SPEC T2 (issue 33): a new app requires CheckSum2 — NIM's CheckSum alone is refused (10407) on every node
+    /// and changes nothing — until the app chooses it (`/v1/app/setSigning`).
+    @Test func T2_aNewAppRequiresCheckSum2UntilItChoosesOtherwise() async throws {
+        try await withLocalCluster(extraArguments: ["--app", "\(Self.appKey):\(Self.secret)"]) { cluster in
+            try cluster.startAll()
+            let signer = SignedAPIClient(appKey: Self.appKey, secret: Self.secret)
+            try await cluster.waitForSignedAPI(signer)
+            #expect(try await cluster.metaState(via: 2).apps[Self.appKey]?.requiresSignedBody == true)
+            for id in cluster.ids {
+                expectRefusal(try await api.post(cluster.http(id), "/v1/user/create", ["accid": "mallory", "token": "t"]), 401, 10407)
+                #expect(try await cluster.metaState(via: id).user(appKey: Self.appKey, account: "mallory") == nil)
+            }
+            #expect(try await signer.post(cluster.http(3), "/v1/user/create", ["accid": "mallory", "token": "t"]).status == 200)
+        }
+    }
+
+    /// SPEC T2 (issue 33): for an app that chose NIM's CheckSum, one nonce carries one call in the whole cluster,
+    /// whatever the call: the headers of a read on node 1 cannot carry a token refresh on nodes 2 and 3, and a
+    /// request signed with both checksums cannot, stripped of its CheckSum2, carry another call elsewhere. The
+    /// user's token is unchanged on every replica.
+    @Test func T2_aNimSignedNonceCarriesOneCallInTheWholeCluster() async throws {
+        try await withAPICluster { cluster in
+            #expect(try await api.post(cluster.http(1), "/v1/user/create", ["accid": "alice", "token": "tok-1"]).status == 200)
+            let read = try JSONSerialization.data(withJSONObject: ["roomId": "nowhere"])
+            let steal: [String: Any] = ["accid": "alice", "token": "stolen"]
+            // 1. A read's headers, captured on node 1, sent to the other nodes with another path and body.
+            let captured = RequestSignature.headers(appKey: Self.appKey, secret: Self.secret, nonce: UUID().uuidString,
+                                                    curTime: Int64(Date().timeIntervalSince1970)).mapValues { Optional($0) }
+            #expect(try await api.post(cluster.http(1), "/v1/room/get", [:], headers: captured, rawBody: read).status == 404)
+            for id: UInt64 in [2, 3] {
+                expectRefusal(try await api.post(cluster.http(id), "/v1/user/refreshToken", steal, headers: captured), 403, 10406)
+            }
+            // 2. Both checksums, sent to node 2; stripped of CheckSum2 and sent to node 3 with another call.
+            let nonce = UUID().uuidString, now = Int64(Date().timeIntervalSince1970)
+            var both = RequestSignature.signedHeaders(appKey: Self.appKey, secret: Self.secret, nonce: nonce, curTime: now,
+                                                      path: "/v1/room/get", body: read).mapValues { Optional($0) }
+            both["CheckSum"] = RequestSignature.checkSum(secret: Self.secret, nonce: nonce, curTime: now)
+            #expect(try await api.post(cluster.http(2), "/v1/room/get", [:], headers: both, rawBody: read).status == 404)
+            var stripped = both
+            stripped["CheckSum2"] = .some(nil)
+            expectRefusal(try await api.post(cluster.http(3), "/v1/user/refreshToken", steal, headers: stripped), 403, 10406)
+            for id in cluster.ids {
+                let user = try await cluster.metaState(via: id).user(appKey: Self.appKey, account: "alice")
+                #expect(user?.tokenDigest == cluster.secrets.tokenDigest(appKey: Self.appKey, account: "alice", token: "tok-1"),
+                        "node \(id): alice's token must be unchanged")
             }
         }
     }

@@ -8,8 +8,9 @@ import ParleyAPI
 struct SignedAPIClient {
     var appKey: String
     var secret: String
-    /// Sign with CheckSum2 (method, path and body; what the docs and the SDK use) instead of NIM's CheckSum.
-    var signsBody = false
+    /// Sign with CheckSum2 (method, path and body; what the docs and the SDK use, and what a new app requires,
+    /// SPEC T2); false: NIM's CheckSum alone, for an app that chose it (`allowNimCheckSum`).
+    var signsBody = true
 
     struct Answer {
         var status: Int
@@ -40,6 +41,18 @@ struct SignedAPIClient {
 }
 
 extension LocalCluster {
+    /// SPEC T2: the app behind `nim` (a client signing with NIM's CheckSum alone) makes the explicit choice to
+    /// accept it (`/v1/app/setSigning`, itself signed with CheckSum2, as a new app requires), and every node
+    /// takes NIM-signed requests before this returns.
+    func allowNimCheckSum(_ nim: SignedAPIClient, seconds: Double = 30) async throws {
+        var signer = nim
+        signer.signsBody = true
+        try await waitForSignedAPI(signer, seconds: seconds)
+        let set = try await signer.post(http(ids[0]), "/v1/app/setSigning", ["requireSignedBody": false])
+        guard set.status == 200 else { throw LocalClusterError.failed("setSigning: \(set.json)") }
+        try await waitForSignedAPI(nim, seconds: seconds)
+    }
+
     /// Waits until every node answers a signed read: the app is in meta and the probe room's shard has a leader.
     func waitForSignedAPI(_ api: SignedAPIClient, seconds: Double = 30) async throws {
         try await eventually("the API to answer on every node", seconds: seconds) {

@@ -19,11 +19,15 @@ measures its resident memory (VmRSS) and whether it closes what it should:
   5. 200 connections announcing CheckSum2-only bodies they never send, while an app server's signed calls to
      the same node still succeed (issue 33).
   6. A lastSeq-0 anonymous enter into a room of 3,000 messages replays no more than the bound (100).
+  7. Captured signed headers (SPEC T2): NIM's CheckSum alone is refused for a new app; once the app chooses it,
+     a read's headers carry no token refresh on another node, nor do both checksums stripped of CheckSum2.
 Bounded in count and time; stops by itself; prints 'N passed, N failed'.
 """
 import argparse
 import asyncio
 import base64
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -248,6 +252,50 @@ async def silent_checksum2_bodies(port, base, app_key, app_secret, count=200):
     return calls, open_, len(conns)
 
 
+def header_reuse(http_ports, app_key, app_secret):
+    """SPEC T2 (issue 33): what captured signed headers can do. Returns [(case, [code per node or attempt])]."""
+    bases = [f"http://127.0.0.1:{p}" for p in http_ports]
+
+    def nim(nonce, now):
+        return {"AppKey": app_key, "Nonce": nonce, "CurTime": now, "Content-Type": "application/json",
+                "CheckSum": hashlib.sha1((app_secret + nonce + now).encode()).hexdigest()}
+
+    def code(status_text):
+        status, text = status_text
+        try:
+            return json.loads(text).get("code", status)
+        except ValueError:
+            return status
+    read, steal = json.dumps({"roomId": "nowhere"}).encode(), json.dumps({"accid": "victim", "token": "stolen"}).encode()
+    out = []
+    # 1. A new app takes NIM's CheckSum alone nowhere.
+    out.append(("a new app refuses NIM's CheckSum alone on every node (10407)",
+                [code(http(b + "/v1/room/get", read, nim(secrets.token_hex(8), str(int(time.time()))))) for b in bases]))
+    # The app chooses NIM compatibility (signed with CheckSum2); every node's keyring sees it within a second.
+    signed(bases[0], app_key, app_secret, "/v1/user/create", {"accid": "victim", "token": "victim-token"})
+    signed(bases[0], app_key, app_secret, "/v1/app/setSigning", {"requireSignedBody": False})
+    deadline = time.time() + 10
+    while time.time() < deadline and any(code(http(b + "/v1/room/get", read, nim(secrets.token_hex(8), str(int(time.time()))))) != 404
+                                         for b in bases):
+        time.sleep(0.3)
+    # 2. The headers of a read on node 1, reused on nodes 2 and 3 for a token refresh.
+    headers = nim(secrets.token_hex(8), str(int(time.time())))
+    first = code(http(bases[0] + "/v1/room/get", read, headers))
+    out.append(("a read's NIM headers carry no token refresh on another node (10406)",
+                [first] + [code(http(b + "/v1/user/refreshToken", steal, headers)) for b in bases[1:]]))
+    # 3. Both checksums on node 2; stripped of CheckSum2, sent to node 3 with another call.
+    nonce, now = secrets.token_hex(8), str(int(time.time()))
+    both = nim(nonce, now)
+    text = f"parley-v2\nPOST\n/v1/room/get\n{nonce}\n{now}\n{hashlib.sha256(read).hexdigest()}"
+    both["CheckSum2"] = hmac.new(app_secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+    first = code(http(bases[1] + "/v1/room/get", read, both))
+    stripped = {k: v for k, v in both.items() if k != "CheckSum2"}
+    out.append(("both checksums, CheckSum2 stripped, carry no other call elsewhere (10406)",
+                [first, code(http(bases[2] + "/v1/user/refreshToken", steal, stripped))]))
+    signed(bases[0], app_key, app_secret, "/v1/app/setSigning", {"requireSignedBody": True})
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- resume
 
 async def resume_bound(port, app_key, roomSeqWanted=3000):
@@ -431,6 +479,12 @@ def main():
               data.get("gapTooOld") is True and replayed <= 100,
               f"room seq {data.get('room', {}).get('seq')}, replayed {replayed}, gapTooOld {data.get('gapTooOld')}, "
               f"filled in {time.time() - started:.0f} s")
+
+        expected = {"a new app refuses NIM's CheckSum alone on every node (10407)": [10407] * 3,
+                    "a read's NIM headers carry no token refresh on another node (10406)": [404, 10406, 10406],
+                    "both checksums, CheckSum2 stripped, carry no other call elsewhere (10406)": [404, 10406]}
+        for name, got in header_reuse(http_ports, app_key, app_secret):
+            check(name, got == expected[name], f"codes {got} (first the original request's)")
 
         codes = asyncio.run(guess_tokens(http_ports[0], app_key))
         metrics = http(f"{base}/metrics")[1]

@@ -106,6 +106,14 @@ public enum MetaCommand: Sendable, Hashable {
     case revokeToken(appKey: String, account: String)
     /// Whether the app's signed requests must sign their method, path and body (`CheckSum2`).
     case setAppSigning(appKey: String, requireSignedBody: Bool)
+    /// SPEC T2: `putApp` with the signing rule a new app starts with, in one entry (a new app requires
+    /// CheckSum2 unless its creator chose otherwise); an app that exists keeps its rule, as with `putApp`.
+    /// Written only once every node reads it (`PeerProtocol.Feature.appSigning`).
+    case createApp(AppCredential, requireSignedBody: Bool)
+    /// SPEC T2: claims a signed request's nonce for the whole cluster. It changes nothing itself: the request
+    /// key it carries (`app␟nonce#nonce`) is what the meta group's ledger records, so a second claim of the
+    /// same nonce, from any node and for any call, is refused (10406) while the first could still be accepted.
+    case claimNonce(appKey: String)
 }
 
 /// What applying a meta command did.
@@ -250,6 +258,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             guard apps[key] != nil else { return .refusal(.notFound, "no app \(key)") }
             apps[key]!.requiresSignedBody = required
             return .done
+        case .createApp(let app, let required):
+            let isNew = apps[app.appKey] == nil
+            let outcome = apply(.putApp(app), context: context)
+            if case .done = outcome, isNew { apps[app.appKey]!.requiresSignedBody = required }
+            return outcome
+        case .claimNonce(let key):
+            return apps[key] == nil ? .refusal(.notFound, "no app \(key)") : .done
         }
     }
 
@@ -384,6 +399,8 @@ extension MetaCommand: BinaryCodable {
         case .revokeToken(let app, let account): w.write(UInt8(6)); w.write(app); w.write(account)
         case .setAppSigning(let app, let required): w.write(UInt8(7)); w.write(app); w.write(required)
         case .createUser(let u): w.write(UInt8(10)); w.write(u)
+        case .createApp(let a, let required): w.write(UInt8(11)); w.write(a); w.write(required)
+        case .claimNonce(let app): w.write(UInt8(12)); w.write(app)
         }
     }
 
@@ -407,6 +424,8 @@ extension MetaCommand: BinaryCodable {
         case 10: self = .createUser(try r.read())
         case 6: self = .revokeToken(appKey: try r.readString(), account: try r.readString())
         case 7: self = .setAppSigning(appKey: try r.readString(), requireSignedBody: try r.readBool())
+        case 11: self = .createApp(try r.read(), requireSignedBody: try r.readBool())
+        case 12: self = .claimNonce(appKey: try r.readString())
         case let t: throw .badTag("MetaCommand", UInt64(t))
         }
     }

@@ -10,8 +10,10 @@
 /// - 2: the header; reads `enter` with `replacing` (command tag 38, the session take-over of C5).
 /// - 3: reads IM commands (shard command tag 200, issue 19) and their answers, serves `/rpc/v1/im/propose`,
 ///   and sends IM events after a feed page's room events (only when a page has some).
+/// - 4: reads the meta commands `createApp` (an app with its signing rule, tag 11) and `claimNonce` (tag 12),
+///   issue 33 (SPEC T2).
 public enum PeerProtocol {
-    public static let version = 3
+    public static let version = 4
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -29,11 +31,14 @@ public enum PeerProtocol {
         case sessionTakeOver
         /// IM commands in shard logs (tag 200).
         case im
+        /// Meta commands `createApp` and `claimNonce` (SPEC T2: CheckSum2 by default, one call per nonce).
+        case appSigning
 
         public var version: Int {
             switch self {
             case .sessionTakeOver: 2
             case .im: 3
+            case .appSigning: 4
             }
         }
     }
