@@ -37,6 +37,11 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// bytes, and `hello` must come within `helloDeadline` (SPEC A9): a stranger's connection holds little
     /// (1,000 connections each holding a 64 KB unfinished message took 117 MB before).
     private let preHelloMessageBytes: Int
+    /// Issue 33 (chat): a message in fragments may total at most this many bytes and must be finished within
+    /// `messageDeadline` of its first fragment; one in a single frame may be up to `maxMessageBytes`.
+    private let fragmentedMessageBytes: Int
+    private let messageDeadline: TimeAmount
+    private var messageTimer: Scheduled<Void>?
     private let helloDeadline: TimeAmount
     private var helloDone = false
     private var helloTimer: Scheduled<Void>?
@@ -71,11 +76,14 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let maxQueuedMessages = 32
     private var readHeld = false
 
-    init(mode: Mode, maxMessageBytes: Int, preHelloMessageBytes: Int = 4096, helloDeadline: TimeAmount = .seconds(10),
+    init(mode: Mode, maxMessageBytes: Int, preHelloMessageBytes: Int = 4096, fragmentedMessageBytes: Int = 8192,
+         messageDeadline: TimeAmount = .seconds(10), helloDeadline: TimeAmount = .seconds(10),
          closeTimeout: TimeAmount = .seconds(5)) {
         self.mode = mode
         self.maxMessageBytes = maxMessageBytes
         self.preHelloMessageBytes = min(preHelloMessageBytes, maxMessageBytes)
+        self.fragmentedMessageBytes = fragmentedMessageBytes
+        self.messageDeadline = messageDeadline
         self.helloDeadline = helloDeadline
         self.closeTimeout = closeTimeout
     }
@@ -84,6 +92,13 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var messageLimit: Int {
         if case .chat = mode, !helloDone { return preHelloMessageBytes }
         return maxMessageBytes
+    }
+
+    /// The most a message being reassembled from fragments may hold (chat; the echo mode of the conformance
+    /// runs keeps the whole size).
+    private var fragmentedLimit: Int {
+        guard case .chat = mode else { return messageLimit }
+        return min(messageLimit, fragmentedMessageBytes)
     }
 
     /// The edge accepted the connection's `hello` (on the loop).
@@ -110,6 +125,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         helloTimer?.cancel()
+        messageTimer?.cancel()
         self.context = nil
         socket = nil  // breaks the socket ↔ handler cycle; the edge forgets its copy on `closed`
     }
@@ -201,21 +217,26 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func append(_ frame: WebSocketFrame) {
         var data = frame.unmaskedData
-        let limit = messageLimit
+        let whole = frame.fin && message!.readableBytes == 0
+        let limit = whole ? messageLimit : fragmentedLimit
         guard message!.readableBytes + data.readableBytes <= limit else {
             message = nil
+            endMessageDeadline()
             switch mode {
-            case .chat: refuse(.frameTooLarge(limit), closeCode: 1009)
+            case .chat: refuse(whole || limit == messageLimit ? .frameTooLarge(limit) : .fragmentedMessageTooLarge(limit),
+                               closeCode: 1009)
             case .echo: fail(1009, "message too large")
             }
             return
         }
+        if !frame.fin && message!.readableBytes == 0 { startMessageDeadline() }
         if frame.fin && message!.readableBytes == 0 {
             message = data  // one-frame message: no copy
         } else {
             message!.writeBuffer(&data)
         }
         guard frame.fin else { return }
+        endMessageDeadline()
         let bytes = message!
         message = nil
         var text: String?
@@ -239,6 +260,23 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The edge answers the refusal (an error frame, then its close); frames until then are dropped.
+    /// A message in fragments began (chat): it must be finished in time, or the connection is refused and closed.
+    private func startMessageDeadline() {
+        guard case .chat(let edge) = mode, let loop = eventLoop else { return }
+        let millis = Int(messageDeadline.nanoseconds / 1_000_000)
+        messageTimer = loop.scheduleTask(in: messageDeadline) { [weak self] in
+            guard let self, self.message != nil, !self.closeSent, !self.refusing else { return }
+            self.message = nil
+            edge.metrics?.closed("messageTooSlow")
+            self.refuse(.messageTooSlow(millis), closeCode: 1008)
+        }
+    }
+
+    private func endMessageDeadline() {
+        messageTimer?.cancel()
+        messageTimer = nil
+    }
+
     private func refuse(_ error: ProtocolError, closeCode: UInt16) {
         refusing = true
         enqueue(.refuse(error, closeCode: closeCode))

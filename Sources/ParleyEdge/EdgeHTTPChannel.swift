@@ -149,6 +149,8 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         try channel.pipeline.syncOperations.addHandlers([
             IdleStateHandler(readTimeout: idle),
             ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage, preHelloMessageBytes: settings.preHelloMessageBytes,
+                                fragmentedMessageBytes: settings.fragmentedMessageBytes,
+                                messageDeadline: .milliseconds(Int64(settings.messageMillis)),
                                 helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis))),
         ])
     }

@@ -12,6 +12,12 @@ public struct EdgeSettings: Sendable, Hashable {
     /// SPEC A9: before its `hello` is accepted a connection may send (or hold unfinished) a message of at
     /// most this many bytes, and it must send `hello` within `helloDeadlineMillis` (else 4002, close 1008).
     public var preHelloMessageBytes: Int = 4096
+    /// Issue 33 (SPEC A9 after hello): a message sent in fragments may total at most this many bytes, and must
+    /// be finished within `messageMillis` of its first fragment (else 4006, close 1008). A larger message is
+    /// sent in one frame (as WebSocket libraries do), which `frameMillis` bounds. So a connection cannot hold
+    /// a 64 KiB unfinished message for ever with a byte of continuation now and then.
+    public var fragmentedMessageBytes: Int = 8192
+    public var messageMillis: Int = 10_000
     /// SPEC A9 / X2: the most history items a resume (`enter` with `lastSeq`) replays; a wider gap is
     /// answered `gapTooOld` with the newest this many, and the client pages history for the rest.
     public var maxResumeEvents: Int = 100

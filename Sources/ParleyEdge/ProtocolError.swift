@@ -9,6 +9,10 @@ public enum ProtocolError: Error, Sendable, Equatable {
     case helloTwice
     case unknownOp(String)
     case frameTooLarge(Int)
+    /// 4005 (issue 33): a message sent in fragments grew past `EdgeSettings.fragmentedMessageBytes`.
+    case fragmentedMessageTooLarge(Int)
+    /// 4006 (issue 33): a message sent in fragments was not finished within `EdgeSettings.messageMillis`.
+    case messageTooSlow(Int)
     case badToken
     case tokenExpired
     case unknownApp
@@ -38,7 +42,8 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .helloRequired: return 4002
         case .helloTwice: return 4003
         case .unknownOp: return 4004
-        case .frameTooLarge: return 4005
+        case .frameTooLarge, .fragmentedMessageTooLarge: return 4005
+        case .messageTooSlow: return 4006
         case .badToken: return 4010
         case .tokenExpired: return 4011
         case .unknownApp: return 4012
@@ -62,6 +67,9 @@ public enum ProtocolError: Error, Sendable, Equatable {
         case .helloTwice: return "hello sent twice"
         case .unknownOp(let op): return "unknown op \(op)"
         case .frameTooLarge(let limit): return "frame larger than \(limit) bytes"
+        case .fragmentedMessageTooLarge(let limit):
+            return "a message in fragments larger than \(limit) bytes (send a larger one in one frame)"
+        case .messageTooSlow(let ms): return "a message in fragments was not finished within \(ms) ms"
         case .badToken: return "bad token or unknown account"
         case .tokenExpired: return "token expired"
         case .unknownApp: return "unknown app key"

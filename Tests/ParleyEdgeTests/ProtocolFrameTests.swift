@@ -112,6 +112,31 @@ struct ProtocolFrameTests {
         #expect(big["ok"] == .bool(true))
     }
 
+    @Test("A9 after hello (issue 33): a message in fragments holds at most 8 KiB and is finished within messageMillis (4006, close 1008); one frame may be 64 KiB")
+    func afterHelloAnUnfinishedMessageIsBoundedInSizeAndTime() async throws {
+        var settings = EdgeSettings.testing
+        settings.messageMillis = 1_000
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        // Under the bound, in fragments: reassembled and answered.
+        let member = try await server.client()
+        let pad = String(repeating: "p", count: 6_000)
+        member.send(.fragments([#"{"id": 7, "op": "ping", "pad": ""#, pad, #""}"#]))
+        #expect(try await member.answer(7)["ok"] == .bool(true))
+        // A 20 KB message in one frame is fine (the whole size), in fragments it is refused at 8 KiB.
+        #expect(try await member.call("ping", ["pad": String(repeating: "z", count: 20_000)])["ok"] == .bool(true))
+        member.send(.unfinished([String(repeating: "x", count: 5_000), String(repeating: "y", count: 5_000)]))
+        #expect(try await member.answer(0).errorCode == 4005)
+        #expect(try await member.closed() == 1009)
+        // Fragments that never finish, each well under the bound: refused once the message is 1 s old.
+        let hoarder = try await server.client()
+        let began = ContinuousClock.now
+        hoarder.send(.unfinished(["{", "\"id\": 1, "]))
+        #expect(try await hoarder.answer(0, timeout: .seconds(10)).errorCode == 4006)
+        #expect(try await hoarder.closed(timeout: .seconds(10)) == 1008)
+        #expect(ContinuousClock.now - began >= .milliseconds(900), "closed before the message deadline")
+    }
+
     @Test("A2: connections over the per-address cap are answered 503 and closed; a slot frees when one closes")
     func connectionsOverTheCapAreRefused() async throws {
         var settings = EdgeSettings.testing
