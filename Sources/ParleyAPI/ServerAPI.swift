@@ -193,26 +193,34 @@ public struct ServerAPI: Sendable {
                 throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
             }
         }
+        // What is charged is the memory the body's buffer holds (its capacity, grown here rather than by the
+        // buffer's own doubling), so the budget bounds what the node allocates, not only what it was sent.
         var body = ByteBuffer()
         var charged = 0
         defer { unverifiedBodies.give(charged) }
         for try await chunk in request.body {
-            guard body.readableBytes + chunk.readableBytes <= Self.maxBodyBytes else {
+            let needed = body.readableBytes + chunk.readableBytes
+            guard needed <= Self.maxBodyBytes else {
                 throw APIError(.bodyTooLarge, "the body is larger than \(Self.maxBodyBytes) bytes")
             }
-            guard unverifiedBodies.take(chunk.readableBytes) else {
-                throw APIError(.tooManyRequests, "too many request bytes being read before their signature is known; retry")
+            if needed > body.capacity {
+                // A power of two, as a ByteBuffer's storage is: what is charged is what is allocated.
+                let grown = min(Self.maxBodyBytes, 1 << (Int.bitWidth - (needed - 1).leadingZeroBitCount))
+                guard unverifiedBodies.take(grown - charged) else {
+                    throw APIError(.tooManyRequests, "too many request bytes being read before their signature is known; retry")
+                }
+                charged = grown
+                body.reserveCapacity(grown)
             }
-            charged += chunk.readableBytes
             var chunk = chunk
             body.writeBuffer(&chunk)
         }
         return body
     }
 
-    /// Bytes of bodies held at once before their CheckSum2 could be checked (16 MiB: what 64 bodies of the
-    /// largest size hold).
-    public static let maxUnverifiedBodyBytes = 64 * maxBodyBytes
+    /// Bytes of body buffers held at once before their CheckSum2 could be checked: 8 MiB, 32 bodies of the
+    /// largest size (an app server's bodies are mostly a few hundred bytes).
+    public static let maxUnverifiedBodyBytes = 32 * maxBodyBytes
 
     static func success(_ data: any Encodable & Sendable) -> Response {
         struct Envelope: Encodable {
