@@ -175,7 +175,7 @@ public struct ServerAPI: Sendable {
     /// claim (during a rolling upgrade) a node's own `NonceLedger` is all there is.
     private func claimNonce(_ request: SignedRequest, appKey: String) async throws {
         guard await backend.everyNodeHas(.appSigning) else { return }
-        if case .refused(let code, let message) = try await backend.submitMeta(.claimNonce(appKey: appKey),
+        if case .refused(let code, let message) = try await backend.submitMeta(.claimNonce(scope: appKey),
                                                                                 requestKey: request.nonceClaim) {
             throw APIError(metaRefusal: code, message)
         }
@@ -218,9 +218,9 @@ public struct ServerAPI: Sendable {
         return body
     }
 
-    /// Bytes of body buffers held at once before their CheckSum2 could be checked: 8 MiB, 32 bodies of the
+    /// Bytes of body buffers held at once before their CheckSum2 could be checked: 4 MiB, 16 bodies of the
     /// largest size (an app server's bodies are mostly a few hundred bytes).
-    public static let maxUnverifiedBodyBytes = 32 * maxBodyBytes
+    public static let maxUnverifiedBodyBytes = 16 * maxBodyBytes
 
     static func success(_ data: any Encodable & Sendable) -> Response {
         struct Envelope: Encodable {

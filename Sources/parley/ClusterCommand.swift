@@ -65,7 +65,8 @@ struct ClusterCommand: AsyncParsableCommand {
                                                  logger: quiet)
             await client.setPeers([PeerTokenCheck.anyNode: (host, port)])
             var last = "no answer"
-            for _ in 0..<20 {
+            // 15 s: the member claims the join credential in the meta group, which may be electing a leader.
+            for _ in 0..<60 {
                 do {
                     let info = try await RaftDriver.askToJoin(client).get()
                     var peers: [NodeID: (host: String, port: Int)] = [:]

@@ -102,7 +102,7 @@ import ParleyWire
 
     /// SPEC T2: `createApp` starts a new app with the signing rule it names (CheckSum2 required by default);
     /// an app that exists keeps its rule and takes the new secret, as with `putApp`. `claimNonce` changes
-    /// nothing (its request key is the claim) and is refused for an unknown app.
+    /// nothing (its request key is the claim).
     @Test func T2_createAppSetsANewAppsSigningAndClaimNonceChangesNothing() throws {
         var m = MetaState()
         let secret = String(repeating: "c", count: 32)
@@ -116,9 +116,9 @@ import ParleyWire
         #expect(m.apply(.createApp(AppCredential(appKey: "", sealedSecret: []), requireSignedBody: true), context: Self.app)
                 == .refusal(.badParameter, "appKey must be 1-64 printable bytes and the secret 16-128 bytes"))
         let before = m
-        #expect(m.apply(.claimNonce(appKey: "nim"), context: Self.app) == .done)
+        #expect(m.apply(.claimNonce(scope: "nim"), context: Self.app) == .done)
+        #expect(m.apply(.claimNonce(scope: PeerTokenCheck.joinScope), context: Self.app) == .done)
         #expect(m == before)
-        #expect(m.apply(.claimNonce(appKey: "nobody"), context: Self.app) == .refusal(.notFound, "no app nobody"))
         // The rule survives a snapshot.
         #expect(try MetaState(restoring: m.snapshot()).apps["nim"]?.requiresSignedBody == false)
         #expect(try MetaState(restoring: m.snapshot()).apps["strict"]?.requiresSignedBody == false)
@@ -150,7 +150,7 @@ import ParleyWire
             .putUser(UserRecord(appKey: "k", account: "a", tokenDigest: [7, 8], tokenExpiresAt: 5)), .removeApp(appKey: "k"),
             .createApp(AppCredential(appKey: "k", sealedSecret: [4], createdAt: 0), requireSignedBody: true),
             .createApp(AppCredential(appKey: "n", sealedSecret: [5], createdAt: 0), requireSignedBody: false),
-            .claimNonce(appKey: "k"),
+            .claimNonce(scope: "k"),
         ]
         for c in commands { #expect(try MetaCommand(decoding: c.encoded()) == c) }
         for o in [MetaOutcome.done, .placement(version: 7), .refusal(.notFound, "x")] {

@@ -59,8 +59,10 @@ final class MessageLoad: @unchecked Sendable {
                 let id = "m-\(i)"
                 var done = false
                 var lastError = ""
-                for attempt in 0..<attempts where !done {
+                for attempt in 0..<attempts where !done && !self.isStopped {
                     let running = cluster.running.sorted()
+                    // No node runs: the test ended (a failure threw past `stop()`) and its cluster stopped.
+                    guard !running.isEmpty else { self.lock.withLock { self.stopped = true }; break }
                     let via = running[(i + attempt) % running.count]
                     do {
                         let out = try await cluster.submit(.sendMessage(SendMessage(roomId: room, clientMessageId: id, body: id)),

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import ParleyRaft
 import ParleyWire
@@ -247,12 +248,35 @@ extension RaftDriver {
     }
 
     /// `/rpc/v1/join`: the founders and the registry, for a node joining by address.
-    func handleJoin() -> EventLoopFuture<PeerResponse> {
-        metaState().map { state in
+    func handleJoin(_ credential: JoinCredential?) -> EventLoopFuture<PeerResponse> {
+        metaState().flatMap { state in
             let info = JoinInfo(answeredBy: self.nodeID, founders: self.host.config.nodes,
                                 nodes: state.map { $0.nodes.values.sorted { $0.id < $1.id } } ?? [])
-            return PeerResponse(status: state == nil ? 503 : 200, body: info.encoded())
+            guard let state else { return self.loop.makeSucceededFuture(PeerResponse(status: 503, body: info.encoded())) }
+            return self.claimJoin(credential, registry: state).map { refusal in
+                refusal ?? PeerResponse(status: 200, body: info.encoded())
+            }
         }
+    }
+
+    /// Issue 33: a join credential is made for any node, so each node remembers only the nonces it saw. The
+    /// first join call of a stream claims its nonce in the meta group (the claim's request key), so the same
+    /// credential replayed to another member within its window is refused there (401) and learns nothing.
+    /// While a node of the cluster does not read the claim yet (a rolling upgrade), each node's memory is all.
+    private func claimJoin(_ credential: JoinCredential?, registry: MetaState) -> EventLoopFuture<PeerResponse?> {
+        guard let credential else { return loop.makeSucceededFuture(nil) }
+        let members = registry.nodes.values.filter { $0.state != .dropped }.map(\.id)
+        let expiresAt = (max(credential.time, Int64(Date().timeIntervalSince1970)) + PeerAuth.window) * 1000 + 30_000
+        let key = RequestKey(id: "\(PeerTokenCheck.joinScope)\u{1F}\(credential.nonce)", expiresAt: expiresAt)
+        let transport = self.transport
+        return loop.makeFutureWithTask { await transport.everyPeerHas(.appSigning, among: members) }
+            .flatMap { everyNodeReadsIt in
+                guard everyNodeReadsIt else { return self.loop.makeSucceededFuture(nil) }
+                return self.submitMeta(.claimNonce(scope: PeerTokenCheck.joinScope), requestKey: key).map { outcome in
+                    guard case .refused(let code, let message) = outcome else { return nil }
+                    return PeerResponse(status: code == RequestRefusal.replayed.code ? 401 : 503, body: Array(message.utf8))
+                }
+            }
     }
 
     /// Asks the member behind the transport's `PeerTokenCheck.anyNode` link (`--join HOST:PORT`).

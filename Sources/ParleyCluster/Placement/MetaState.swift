@@ -110,10 +110,11 @@ public enum MetaCommand: Sendable, Hashable {
     /// CheckSum2 unless its creator chose otherwise); an app that exists keeps its rule, as with `putApp`.
     /// Written only once every node reads it (`PeerProtocol.Feature.appSigning`).
     case createApp(AppCredential, requireSignedBody: Bool)
-    /// SPEC T2: claims a signed request's nonce for the whole cluster. It changes nothing itself: the request
-    /// key it carries (`app␟nonce#nonce`) is what the meta group's ledger records, so a second claim of the
-    /// same nonce, from any node and for any call, is refused (10406) while the first could still be accepted.
-    case claimNonce(appKey: String)
+    /// Claims a nonce for the whole cluster. It changes nothing itself: the request key it carries is what the
+    /// meta group's ledger records, so a second claim of the same nonce, from any node, is refused (10406)
+    /// while the first could still be accepted. `scope` says whose nonces: an app's key (SPEC T2: the nonce of
+    /// a signed request, `app␟nonce#nonce`) or `joinScope` (the credential of a node joining by address).
+    case claimNonce(scope: String)
 }
 
 /// What applying a meta command did.
@@ -263,8 +264,8 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             let outcome = apply(.putApp(app), context: context)
             if case .done = outcome, isNew { apps[app.appKey]!.requiresSignedBody = required }
             return outcome
-        case .claimNonce(let key):
-            return apps[key] == nil ? .refusal(.notFound, "no app \(key)") : .done
+        case .claimNonce:
+            return .done
         }
     }
 
@@ -400,7 +401,7 @@ extension MetaCommand: BinaryCodable {
         case .setAppSigning(let app, let required): w.write(UInt8(7)); w.write(app); w.write(required)
         case .createUser(let u): w.write(UInt8(10)); w.write(u)
         case .createApp(let a, let required): w.write(UInt8(11)); w.write(a); w.write(required)
-        case .claimNonce(let app): w.write(UInt8(12)); w.write(app)
+        case .claimNonce(let scope): w.write(UInt8(12)); w.write(scope)
         }
     }
 
@@ -425,7 +426,7 @@ extension MetaCommand: BinaryCodable {
         case 6: self = .revokeToken(appKey: try r.readString(), account: try r.readString())
         case 7: self = .setAppSigning(appKey: try r.readString(), requireSignedBody: try r.readBool())
         case 11: self = .createApp(try r.read(), requireSignedBody: try r.readBool())
-        case 12: self = .claimNonce(appKey: try r.readString())
+        case 12: self = .claimNonce(scope: try r.readString())
         case let t: throw .badTag("MetaCommand", UInt64(t))
         }
     }

@@ -385,7 +385,7 @@ public final class RaftDriver: @unchecked Sendable {
         case Self.leadsPath, Self.transferPath:
             return handleBalanceCall(request)
         case Self.joinPath:
-            return handleJoin()
+            return handleJoin(request.joinCredential)
         case Self.removePath:
             return handleRemove(request.body)
         case Self.drainPath, Self.undrainPath:

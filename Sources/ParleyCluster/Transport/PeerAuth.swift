@@ -107,6 +107,8 @@ public final class PeerTokenCheck: Sendable {
     /// The id a joining node addresses a member by before it knows the member's id (`--join HOST:PORT`).
     /// Such a token opens only the join call (`PeerStreamHandler`, `RaftDriver.joinPath`).
     public static let anyNode: NodeID = 0
+    /// The scope of join credentials' nonces when the member claims them cluster-wide (`MetaCommand.claimNonce`).
+    public static let joinScope = "\u{0}join"
 
     /// The sender when the stream's headers authenticate it for `path`, else why not. `anyNode`: check a
     /// token made for `PeerTokenCheck.anyNode` instead of this node.

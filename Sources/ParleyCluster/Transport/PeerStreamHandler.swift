@@ -8,6 +8,15 @@ public struct PeerRequest: Sendable {
     public var from: NodeID
     public var path: String
     public var body: [UInt8]
+    /// The first join call of a stream opened with a join credential (made for any node, so only the node
+    /// that saw it first remembers its nonce): its nonce and time, for the member to claim cluster-wide.
+    public var joinCredential: JoinCredential? = nil
+}
+
+/// The nonce and time of the credential a join-only stream opened with (issue 33).
+public struct JoinCredential: Sendable, Hashable {
+    public var nonce: String
+    public var time: Int64
 }
 
 /// A peer's answer: an HTTP status and a body.
@@ -48,8 +57,12 @@ final class PeerStreamHandler: ChannelInboundHandler {
     }
 
     /// `joinOnly`: an RPC stream opened with a token for `PeerTokenCheck.anyNode` (a node joining by address):
-    /// it may make the join call and nothing else.
+    /// it may make the join call and nothing else, and does not count as an authenticated stream of its
+    /// connection (`PeerConnectionGuard`).
     private enum Mode { case awaitingHeaders, raft(NodeID), rpcStream(NodeID, joinOnly: Bool), rpc(NodeID, String), finished }
+    /// A join-only stream's credential, until a join call made with it was answered (then the stream has
+    /// proved itself once, and its later calls — a tool reading the registry again — claim nothing).
+    private var unclaimedJoin: JoinCredential?
 
     /// The one call a join-only stream may make.
     static let joinPath = "/rpc/v1/join"
@@ -107,9 +120,13 @@ final class PeerStreamHandler: ChannelInboundHandler {
         case .failure(let why):
             if path == "/rpc/v1/stream",
                case .success(let from) = settings.auth.check(path: path, anyNode: true, header: { headers.first(name: $0) }) {
+                // A join credential is made for any node, so its nonce is remembered only by the node that saw
+                // it first: it opens the join call and nothing more, and the connection keeps the bounds of an
+                // unauthenticated one (closed on an error, and at the authentication deadline) — issue 33.
                 node = from
                 joinOnly = true
-                connection?.authenticatedStream()
+                unclaimedJoin = JoinCredential(nonce: headers.first(name: "x-parley-nonce") ?? "",
+                                               time: headers.first(name: "x-parley-time").flatMap(Int64.init) ?? 0)
             } else {
                 settings.onRefused(why, context.channel.parent?.remoteAddress)
                 return finish(context, status: 401, "cluster credentials refused: \(why.rawValue)")
@@ -176,7 +193,8 @@ final class PeerStreamHandler: ChannelInboundHandler {
                 queueAnswer(context, id: id, PeerResponse(status: 403, body: Array("a token for any node opens only \(Self.joinPath)".utf8)))
                 return true
             }
-            let request = PeerRequest(from: from, path: path, body: Array(buffer: frame))
+            var request = PeerRequest(from: from, path: path, body: Array(buffer: frame))
+            if joinOnly { request.joinCredential = unclaimedJoin }
             let loop = context.eventLoop
             let bound = NIOLoopBound((self, context), eventLoop: loop)
             settings.onRequest(request, loop).hop(to: loop).whenComplete { result in
@@ -186,6 +204,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
                 case .failure(let error): response = PeerResponse(status: 500, body: Array("\(error)".utf8))
                 }
                 let (handler, context) = bound.value
+                if joinOnly && response.status == 200 { handler.unclaimedJoin = nil }
                 handler.queueAnswer(context, id: id, response)
             }
             return true
