@@ -159,17 +159,16 @@ async def join_call(port, block):
     return answer
 
 
-async def join_then_junk(port, block, megabytes=100):
-    """Opens a stream with a join credential (HEADERS `block`), then commits a protocol error (DATA on stream 0)
-    and sends `megabytes` of junk. Returns (bytes the node took, whether it closed the connection)."""
+async def flood_peer(port, opening, chunk, megabytes):
+    """Sends `opening`, then `chunk` until `megabytes` went or the node stopped taking them. Returns (bytes the
+    node took, whether it closed the connection)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     sent = 0
     try:
-        writer.write(PREFACE + frame(4, 0, 0, b"") + frame(1, 0x4, 1, block))
-        await writer.drain()
-        await asyncio.sleep(0.5)
-        writer.write(frame(0, 0, 0, b"x" * 100))
-        chunk = b"\x00" * (1 << 20)
+        for part in opening:
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(0.5 if len(opening) > 1 else 0)
         while sent < megabytes << 20:
             writer.write(chunk)
             await asyncio.wait_for(writer.drain(), 5)
@@ -179,25 +178,19 @@ async def join_then_junk(port, block, megabytes=100):
     gone = await closed_by_peer(reader, 3)
     writer.close()
     return sent, gone
+
+
+async def join_then_junk(port, block, megabytes=100):
+    """Opens a stream with a join credential (HEADERS `block`), then commits a protocol error (DATA on stream 0)
+    and sends `megabytes` of junk."""
+    return await flood_peer(port, [PREFACE + frame(4, 0, 0, b"") + frame(1, 0x4, 1, block), frame(0, 0, 0, b"x" * 100)],
+                            b"\x00" * (1 << 20), megabytes)
 
 
 async def continuation_flood(port, megabytes=48):
-    """Bytes the node took before it closed the connection."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    sent = 0
-    chunk = frame(9, 0, 1, b"\x40" * 16000) * 64  # ~1 MB of CONTINUATION frames
-    try:
-        writer.write(PREFACE + frame(4, 0, 0, b"") + frame(1, 0, 1, b"\x40" * 16000))
-        await writer.drain()
-        while sent < megabytes << 20:
-            writer.write(chunk)
-            await asyncio.wait_for(writer.drain(), 5)
-            sent += len(chunk)
-    except (ConnectionError, OSError, asyncio.TimeoutError):
-        pass
-    gone = await closed_by_peer(reader, 3)
-    writer.close()
-    return sent, gone
+    """HEADERS without END_HEADERS, then CONTINUATION frames (~1 MB a chunk)."""
+    return await flood_peer(port, [PREFACE + frame(4, 0, 0, b"") + frame(1, 0, 1, b"\x40" * 16000)],
+                            frame(9, 0, 1, b"\x40" * 16000) * 64, megabytes)
 
 
 async def bad_signature_bodies(port, app_key, count=500, size=250 << 10):
