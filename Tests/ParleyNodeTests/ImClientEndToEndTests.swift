@@ -173,7 +173,7 @@ import Testing
     @Test("A1 for IM: a member flooding a team or a user is refused 416 with retryAfterMs, nothing refused is stored; the app server is not charged")
     func floodsAreBudgeted() async throws {
         try await withLocalCluster(extraArguments: ["--app", "dev:\(Self.api.secret)"]) { cluster in
-        try await start(cluster, ["alice", "bob"])
+        try await start(cluster, ["alice", "bob", "carol"])
         let (alice, _) = try await client(cluster, 2, "alice")
         try await alice.createTeam("crew", name: "Crew", options: TeamOptions(beInviteMode: "noAuth"))
         try await alice.addUsers(["bob"], toTeam: "crew")
@@ -219,6 +219,33 @@ import Testing
             let sent = try await Self.api.post(cluster.http(1), "/v1/team/sendMsg", ["tid": "crew", "from": "alice", "body": "server \(i)"])
             #expect(sent.status == 200, "\(sent.json)")
         }
+        // Issue 33: a friend request lands in the target's log as an item too: 60 at once are held to the
+        // same budget (burst + rate × elapsed), the rest refused 416; bob's log holds the accepted ones only.
+        let began = ContinuousClock.now
+        let requests = await withTaskGroup(of: ChatroomError?.self) { group in
+            for i in 0..<60 {
+                group.addTask {
+                    do {
+                        try await alice.requestFriend("carol", operation: .request, message: "please \(i)")
+                        return nil
+                    } catch {
+                        return error as? ChatroomError ?? ChatroomError(code: 0, message: "\(error)")
+                    }
+                }
+            }
+            return await group.reduce(into: [ChatroomError?]()) { $0.append($1) }
+        }
+        let took = ContinuousClock.now - began
+        let refill = Int((10 * (Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)).rounded(.up))
+        let accepted = requests.filter { $0 == nil }.count
+        #expect(requests.allSatisfy { $0 == nil || ($0!.code == 416 && ($0!.retryAfterMs ?? 0) > 0) }, "\(requests.compactMap { $0 })")
+        #expect(accepted >= 1 && accepted <= 20 + refill, "\(accepted) friend requests accepted in \(took)")
+        func carolsItems() async -> Int {
+            ((try? await Self.api.post(cluster.http(2), "/v1/msg/sync", ["accid": "carol", "limit": 500]))?
+                .data["items"] as? [[String: Any]])?.count ?? -1
+        }
+        try await cluster.eventually("carol's log to hold the accepted requests", seconds: 15) { await carolsItems() >= accepted }
+        #expect(await carolsItems() == accepted, "carol's log holds only the accepted requests")
         await alice.logout()
         }
     }

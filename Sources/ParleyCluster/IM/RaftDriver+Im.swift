@@ -42,15 +42,19 @@ extension RaftDriver {
 
     /// A1 for IM: a client session's team message counts against the team's budgets, its one-to-one message
     /// against the receiver's (a flood into one user's conversation), each with the sender's own — the app's
-    /// `SendBudget`, as for a room. The app server's sends and the relay are never charged. Returns the bucket
-    /// key, the sender and the budget, or nil when the command is not budgeted.
+    /// `SendBudget`, as for a room. So does everything else a session puts into another user's log or a
+    /// team's (issue 33): a friend request (the target's), a team application and an invitation (the team's).
+    /// The app server's sends and the relay are never charged. Returns the bucket key, the sender and the
+    /// budget, or nil when the command is not budgeted.
     func budget(of request: ForwardedImCommand) -> (key: String, sender: String, budget: SendBudget)? {
         guard case .session(let s) = request.actor else { return nil }
         let scopedId: String
         let key: String
         switch request.command {
-        case .team(let teamId, .send): (scopedId, key) = (teamId, "t:" + teamId)
+        case .team(let teamId, .send), .team(let teamId, .apply), .team(let teamId, .invite):
+            (scopedId, key) = (teamId, "t:" + teamId)
         case .send(let m): (scopedId, key) = (m.to, "u:" + m.to)
+        case .user(.friend(.request, let target, _)): (scopedId, key) = (target, "u:" + target)
         default: return nil
         }
         let budget = host.sendBudget(shard: request.shard, roomId: scopedId)
