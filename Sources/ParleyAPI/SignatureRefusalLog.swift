@@ -4,8 +4,9 @@ import ParleyCluster
 
 /// Says that the server API refused a signature (issue 24): `parley_api_auth_failures_total{code}` for each
 /// (10401 missing, 10402 unknown AppKey, 10403 bad checksum, 10405 stale CurTime, 10406 reused Nonce, 10407
-/// CheckSum2 required, 10429 too many unverified body bytes or live nonces), and a warning (`refused server-API signatures`) at most once per 10 s with how many
-/// were refused since the last one, the last code, app key and path.
+/// CheckSum2 required, 10429 too many unverified body bytes or live nonces), and a warning (`refused
+/// server-API signatures`) at most once per 10 s with how many were refused since the last one, the last
+/// code, app key and path.
 final class SignatureRefusalLog: Sendable {
     static let metric = "parley_api_auth_failures_total"
     static let codes: [APIErrorCode] = [.missingSignature, .unknownAppKey, .badChecksum, .staleCurTime, .reusedNonce,

@@ -8,16 +8,13 @@ import Synchronization
 final class SignedRequest: Sendable {
     @TaskLocal static var current: SignedRequest?
 
-    /// Node clocks may disagree by this much (as for peer credentials, docs/operations.md).
-    static let clockSkewMillis: Int64 = 30_000
-
     private let prefix: String
     private let expiresAt: Int64
     private let sent = Mutex<[String: Int]>([:])
 
     init(appKey: String, nonce: String, curTime: Int64, now: Int64) {
         prefix = "\(appKey)\u{1F}\(nonce)"
-        expiresAt = (max(curTime, now) + RequestSignature.window) * 1000 + Self.clockSkewMillis
+        expiresAt = RequestKey.expiry(signedAt: curTime, now: now, window: RequestSignature.window)
     }
 
     /// SPEC T2: the key that claims this request's nonce in the whole cluster (`MetaCommand.claimNonce`),

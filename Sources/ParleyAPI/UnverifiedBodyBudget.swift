@@ -9,7 +9,7 @@ import Synchronization
 /// request deadline). Filling the budget now takes sending that many bytes, again every request deadline.
 final class UnverifiedBodyBudget: Sendable {
     private let held = Mutex(0)
-    let limit: Int
+    private let limit: Int
 
     init(limit: Int) { self.limit = limit }
 
@@ -23,6 +23,4 @@ final class UnverifiedBodyBudget: Sendable {
     }
 
     func give(_ bytes: Int) { held.withLock { $0 -= bytes } }
-
-    var bytesHeld: Int { held.withLock { $0 } }
 }

@@ -217,20 +217,20 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func append(_ frame: WebSocketFrame) {
         var data = frame.unmaskedData
-        let whole = frame.fin && message!.readableBytes == 0
-        let limit = whole ? messageLimit : fragmentedLimit
+        let first = message!.readableBytes == 0
+        let limit = first && frame.fin ? messageLimit : fragmentedLimit
         guard message!.readableBytes + data.readableBytes <= limit else {
             message = nil
             endMessageDeadline()
             switch mode {
-            case .chat: refuse(whole || limit == messageLimit ? .frameTooLarge(limit) : .fragmentedMessageTooLarge(limit),
+            case .chat: refuse(limit == messageLimit ? .frameTooLarge(limit) : .fragmentedMessageTooLarge(limit),
                                closeCode: 1009)
             case .echo: fail(1009, "message too large")
             }
             return
         }
-        if !frame.fin && message!.readableBytes == 0 { startMessageDeadline() }
-        if frame.fin && message!.readableBytes == 0 {
+        if first && !frame.fin { startMessageDeadline() }
+        if first && frame.fin {
             message = data  // one-frame message: no copy
         } else {
             message!.writeBuffer(&data)
@@ -259,7 +259,6 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// The edge answers the refusal (an error frame, then its close); frames until then are dropped.
     /// A message in fragments began (chat): it must be finished in time, or the connection is refused and closed.
     private func startMessageDeadline() {
         guard case .chat(let edge) = mode, let loop = eventLoop else { return }
@@ -277,6 +276,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         messageTimer = nil
     }
 
+    /// The edge answers the refusal (an error frame, then its close); frames until then are dropped.
     private func refuse(_ error: ProtocolError, closeCode: UInt16) {
         refusing = true
         enqueue(.refuse(error, closeCode: closeCode))

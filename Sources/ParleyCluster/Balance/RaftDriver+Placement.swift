@@ -266,8 +266,9 @@ extension RaftDriver {
     private func claimJoin(_ credential: JoinCredential?, registry: MetaState) -> EventLoopFuture<PeerResponse?> {
         guard let credential else { return loop.makeSucceededFuture(nil) }
         let members = registry.nodes.values.filter { $0.state != .dropped }.map(\.id)
-        let expiresAt = (max(credential.time, Int64(Date().timeIntervalSince1970)) + PeerAuth.window) * 1000 + 30_000
-        let key = RequestKey(id: "\(PeerTokenCheck.joinScope)\u{1F}\(credential.nonce)", expiresAt: expiresAt)
+        let key = RequestKey(id: "\(PeerTokenCheck.joinScope)\u{1F}\(credential.nonce)",
+                             expiresAt: RequestKey.expiry(signedAt: credential.time, now: Int64(Date().timeIntervalSince1970),
+                                                          window: PeerAuth.window))
         let transport = self.transport
         return loop.makeFutureWithTask { await transport.everyPeerHas(.appSigning, among: members) }
             .flatMap { everyNodeReadsIt in

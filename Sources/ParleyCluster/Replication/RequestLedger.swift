@@ -12,6 +12,15 @@ public struct RequestKey: Sendable, Hashable, BinaryCodable {
         self.expiresAt = expiresAt
     }
 
+    /// Node clocks may disagree by this much (as for peer credentials, docs/operations.md).
+    public static let clockSkewMillis: Int64 = 30_000
+
+    /// The entry time (ms) until which a credential signed at `signedAt` (Unix seconds), seen at `now`, could
+    /// still pass a node's `window` (seconds): the key must be remembered that long.
+    public static func expiry(signedAt: Int64, now: Int64, window: Int64) -> Int64 {
+        (max(signedAt, now) + window) * 1000 + clockSkewMillis
+    }
+
     /// The app the key belongs to (what the ledger bounds).
     var app: String { String(id.prefix { $0 != "\u{1F}" }) }
 
