@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -60,6 +62,10 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                // `parley dev --tls` makes its local CA and certificate in-process (DevCertificates).
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -106,6 +112,8 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -114,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "ParleyEdgeTests",
             dependencies: [
-                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster",
+                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -148,15 +156,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyNode", "ParleyCluster", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyCluster", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO and Logging.
+        // What several test targets share (a test target cannot import another): running a tool to its end.
+        .target(name: "ParleyTestSupport", path: "Tests/ParleyTestSupport", swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyTestSupport", "ParleyNode", "ParleyCluster", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyTestSupport", "ParleyCluster", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO (and its TLS) and Logging.
         .target(
             name: "ParleyClient",
             dependencies: [
                 "ParleyJSON",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -11,11 +11,12 @@ import urllib.error
 import urllib.request
 
 
-def http(url, body=None, headers=None, timeout=5):
-    """(status, text); status 0 with the error's text when nothing answered."""
+def http(url, body=None, headers=None, timeout=5, context=None):
+    """(status, text); status 0 with the error's text when nothing answered. `context`: the ssl context for an
+    https URL (a private CA's, say)."""
     request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST" if body is not None else "GET")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as answer:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -23,13 +24,17 @@ def http(url, body=None, headers=None, timeout=5):
         return 0, str(e)
 
 
-def signed(base, app_key, app_secret, path, fields):
-    """(status, answer as a dict) of a signed POST of `fields` to `base + path`."""
+def signed_headers(app_key, app_secret, path, body):
+    """The headers of a CheckSum2-signed POST of `body` (bytes) to `path`, with a fresh nonce and time."""
     nonce, now = secrets.token_hex(8), str(int(time.time()))
-    body = json.dumps(fields).encode()
     text = f"parley-v2\nPOST\n{path}\n{nonce}\n{now}\n{hashlib.sha256(body).hexdigest()}"
-    headers = {"AppKey": app_key, "Nonce": nonce, "CurTime": now,
-               "CheckSum2": hmac.new(app_secret.encode(), text.encode(), hashlib.sha256).hexdigest(),
-               "Content-Type": "application/json"}
-    status, text = http(base + path, body, headers)
+    return {"AppKey": app_key, "Nonce": nonce, "CurTime": now,
+            "CheckSum2": hmac.new(app_secret.encode(), text.encode(), hashlib.sha256).hexdigest(),
+            "Content-Type": "application/json"}
+
+
+def signed(base, app_key, app_secret, path, fields, context=None):
+    """(status, answer as a dict) of a signed POST of `fields` to `base + path`."""
+    body = json.dumps(fields).encode()
+    status, text = http(base + path, body, signed_headers(app_key, app_secret, path, body), context=context)
     return status, (json.loads(text) if text.startswith("{") else {"raw": text})

@@ -20,7 +20,7 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v useradd >/dev/null 2>&1 || need_apt+=(passwd)
 # The chaos run (cluster/chaos/run.py): partitions are nft rules inside the nodes' namespaces.
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
-# The deployed run makes the peer port's certificates with cluster/peer-certs.sh (openssl).
+# The deployed run makes the peer port's certificates with cluster/certs.sh (openssl).
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # RollingRestartTests runs cluster/rolling-restart.sh, which reads /status with curl.
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)

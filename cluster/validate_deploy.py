@@ -47,6 +47,7 @@ def check_compose():
     check(len(joiners) == 2, "compose: expected 2 node services that join (3 → 5), found %d" % len(joiners))
     named_volumes = set((compose.get("volumes") or {}).keys())
     tls_volume = check_compose_certs(compose, services, named_volumes)
+    client_tls_volume = check_compose_client_certs(compose, services, named_volumes)
     ids, peer_lists, host_ports, volumes = {}, [], set(), set()
     for name, service in services.items():
         env = service["environment"]
@@ -73,7 +74,7 @@ def check_compose():
         check(len(published) == 1, "compose: %s must publish its client port once" % name)
         check(str(env.get("PARLEY_ADVERTISE", "")).endswith(":" + published[0][-2]),
               "compose: %s: PARLEY_ADVERTISE must name the published client port %s" % (name, published[0][-2]))
-        mounts = [m for m in service["volumes"] if m.split(":")[0] != tls_volume]
+        mounts = [m for m in service["volumes"] if m.split(":")[0] not in (tls_volume, client_tls_volume)]
         check(len(mounts) == 1, "compose: %s: expected one data volume" % name)
         volume, target = mounts[0].split(":")[:2]
         check(target == env["PARLEY_DATA"], "compose: %s: the volume must be mounted at PARLEY_DATA" % name)
@@ -85,6 +86,16 @@ def check_compose():
                   "compose: %s: %s must name a file in %s (mutual TLS on the peer port, SPEC A3)" % (name, key, tls_dir))
         check(env["PARLEY_PEER_TLS_KEY"] == "%s/%s.key" % (tls_dir, name),
               "compose: %s: its key must be the one peer-certs makes for it" % name)
+        # SPEC T1: the client port serves TLS from the client-certs volume, mounted read-only; the health check
+        # then goes to the operator port (plain HTTP).
+        client_mount = next((m for m in service["volumes"] if m.split(":")[0] == client_tls_volume), "")
+        check(client_mount.endswith(":ro"), "compose: %s: the client-port certificate must be mounted read-only" % name)
+        for key in ("PARLEY_TLS_CERT", "PARLEY_TLS_KEY"):
+            check(str(env.get(key, "")).startswith(client_mount.split(":")[1] + "/"),
+                  "compose: %s: %s must name a file in %s (TLS on the client port, SPEC T1)" % (name, key, client_mount))
+        ops_port = env.get("PARLEY_OPS_LISTEN", "").rsplit(":", 1)[-1]
+        check(("http://127.0.0.1:%s/healthz" % ops_port) in " ".join(service["healthcheck"]["test"]),
+              "compose: %s: the health check must probe the operator port (the client port speaks TLS)" % name)
         check(volume in named_volumes, "compose: %s: volume %s is not a named volume" % (name, volume))
         check(volume not in volumes, "compose: volume %s shared by two nodes" % volume)
         volumes.add(volume)
@@ -114,13 +125,13 @@ def check_compose():
 
 
 def check_compose_certs(compose, nodes, named_volumes):
-    """The one-shot service that makes the peer certificates: runs cluster/peer-certs.sh for every node into a
+    """The one-shot service that makes the peer certificates: runs cluster/certs.sh peer for every node into a
     named volume the nodes mount, and every node waits for it. Returns that volume's name."""
     makers = [(n, s) for n, s in compose["services"].items()
-              if "parley-peer-certs" in " ".join(s.get("entrypoint") or [])]
-    check(len(makers) == 1, "compose: expected one service running parley-peer-certs")
+              if (s.get("entrypoint") or [])[:2] == ["/usr/local/bin/parley-certs", "peer"]]
+    check(len(makers) == 1, "compose: expected one service running parley-certs peer")
     name, maker = makers[0]
-    args = maker["entrypoint"] + (maker.get("command") or [])
+    args = maker["entrypoint"][1:] + (maker.get("command") or [])
     check(sorted(args[2:]) == sorted(nodes), "compose: %s must make a certificate for each node: %s" % (name, args[2:]))
     volume, target = maker["volumes"][0].split(":")[:2]
     check(volume in named_volumes and target == args[1], "compose: %s must write into a named volume" % name)
@@ -128,6 +139,24 @@ def check_compose_certs(compose, nodes, named_volumes):
         condition = (service.get("depends_on") or {}).get(name, {}).get("condition")
         check(condition == "service_completed_successfully", "compose: %s must wait for %s" % (node, name))
     print("compose: %s makes the peer certificates of %s into volume %s: ok" % (name, ",".join(sorted(nodes)), volume))
+    return volume
+
+
+def check_compose_client_certs(compose, nodes, named_volumes):
+    """SPEC T1: the one-shot service that makes the client port's CA and certificate (cluster/certs.sh client)
+    into a named volume, for the name clients use; every node waits for it. Returns that volume's name."""
+    makers = [(n, s) for n, s in compose["services"].items()
+              if (s.get("entrypoint") or [])[:2] == ["/usr/local/bin/parley-certs", "client"]]
+    check(len(makers) == 1, "compose: expected one service running parley-certs client")
+    name, maker = makers[0]
+    args = maker["entrypoint"][1:] + (maker.get("command") or [])
+    check(any("PARLEY_PUBLIC_HOST" in a for a in args[2:]), "compose: %s must name PARLEY_PUBLIC_HOST" % name)
+    volume, target = maker["volumes"][0].split(":")[:2]
+    check(volume in named_volumes and target == args[1], "compose: %s must write into a named volume" % name)
+    for node, service in nodes.items():
+        condition = (service.get("depends_on") or {}).get(name, {}).get("condition")
+        check(condition == "service_completed_successfully", "compose: %s must wait for %s" % (node, name))
+    print("compose: %s makes the client port's certificate into volume %s: ok" % (name, volume))
     return volume
 
 
@@ -197,12 +226,19 @@ def check_k8s():
     # Mutual TLS on the peer port (SPEC A3): the three files from a mounted Secret.
     secret_volumes = {v["name"]: v["secret"]["secretName"] for v in spec["template"]["spec"].get("volumes", [])
                       if "secret" in v}
-    tls_mounts = [m for m in container["volumeMounts"] if m["name"] in secret_volumes]
-    check(len(tls_mounts) == 1 and tls_mounts[0].get("readOnly"), "k8s: expected one read-only Secret mount (peer TLS)")
-    for key, file in (("PARLEY_PEER_TLS_CERT", "tls.crt"), ("PARLEY_PEER_TLS_KEY", "tls.key"), ("PARLEY_PEER_TLS_CA", "ca.crt")):
-        check(env.get(key) == "%s/%s" % (tls_mounts[0]["mountPath"], file),
-              "k8s: %s must be %s/%s (the Secret %s)" % (key, tls_mounts[0]["mountPath"], file,
-                                                          secret_volumes[tls_mounts[0]["name"]]))
+    tls_mounts = {m["mountPath"]: m for m in container["volumeMounts"] if m["name"] in secret_volumes}
+    check(len(tls_mounts) == 2 and all(m.get("readOnly") for m in tls_mounts.values()),
+          "k8s: expected two read-only Secret mounts (peer TLS, client-port TLS)")
+    for key, file in (("PARLEY_PEER_TLS_CERT", "tls.crt"), ("PARLEY_PEER_TLS_KEY", "tls.key"), ("PARLEY_PEER_TLS_CA", "ca.crt"),
+                      ("PARLEY_TLS_CERT", "tls.crt"), ("PARLEY_TLS_KEY", "tls.key")):
+        folder = os.path.dirname(env.get(key, ""))
+        check(folder in tls_mounts and os.path.basename(env[key]) == file,
+              "k8s: %s must be a mounted Secret's %s (SPEC A3, T1)" % (key, file))
+    check(os.path.dirname(env["PARLEY_TLS_CERT"]) != os.path.dirname(env["PARLEY_PEER_TLS_CERT"]),
+          "k8s: the client port's certificate must not be the peer port's (peers trust that CA)")
+    # The client port speaks TLS: the kubelet's probes go to the operator port.
+    for probe in ("readinessProbe", "livenessProbe"):
+        check(container[probe]["httpGet"]["port"] == "ops", "k8s: %s must probe the ops port (the client port speaks TLS)" % probe)
     peers = parse_peers(env["PARLEY_PEERS"])
     peer_port = env["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}

@@ -123,6 +123,9 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     /// Whether the peer port speaks mutual TLS (`--peer-tls-*`); false: cleartext h2, for one host or a
     /// private network only (docs/operations.md, Security).
     public var peerEncrypted: Bool
+    /// SPEC T1: whether the client port speaks TLS itself (`--tls-cert`; HTTPS and WSS). Nil from a node
+    /// older than this field.
+    public var clientEncrypted: Bool?
     public var shardCount: Int
     public var healthy: Bool
     public var peers: [Peer]

@@ -20,6 +20,8 @@ public actor ChatroomClient: RequestChannel {
         public var reconnectDelay: Duration = .milliseconds(500)
         /// Sent in `hello`.
         public var clientName = "parley-swift/0.1"
+        /// SPEC T1: edges serve TLS (`wss://`), trusted as this says; nil dials `ws://` (see `EdgeTLS`).
+        public var tls: EdgeTLS?
         public var logger = Logger(label: "parley.client")
 
         public init(addressLookup: @escaping @Sendable (_ roomId: String) async throws -> [String]) {
@@ -185,7 +187,7 @@ public actor ChatroomClient: RequestChannel {
             let link: WebSocketLink
             do {
                 link = try await WebSocketLink.open(
-                    id: linkId, address: address, maxMessageBytes: Self.maxMessageBytes, timeout: configuration.connectTimeout,
+                    id: linkId, address: address, tls: configuration.tls, maxMessageBytes: Self.maxMessageBytes, timeout: configuration.connectTimeout,
                     logger: configuration.logger,
                     onText: { [weak self] text in await self?.receive(text, link: linkId) },
                     onClose: { [weak self] in await self?.linkClosed(linkId) })

@@ -16,6 +16,8 @@ public actor IMClient: RequestChannel {
         /// Wait before reconnect attempt n is n × this (at most 20 attempts, then `loginFailed`).
         public var reconnectDelay: Duration = .milliseconds(500)
         public var clientName = "parley-swift/0.1"
+        /// SPEC T1: edges serve TLS (`wss://`), trusted as this says; nil dials `ws://` (see `EdgeTLS`).
+        public var tls: EdgeTLS?
         public var logger = Logger(label: "parley.im")
 
         public init(addresses: @escaping @Sendable () async throws -> [String]) { self.addresses = addresses }
@@ -101,7 +103,7 @@ public actor IMClient: RequestChannel {
             let candidate: WebSocketLink
             do {
                 candidate = try await WebSocketLink.open(
-                    id: id, address: address, maxMessageBytes: ChatroomClient.maxMessageBytes, timeout: configuration.connectTimeout,
+                    id: id, address: address, tls: configuration.tls, maxMessageBytes: ChatroomClient.maxMessageBytes, timeout: configuration.connectTimeout,
                     logger: configuration.logger,
                     onText: { [weak self] text in await self?.receive(text, link: id) },
                     onClose: { [weak self] in await self?.linkClosed(id) })

@@ -2,7 +2,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 
-/// One WebSocket connection to an edge (`ws://ADDRESS/ws`, docs/protocol.md "Connection"). It only moves
+/// One WebSocket connection to an edge (`ws://ADDRESS/ws`, or `wss://` with TLS; docs/protocol.md "Connection"). It only moves
 /// text frames: every inbound one goes to `onText` in arrival order (the next is read only after the
 /// previous was handled, which keeps a room's events in seq order), and `onClose` runs once when the
 /// connection ends for any reason, including a failed open.
@@ -22,18 +22,23 @@ final class WebSocketLink: Sendable {
     /// Connects; throws (415) if the address cannot be reached, refuses the upgrade or does not finish it
     /// within `timeout` (a stopped process still accepts TCP connections into its listen backlog).
     static func open(
-        id: Int, address: String, maxMessageBytes: Int, timeout: Duration, logger: Logger,
+        id: Int, address: String, tls: EdgeTLS?, maxMessageBytes: Int, timeout: Duration, logger: Logger,
         onText: @escaping @Sendable (String) async -> Void,
         onClose: @escaping @Sendable () async -> Void
     ) async throws -> WebSocketLink {
         // The client library runs the connection inside its handler closure; the writer is handed out of it
         // so requests can be written from the SDK's own tasks while the closure keeps reading.
         let (ready, readyContinuation) = AsyncStream.makeStream(of: WebSocketOutboundWriter.self)
-        let url = "ws://\(address)/ws"
+        let (url, secure) = EdgeTLS.url(of: address, tls: tls)
+        let tlsConfiguration = secure ? (tls ?? .systemRoots).configuration : nil
+        if secure, let ip = EdgeTLS.ipHost(of: url) {
+            throw ChatroomError.lost("\(url): wss needs the edge's host name (its certificate's), not the IP address \(ip)")
+        }
         let task = Task {
             do {
                 try await WebSocketClient.connect(
-                    url: url, configuration: .init(maxFrameSize: maxMessageBytes), logger: logger
+                    url: url, configuration: .init(maxFrameSize: maxMessageBytes), tlsConfiguration: tlsConfiguration,
+                    logger: logger
                 ) { inbound, outbound, _ in
                     readyContinuation.yield(outbound)
                     for try await message in inbound.messages(maxSize: maxMessageBytes) {

@@ -42,6 +42,8 @@ public actor Edge {
     let metrics: EdgeMetrics?
     /// A2: the connections the client port holds (counted before the HTTP pipeline exists).
     public nonisolated let gate: ConnectionGate
+    /// A2: refusals at the gate, logged at most once per period (a flood of them is the point of the caps).
+    nonisolated let refusedConnections: RateLimitedWarning
     /// Room events fanned out and deliveries written since start (for `/status`).
     private(set) var fanoutEvents = 0
     private(set) var fanoutDeliveries = 0
@@ -56,7 +58,8 @@ public actor Edge {
         connectionErrors = RateLimitedWarning(logger: logger, message: "closed client connections on an error")
         heldBackTakeOvers = RateLimitedWarning(
             logger: logger, message: "moving clients enter as new sessions: a node of the cluster does not read session take-overs yet (peer protocol version below 2)")
-        gate = ConnectionGate(maxTotal: settings.maxConnections, maxPerAddress: settings.maxConnectionsPerAddress)
+        gate = ConnectionGate(maxTotal: settings.maxConnections, maxPerSource: settings.maxConnectionsPerAddress)
+        refusedConnections = RateLimitedWarning(logger: logger, message: "refused client-port connections over a cap (503)")
     }
 
     /// Keeps the connection and session gauges equal to the edge's own state.

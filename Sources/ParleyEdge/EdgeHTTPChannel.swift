@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import NIOSSL
 import NIOWebSocket
 import ParleyCluster
 
@@ -36,24 +37,32 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     public let responder: HTTPChannelHandler.Responder
     let edge: Edge
+    /// T1: set, every connection starts with a TLS handshake (HTTPS and WSS on the same port).
+    let tls: ClientTLS?
 
     /// The server builder for `Application(router:server:…)`.
-    public static func server(edge: Edge) -> HTTPServerBuilder {
-        HTTPServerBuilder { responder in EdgeHTTPChannel(responder: responder, edge: edge) }
+    public static func server(edge: Edge, tls: ClientTLS? = nil) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in EdgeHTTPChannel(responder: responder, edge: edge, tls: tls) }
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let edge = self.edge
-        // A2: over the node's or the address's connection cap, the connection gets 503 and nothing else.
-        let address = channel.remoteAddress?.ipAddress ?? "?"
-        guard edge.gate.admit(address) else {
+        let tls = self.tls
+        let headDeadline = TimeAmount.milliseconds(Int64(edge.settings.requestHeadMillis))
+        // A2: over the node's cap or its source's share (an IPv4 address, an IPv6 /64), the connection gets 503
+        // and nothing else.
+        let source = ConnectionGate.source(of: channel.remoteAddress)
+        if let refusal = edge.gate.admit(source) {
             edge.metrics?.connectionsRefused.increment()
+            edge.refusedConnections.happened(["source": "\(source)", "why": "\(refusal.rawValue)", "open": "\(edge.gate.open)"])
             return channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
+                // Under TLS the 503 goes out once the handshake is done (a bounded wait: the refusal's deadline).
+                if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context())) }
+                try channel.pipeline.syncOperations.addHandler(OverCapRefusal(deadline: headDeadline))
                 return Value(upgradeResult: channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel), channel: channel)
             }
         }
-        channel.closeFuture.whenComplete { _ in edge.gate.release(address) }
+        channel.closeFuture.whenComplete { _ in edge.gate.release(source) }
         return channel.eventLoop.makeCompletedFuture {
             let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
@@ -76,7 +85,7 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
                         try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(logger: logger))
                         try channel.pipeline.syncOperations.addHandler(ClosingAnswer())
                         let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
@@ -90,9 +99,13 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableResponseHeaderValidation = false  // HTTPTypes validates already
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
             try channel.pipeline.syncOperations.addHandler(
-                RequestHeadDeadline(first: .milliseconds(Int64(edge.settings.requestHeadMillis)),
-                                    between: .milliseconds(Int64(edge.settings.keepAliveMillis))),
+                RequestHeadDeadline(first: headDeadline, between: .milliseconds(Int64(edge.settings.keepAliveMillis))),
                 name: RequestHeadDeadline.name, position: .first)
+            // In front of everything: the head deadline, armed when the connection opened, then also bounds the
+            // handshake (a ClientHello dripped a byte at a time is closed like a dripped request head).
+            if let tls {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context()), position: .first)
+            }
             return Value(upgradeResult: negotiated, channel: channel)
         }
     }
@@ -156,11 +169,17 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     }
 }
 
-/// A2: what a connection over the caps gets once it is active: 503 with `Retry-After`, then the close.
+/// A2: what a connection over the caps gets once it is active: 503 with `Retry-After`, then the close (at
+/// the latest after `deadline`, for a TLS client that never finishes its handshake).
 final class OverCapRefusal: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private var done = false
+    private let deadline: TimeAmount
+
+    init(deadline: TimeAmount) {
+        self.deadline = deadline
+    }
 
     func channelActive(context: ChannelHandlerContext) {
         refuse(context)
@@ -173,6 +192,8 @@ final class OverCapRefusal: ChannelInboundHandler {
     private func refuse(_ context: ChannelHandlerContext) {
         guard !done else { return }
         done = true
+        let closing = context.channel
+        context.eventLoop.scheduleTask(in: deadline) { closing.close(promise: nil) }
         let text = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         let channel = context.channel
         context.writeAndFlush(NIOAny(ByteBuffer(string: text))).whenComplete { _ in channel.close(promise: nil) }

@@ -19,6 +19,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         /// Issue 17: the first `founders` nodes found the cluster (`--peers` lists them); the others join it
         /// through node 1 (`--join`). Nil: every node is a founder.
         public var founders: Int?
+        /// SPEC T1: every node serves TLS on its client port with this certificate chain and key (one pair
+        /// for all, made for `localhost`), and names itself `localhost:PORT` to clients (`--advertise`).
+        public var clientTLS: (certificate: String, key: String)?
 
         public init(count: Int, httpPorts: [Int], peerPorts: [Int], dataDirectory: String, secret: String, shards: Int) {
             precondition(httpPorts.count == count && peerPorts.count == count)
@@ -31,7 +34,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         }
 
         public var ids: [UInt64] { (1...UInt64(count)).map { $0 } }
-        public func httpURL(_ id: UInt64) -> String { "http://127.0.0.1:\(httpPorts[Int(id) - 1])" }
+        public func httpURL(_ id: UInt64) -> String {
+            clientTLS == nil ? "http://127.0.0.1:\(httpPorts[Int(id) - 1])" : "https://localhost:\(httpPorts[Int(id) - 1])"
+        }
         public func peerPort(_ id: UInt64) -> Int { peerPorts[Int(id) - 1] }
     }
 
@@ -70,6 +75,8 @@ public final class LocalNodeProcesses: @unchecked Sendable {
                 // `--drain-seconds` in `extraArguments` wins.
                 "--drain-seconds", "0"]
             + (layout.opsPorts.isEmpty ? [] : ["--ops-listen", "127.0.0.1:\(layout.opsPorts[Int(id) - 1])"])
+            + (layout.clientTLS.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key,
+                                       "--advertise", "localhost:\(layout.httpPorts[Int(id) - 1])"] } ?? [])
             + layout.extraArguments
     }
 

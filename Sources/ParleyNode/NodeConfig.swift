@@ -83,6 +83,39 @@ public struct NodeConfig: Sendable, Equatable {
     /// Every node of a cluster must agree: a TLS node and a cleartext one cannot talk.
     public var peerTLS: PeerTLS?
 
+    /// SPEC A2: the client port's connection caps (`--max-connections`, `--max-connections-per-address`); nil
+    /// keeps `EdgeSettings`' defaults (15,000 and 2,000 per IPv4 address or IPv6 /64, fair shares past half).
+    public var maxConnections: Int?
+    public var maxConnectionsPerAddress: Int?
+    /// SPEC T1: TLS on the client port (`--tls-cert`, `--tls-key`): HTTPS for the server API and WSS for
+    /// clients, from PEM files re-read when they change; nil = plain HTTP (behind a TLS-terminating proxy).
+    public var clientTLS: ClientCertificate?
+
+    public struct ClientCertificate: Sendable, Equatable {
+        public var certificatePath: String
+        public var privateKeyPath: String
+
+        public init(certificatePath: String, privateKeyPath: String) {
+            self.certificatePath = certificatePath
+            self.privateKeyPath = privateKeyPath
+        }
+    }
+
+    /// Builds `clientTLS` from the two file options: both or neither.
+    public static func parseClientTLS(cert: String?, key: String?) throws -> ClientCertificate? {
+        switch (cert, key) {
+        case (nil, nil):
+            return nil
+        case (let cert?, let key?):
+            for path in [cert, key] where !FileManager.default.isReadableFile(atPath: path) {
+                throw NodeConfigError.invalid("TLS file \(path) is not readable")
+            }
+            return ClientCertificate(certificatePath: cert, privateKeyPath: key)
+        default:
+            throw NodeConfigError.invalid("--tls-cert and --tls-key go together")
+        }
+    }
+
     /// Builds `peerTLS` from the three file options: all three or none.
     public static func parsePeerTLS(cert: String?, key: String?, ca: String?) throws -> PeerTLS? {
         switch (cert, key, ca) {

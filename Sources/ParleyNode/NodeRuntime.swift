@@ -36,11 +36,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     /// Where a node that joined keeps its founders and peers (nil on a founding node).
     let membershipFile: ClusterMembershipFile?
 
+    /// SPEC T1: the client port's certificate, loaded at start (files that do not load stop the node here).
+    let clientTLS: ClientTLS?
+
     /// Opens the database, binds the peer port and builds every replica; nothing ticks until `run()`.
     public init(config: NodeConfig, logger: Logger) async throws {
         try config.validate()
         self.config = config
         self.logger = logger
+        clientTLS = try config.clientTLS.map {
+            try ClientTLS(certificatePath: $0.certificatePath, privateKeyPath: $0.privateKeyPath, logger: logger)
+        }
         let metrics = NodeMetrics()
         self.metrics = metrics
         try DataFolder.prepare(config.dataDirectory)
@@ -131,10 +137,13 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let sampling = Task { await self.sampleActivity() }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
-            "peerTLS": "\(config.peerTLS != nil)",
+            "peerTLS": "\(config.peerTLS != nil)", "clientTLS": "\(config.clientTLS != nil)",
         ])
         if config.peerTLS == nil, !["127.0.0.1", "::1", "localhost"].contains(config.peerListen.host) {
             logger.warning("the peer port is cleartext h2 on a network address: run it on a private network only, or give --peer-tls-cert, --peer-tls-key and --peer-tls-ca (docs/operations.md, Security)")
+        }
+        if config.clientTLS == nil, !["127.0.0.1", "::1", "localhost"].contains(config.listen.host) {
+            logger.notice("the client port is plain HTTP on a network address: give --tls-cert and --tls-key, or put a TLS-terminating proxy in front (SPEC T1, docs/operations.md, TLS)")
         }
         let router = Router()
         // SPEC A4: operator pages on their own listener when one is set; probes on both.
@@ -148,10 +157,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         // Client WebSockets (`/ws`) are upgraded on the same port and then served by NIO handlers (EdgeHTTPChannel).
         var edgeSettings = EdgeSettings()
         edgeSettings.legacyRoomsApp = config.legacyRoomsApp
+        if let cap = config.maxConnections { edgeSettings.maxConnections = cap }
+        if let cap = config.maxConnectionsPerAddress { edgeSettings.maxConnectionsPerAddress = cap }
         let edge = Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger, metrics: metrics.edge)
         self.edge.withLockedValue { $0 = edge }
         let app = Application(router: router,
-                              server: EdgeHTTPChannel.server(edge: edge),
+                              server: EdgeHTTPChannel.server(edge: edge, tls: clientTLS),
                               configuration: .init(address: .hostname(config.listen.host, port: config.listen.port),
                                                    serverName: "parley"),
                               eventLoopGroupProvider: .shared(network), logger: logger)
@@ -334,6 +345,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             })
         report.replicasToFill = toFill
         report.peerProtocol = PeerProtocol.version
+        report.clientEncrypted = config.clientTLS != nil
         report.activity = activity.all
         return report
     }

@@ -7,6 +7,8 @@ struct DevAppBanner {
     var appKey: String
     var secret: String
     var url: String
+    /// The local CA's certificate when the dev cluster serves TLS (curl must trust it).
+    var caFile: String? = nil
 
     var text: String {
         """
@@ -15,7 +17,7 @@ struct DevAppBanner {
             B='{"roomId":"lobby","creator":"alice","name":"Lobby"}'; N=$(date +%s%N) T=$(date +%s); \\
             D=$(printf '%s' "$B" | sha256sum | cut -d' ' -f1); \\
             S=$(printf 'parley-v2\\nPOST\\n/v1/room/create\\n%s\\n%s\\n%s' "$N" "$T" "$D" | openssl dgst -sha256 -hmac '\(secret)' | sed 's/^.*= //'); \\
-            curl -s -X POST \(url)/v1/room/create -H 'Content-Type: application/json' \\
+            curl -s\(caFile.map { " --cacert \($0)" } ?? "") -X POST \(url)/v1/room/create -H 'Content-Type: application/json' \\
               -H 'AppKey: \(appKey)' -H "Nonce: $N" -H "CurTime: $T" -H "CheckSum2: $S" -d "$B"
 
         """

@@ -14,6 +14,8 @@ struct DevCommand: AsyncParsableCommand {
     @Option(name: .customLong("ops-port"), help: "Operator port of node 1 (/status, /metrics, /dashboard); node n uses this + n - 1.") var opsPort = 8201
     @Option(help: "Shard count.") var shards = 64
     @Option(help: "The cluster secret (default: one kept in the data folder).") var secret: String?
+    @Flag(help: "Serve HTTPS and WSS on the client ports with a local CA's certificate for localhost (made once, in DATA/tls/).")
+    var tls = false
 
     func validate() throws {
         guard (1...9).contains(nodes) else { throw ValidationError("--nodes must be 1 to 9") }
@@ -32,6 +34,11 @@ struct DevCommand: AsyncParsableCommand {
         FileManager.default.createFile(atPath: appFile, contents: Data("\(Self.devAppKey):\(appSecret)\n".utf8),
                                        attributes: [.posixPermissions: 0o600])
         layout.extraArguments += ["--app-file", appFile]
+        let certificates = DevCertificates(folder: data + "/tls")
+        if tls {
+            try certificates.prepare()
+            layout.clientTLS = (certificates.certificatePath, certificates.keyPath)
+        }
         let processes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
         let exits = ExitCounter(count: nodes)
         // Issue 18: like a service manager, a node that stops cleanly while the dev cluster runs is started again
@@ -66,7 +73,12 @@ struct DevCommand: AsyncParsableCommand {
         for id in layout.ids {
             banner += "  node \(id): \(layout.httpURL(id))  (operator: http://127.0.0.1:\(layout.opsPorts[Int(id) - 1])/status, /dashboard; peer port \(layout.peerPort(id)))\n"
         }
-        banner += DevAppBanner(appKey: Self.devAppKey, secret: appSecret, url: layout.httpURL(1)).text
+        if tls {
+            banner += "  TLS: the client ports serve HTTPS and WSS (wss://localhost:\(httpPort)/ws) with a certificate of the local CA\n"
+            banner += "       \(certificates.caPath): trust it in the client (curl --cacert, EdgeTLS.certificateAuthority(pemFile:), SSL_CERT_FILE)\n"
+        }
+        banner += DevAppBanner(appKey: Self.devAppKey, secret: appSecret, url: layout.httpURL(1),
+                               caFile: tls ? certificates.caPath : nil).text
         banner += "Watch it: parley status --node http://127.0.0.1:\(opsPort) --watch      Stop: Ctrl-C\n"
         Self.say(banner)
 

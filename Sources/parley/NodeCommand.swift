@@ -45,6 +45,14 @@ struct NodeCommand: AsyncParsableCommand {
     var peerTLSKey: String?
     @Option(name: .customLong("peer-tls-ca"), help: "PEM CA certificate peers' certificates must be signed by.")
     var peerTLSCA: String?
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain for TLS on the client port (HTTPS, WSS; with --tls-key). A renewed file is served to the next connection.")
+    var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: "Its PEM private key.")
+    var tlsKey: String?
+    @Option(name: .customLong("max-connections"), help: "Client-port connections this node holds at most (default 15000; keep the descriptor limit above it).")
+    var maxConnections: Int?
+    @Option(name: .customLong("max-connections-per-address"), help: "… from one IPv4 address or IPv6 /64 (default 2000; past half full, each source's share of what is left).")
+    var maxConnectionsPerAddress: Int?
     @Option(name: .customLong("legacy-rooms-app"), help: "The app that keeps the rooms made before apps were tenants (every node the same; docs/operations.md).")
     var legacyRoomsApp: String?
     @Flag(name: .customLong("no-fsync"), help: "Skip fsync (benchmarks only: a crash can lose acknowledged writes).")
@@ -103,6 +111,14 @@ struct NodeCommand: AsyncParsableCommand {
             nodeConfig.moves.snapshotBytesPerSecond = n
         }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
+        if let text = value("max-connections", maxConnections.map(String.init)) {
+            guard let n = Int(text), n >= 16 else { throw ValidationError("--max-connections must be a number ≥ 16") }
+            nodeConfig.maxConnections = n
+        }
+        if let text = value("max-connections-per-address", maxConnectionsPerAddress.map(String.init)) {
+            guard let n = Int(text), n >= 1 else { throw ValidationError("--max-connections-per-address must be a number ≥ 1") }
+            nodeConfig.maxConnectionsPerAddress = n
+        }
         if let app = value("legacy-rooms-app", legacyRoomsApp), !app.isEmpty { nodeConfig.legacyRoomsApp = app }
         if let text = value("advertise", advertise), !text.isEmpty {
             guard let address = NodeConfig.Address(Substring(text)), !NodeConfig.isEveryInterface(address.host) else {
@@ -115,6 +131,7 @@ struct NodeCommand: AsyncParsableCommand {
             nodeConfig.opsListen = address
         }
         do {
+            nodeConfig.clientTLS = try NodeConfig.parseClientTLS(cert: value("tls-cert", tlsCert), key: value("tls-key", tlsKey))
             nodeConfig.peerTLS = try NodeConfig.parsePeerTLS(cert: value("peer-tls-cert", peerTLSCert),
                                                              key: value("peer-tls-key", peerTLSKey),
                                                              ca: value("peer-tls-ca", peerTLSCA))

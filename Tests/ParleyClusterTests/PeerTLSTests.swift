@@ -1,44 +1,24 @@
 import Foundation
+import ParleyTestSupport
 import NIOCore
 import NIOPosix
 import ParleyCluster
 import ParleyRaft
 import Testing
 
-/// A throwaway cluster CA and node certificates made with the `openssl` command line (Debian's openssl).
+/// A throwaway cluster CA and node certificates (`TestCertificateAuthority`), as the peer port takes them.
 struct TestCertificates {
-    let folder: URL
-    var caPath: String { folder.appendingPathComponent("ca.pem").path }
+    let authority: TestCertificateAuthority
+    var caPath: String { authority.caPath }
 
     init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("parley-tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                          "-keyout", folder.appendingPathComponent("ca.key").path, "-out", caPath, "-days", "2",
-                          "-subj", "/CN=parley-test-ca"])
+        authority = try TestCertificateAuthority(label: "parley-tls")
     }
 
     /// A certificate for `name` signed by this CA (or, with `selfSigned`, by nobody the cluster trusts).
     func node(_ name: String, selfSigned: Bool = false) throws -> PeerTLS {
-        let key = folder.appendingPathComponent("\(name).key").path
-        let cert = folder.appendingPathComponent("\(name).pem").path
-        if selfSigned {
-            try Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                              "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=\(name)"])
-        } else {
-            let csr = folder.appendingPathComponent("\(name).csr").path
-            try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                              "-keyout", key, "-out", csr, "-subj", "/CN=\(name)"])
-            try Self.openssl(["x509", "-req", "-in", csr, "-CA", caPath,
-                              "-CAkey", folder.appendingPathComponent("ca.key").path, "-CAcreateserial",
-                              "-out", cert, "-days", "2"])
-        }
-        return PeerTLS(certificatePath: cert, privateKeyPath: key, trustRootsPath: caPath)
-    }
-
-    private static func openssl(_ arguments: [String]) throws {
-        let result = try runProcess("/usr/bin/openssl", arguments)
-        guard result.status == 0 else { throw TransportTestError.timeout("openssl failed: \(result.output)") }
+        let made = try authority.certificate(name, selfSigned: selfSigned)
+        return PeerTLS(certificatePath: made.certificate, privateKeyPath: made.key, trustRootsPath: caPath)
     }
 }
 
@@ -105,11 +85,11 @@ func makeTLSTransport(_ id: NodeID, tls: PeerTLS?, inbox: Inbox, group: EventLoo
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await makeTLSTransport(2, tls: try certs.node("node-2"), inbox: Inbox(), group: group)
         let client = try certs.node("tool")
-        let ok = try runProcess(path, ["--cert", client.certificatePath, "--key", client.privateKeyPath,
+        let ok = try runTool(path, ["--cert", client.certificatePath, "--key", client.privateKeyPath,
                                        "https://127.0.0.1:\(server.port)/health"])
         // nghttp warns that it cannot verify the server (it does not know the cluster CA), then prints the body.
         #expect(ok.status == 0 && ok.output.hasSuffix("ok"), "\(ok.output)")
-        let noCertificate = try runProcess(path, ["https://127.0.0.1:\(server.port)/health"])
+        let noCertificate = try runTool(path, ["https://127.0.0.1:\(server.port)/health"])
         #expect(!noCertificate.output.hasSuffix("ok"), "\(noCertificate.output)")
         await server.shutdown()
         try await group.shutdownGracefully()

@@ -9,13 +9,18 @@ enum Fixture {
 
     static func server(limits: RoomLimits = RoomLimits(), settings: EdgeSettings = .testing,
                        metrics: EdgeMetrics? = nil) async throws -> EdgeServer {
+        try await EdgeServer.start(cluster: try await cluster(limits: limits), settings: settings, metrics: metrics)
+    }
+
+    /// The app, alice, bob and carol (token `t-NAME`) and room r1.
+    static func cluster(limits: RoomLimits = RoomLimits()) async throws -> InProcessCluster {
         let cluster = InProcessCluster(limits: limits)
         cluster.addApp(app)
         for user in ["alice", "bob", "carol"] {
             cluster.addUser(appKey: app, account: user, token: "t-\(user)")
         }
         try await cluster.createRoom("r1", creator: "alice")
-        return try await EdgeServer.start(cluster: cluster, settings: settings, metrics: metrics)
+        return cluster
     }
 
     static func auth(_ account: String, mode: String = "independent") -> [String: Any] {

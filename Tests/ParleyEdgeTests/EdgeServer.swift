@@ -17,14 +17,14 @@ final class EdgeServer: Sendable {
     private let running: Task<Void, any Error>
 
     static func start(cluster: InProcessCluster = InProcessCluster(), settings: EdgeSettings = .testing,
-                      metrics: EdgeMetrics? = nil) async throws -> EdgeServer {
+                      metrics: EdgeMetrics? = nil, tls: ClientTLS? = nil) async throws -> EdgeServer {
         var logger = Logger(label: "edge-test")
         logger.logLevel = .warning
         let edge = Edge(cluster: cluster, settings: settings, logger: logger, metrics: metrics)
         let bound = LockedBox<Int?>(nil)
         let app = Application(
             router: Router(),
-            server: EdgeHTTPChannel.server(edge: edge),
+            server: EdgeHTTPChannel.server(edge: edge, tls: tls),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in bound.set(channel.localAddress?.port) },
             logger: logger)

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 /// docker/compose.yaml and cluster/k8s/ checked by cluster/validate_deploy.py (PyYAML; `docker compose config`

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import ParleyCluster
 import ParleyRooms
 import Testing
@@ -33,23 +34,10 @@ import Testing
             let created = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: "ann", name: "Interop")),
                                                    room: scoped, via: 1)
             #expect(created.errorCode == nil)
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("interop/ws_client_test.py").path
             let ws = { (id: UInt64) in cluster.http(id).replacingOccurrences(of: "http://", with: "ws://") + "/ws" }
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            p.arguments = ["python3", script, ws(1), app, room, "ann", "tok-ann", "ben", "tok-ben", ws(2)]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = out
-            try p.run()
-            let deadline = Date().addingTimeInterval(90)
-            while p.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
-            if p.isRunning { p.terminate() }
-            p.waitUntilExit()
-            let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(p.terminationStatus == 0, "\(output)")
-            #expect(output.contains("interop ok"), "\(output)")
+            let result = try await Self.runPython("ws_client_test.py", [ws(1), app, room, "ann", "tok-ann", "ben", "tok-ben", ws(2)])
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("interop ok"), "\(result.output)")
         }
     }
 
@@ -59,13 +47,31 @@ import Testing
         try await withLocalCluster { cluster in
             let app = "interop"
             try await Self.start(cluster, app: app, users: ["ann", "ben", "cat"])
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("interop/im_client_test.py").path
             let ws = { (id: UInt64) in cluster.http(id).replacingOccurrences(of: "http://", with: "ws://") + "/ws" }
-            let result = try runTool("/usr/bin/env", ["python3", script, app, "ann", "tok-ann", "ben", "tok-ben", "cat", "tok-cat",
-                                                      ws(1), ws(2), ws(3)])
+            let result = try await Self.runPython("im_client_test.py", [app, "ann", "tok-ann", "ben", "tok-ben", "cat", "tok-cat",
+                                                                        ws(1), ws(2), ws(3)])
             #expect(result.status == 0, "\(result.output)")
             #expect(result.output.contains("im interop ok"), "\(result.output)")
         }
+    }
+
+    /// Runs a script of Tests/interop with python3 (`environment` added to this process's), killed after 90 s.
+    static func runPython(_ script: String, _ arguments: [String], environment: [String: String] = [:]) async throws
+        -> (status: Int32, output: String) {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("interop/\(script)").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + ["python3", path] + arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let deadline = Date().addingTimeInterval(90)
+        while p.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        if p.isRunning { p.terminate() }
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, output)
     }
 }

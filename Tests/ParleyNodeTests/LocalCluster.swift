@@ -25,7 +25,8 @@ final class LocalCluster: @unchecked Sendable {
     private let clientTLS: PeerTLS?
 
     init(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
-         opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil) throws {
+         opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil,
+         clientCertificate: (certificate: String, key: String)? = nil) throws {
         self.shards = shards
         self.clientTLS = clientTLS
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
@@ -41,6 +42,7 @@ final class LocalCluster: @unchecked Sendable {
             : extraArguments + ["--leader-balance-ms", "0"]
         layout.environment = environment
         layout.founders = founders
+        layout.clientTLS = clientCertificate
         if opsListeners { layout.opsPorts = Array(ports[(2 * size)...]) }
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
@@ -325,13 +327,15 @@ final class LocalCluster: @unchecked Sendable {
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
 func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
                       opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil,
+                      clientCertificate: (certificate: String, key: String)? = nil,
                       _ body: (LocalCluster) async throws -> Void) async throws {
     // At most a few clusters at once: every suite starts its own, and a machine of two cores running a dozen
     // clusters at once starved the tests that time an election or a client's connect.
     await ClusterSlots.shared.acquire()
     defer { Task { await ClusterSlots.shared.release() } }
     let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS,
-                                   opsListeners: opsListeners, environment: environment, founders: founders)
+                                   opsListeners: opsListeners, environment: environment, founders: founders,
+                                   clientCertificate: clientCertificate)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {

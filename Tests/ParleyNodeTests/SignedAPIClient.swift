@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -37,6 +38,25 @@ struct SignedAPIClient {
         let (data, response) = try await URLSession.shared.data(for: request)
         let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         return Answer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, json: json)
+    }
+}
+
+extension SignedAPIClient {
+    /// SPEC T1: the same signed POST over HTTPS with curl, trusting only `caFile` (Foundation's URLSession on
+    /// Linux takes no private CA).
+    func postOverTLS(_ base: String, _ path: String, _ body: Any, caFile: String) throws -> Answer {
+        let data = try JSONSerialization.data(withJSONObject: body)
+        let headers = RequestSignature.signedHeaders(appKey: appKey, secret: secret, nonce: UUID().uuidString,
+                                                     curTime: Int64(Date().timeIntervalSince1970), path: path, body: data)
+        var arguments = ["-sS", "--max-time", "15", "--cacert", caFile, "-X", "POST", base + path,
+                         "-H", "Content-Type: application/json", "--data-binary", String(decoding: data, as: UTF8.self),
+                         "-w", "\n%{http_code}"]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
+        let result = try runTool("/usr/bin/curl", arguments)
+        let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
+        let status = lines.last.flatMap { Int($0) } ?? 0
+        let json = (try? JSONSerialization.jsonObject(with: Data(lines.dropLast().joined(separator: "\n").utf8))) as? [String: Any]
+        return Answer(status: status, json: json ?? ["curl": result.output])
     }
 }
 

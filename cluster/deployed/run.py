@@ -39,11 +39,35 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
 from netlab import Failure, Lab, check, enter_namespace, leave_namespace, netns, sh, wait_for  # noqa: E402
-from signed_api import http, signed  # noqa: E402
+import signed_api  # noqa: E402
 PREFIX = "pdep"  # every namespace, interface and file this test makes starts with it
 LAB = Lab(PREFIX)
 SUBNET = "10.213.61"  # addresses of the test's own hosts, inside its own namespaces only
 CLIENT_NS = f"{PREFIX}-c"
+# SPEC T1: the deployments serve TLS on the client port. What the test's clients trust (the CA the deployment's
+# certificate tool made) and the name they expect in the certificate; set per layout, None for plain HTTP.
+CLIENT_TLS = {"ca": None, "name": None, "by_address": {}}
+
+
+def tls_context(check_name=True):
+    import ssl
+    if not CLIENT_TLS["ca"]:
+        return None
+    context = ssl.create_default_context(cafile=CLIENT_TLS["ca"])
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    # urllib checks the URL's host, here a namespace's address: the chain is still checked against the CA;
+    # the WebSocket clients check the certificate's name as well (Client.open).
+    context.check_hostname = check_name
+    return context
+
+
+def http(url, body=None, headers=None, timeout=5):
+    return signed_api.http(url, body, headers, timeout, context=tls_context(False) if url.startswith("https:") else None)
+
+
+def signed(base, app_key, app_secret, path, fields):
+    return signed_api.signed(base, app_key, app_secret, path, fields,
+                             context=tls_context(False) if base.startswith("https:") else None)
 MADE_MOUNT_POINTS = []  # folders made on the host only to mount the nodes' data folders on; removed at the end
 
 
@@ -91,7 +115,7 @@ def interpolate(value, outside):
 def compose_nodes(outside, user, work):
     """[(service, hostname, env)] from docker/compose.yaml, with the image's ENV under it. The one-shot service
     that makes the peer certificates runs first, as compose runs it: its entrypoint (the image's copy of
-    cluster/peer-certs.sh), as the image's user, into a folder that stands for its volume; the nodes get
+    cluster/certs.sh), as the image's user, into a folder that stands for its volume; the nodes get
     that folder at the path their volume line gives."""
     doc = yaml.safe_load(open(os.path.join(ROOT, "docker/compose.yaml")))
     base, entry, workdir = image_env()
@@ -103,11 +127,16 @@ def compose_nodes(outside, user, work):
         volumes[volume] = os.path.join(work, f"volume-{volume}")
         os.makedirs(volumes[volume], mode=0o700)
         os.chown(volumes[volume], user.pw_uid, user.pw_gid)
-        script = os.path.join(ROOT, "cluster/peer-certs.sh")
-        check(service["entrypoint"][0] == "/usr/local/bin/parley-peer-certs", f"compose: {name} runs {service['entrypoint']}")
-        args = [volumes[volume] if a == target else a for a in service["entrypoint"][1:] + (service.get("command") or [])]
+        check(service["entrypoint"][0] == "/usr/local/bin/parley-certs", f"compose: {name} runs {service['entrypoint']}")
+        script = os.path.join(ROOT, "cluster/certs.sh")
+        kind = service["entrypoint"][1]
+        args = [volumes[volume] if a == target else interpolate(a, outside)
+                for a in service["entrypoint"][1:] + (service.get("command") or [])]
         sh("setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "sh", script, *args)
-        log(f"compose: {name} made the peer certificates for {', '.join(args[1:])}")
+        log(f"compose: {name} made {kind} certificates for {', '.join(args[2:])}")
+        if kind == "client":
+            # Clients trust the CA it made and reach the nodes by PARLEY_PUBLIC_HOST (its first name).
+            CLIENT_TLS.update(ca=os.path.join(volumes[volume], "ca.pem"), name=args[2])
     nodes = []
     for name, service in sorted(doc["services"].items()):
         if "PARLEY_ID" not in (service.get("environment") or {}):
@@ -127,7 +156,7 @@ def compose_nodes(outside, user, work):
 
 def k8s_nodes(outside, user, work):
     """The StatefulSet's pods: ConfigMap + Secret environment, its start command, DNS names, and the peer TLS
-    Secret an operator makes with cluster/peer-certs.sh (cluster/k8s/peer-tls.example.yaml), mounted where the
+    Secret an operator makes with cluster/certs.sh (cluster/k8s/peer-tls.example.yaml), mounted where the
     pods mount it with its keys as file names."""
     docs = {}
     for file in ("configmap.yaml", "secret.example.yaml", "statefulset.yaml", "services.yaml"):
@@ -153,12 +182,22 @@ def k8s_nodes(outside, user, work):
     extra = []
     for m in container["volumeMounts"]:
         if m["name"] in secret_volumes:
-            made = os.path.join(work, "peer-tls-made")
+            made = os.path.join(work, f"{m['name']}-made")
             os.makedirs(made, mode=0o700)
-            sh("sh", os.path.join(ROOT, "cluster/peer-certs.sh"), made, "parley-peer")
+            if os.path.dirname(env.get("PARLEY_TLS_CERT", "")) == m["mountPath"]:
+                # The client port's Secret, as cluster/k8s/client-tls.example.yaml makes it without cert-manager:
+                # valid for every pod's name; the test's clients trust its CA and check the pods' names.
+                # (Each pod's short name: a wildcard must have two labels after its star to match.)
+                sh("sh", os.path.join(ROOT, "cluster/certs.sh"), "client", made,
+                   *[f"{sts['metadata']['name']}-{n}.{sts['spec']['serviceName']}" for n in range(SCALED_TO)])
+                files = (("client.pem", "tls.crt"), ("client.key", "tls.key"))
+                CLIENT_TLS.update(ca=os.path.join(made, "ca.pem"), name=None)
+            else:
+                sh("sh", os.path.join(ROOT, "cluster/certs.sh"), "peer", made, "parley-peer")
+                files = (("parley-peer.pem", "tls.crt"), ("parley-peer.key", "tls.key"), ("ca.pem", "ca.crt"))
             secret = os.path.join(work, f"secret-{m['name']}")
             os.makedirs(secret, mode=0o750)
-            for source, key in (("parley-peer.pem", "tls.crt"), ("parley-peer.key", "tls.key"), ("ca.pem", "ca.crt")):
+            for source, key in files:
                 shutil.copy(os.path.join(made, source), os.path.join(secret, key))
                 os.chown(os.path.join(secret, key), 0, user.pw_gid)  # defaultMode 0440 + fsGroup, as the pod sees it
                 os.chmod(os.path.join(secret, key), 0o440)
@@ -191,6 +230,12 @@ class Client:
     @classmethod
     async def open(cls, url):
         import websockets
+        if url.startswith("wss:"):
+            # The name the certificate must hold: the public name (compose), or the pod's DNS name (k8s).
+            address = url.split("//", 1)[1].rsplit(":", 1)[0]
+            name = CLIENT_TLS["name"] or CLIENT_TLS["by_address"][address]
+            return cls(await websockets.connect(url, max_size=4 << 20, open_timeout=5, ssl=tls_context(),
+                                                server_hostname=name))
         return cls(await websockets.connect(url, max_size=4 << 20, open_timeout=5))
 
     async def call(self, op, timeout=5.0, **fields):
@@ -251,6 +296,7 @@ class Deployment:
         for i, node in enumerate(nodes):
             node["ns"] = f"{PREFIX}-n{i + 1}"
             node["address"] = f"{SUBNET}.{11 + i}"
+            CLIENT_TLS["by_address"][node["address"]] = node["hostname"]
             node["data"] = os.path.join(work, f"data-{i + 1}")
             node["log"] = os.path.join(work, f"node-{i + 1}.log")
             os.makedirs(node["data"], mode=0o700)
@@ -332,7 +378,12 @@ class Deployment:
         self.procs.clear()
 
     def url(self, i, path=""):
-        return f"http://{self.nodes[i]['address']}:{self.nodes[i]['http']}{path}"
+        scheme = "https" if self.nodes[i]["env"].get("PARLEY_TLS_CERT") else "http"
+        return f"{scheme}://{self.nodes[i]['address']}:{self.nodes[i]['http']}{path}"
+
+    def ws(self, i, port=None):
+        scheme = "wss" if self.nodes[i]["env"].get("PARLEY_TLS_CERT") else "ws"
+        return f"{scheme}://{self.nodes[i]['address']}:{port or self.nodes[i]['http']}/ws"
 
     def ops(self, i, path=""):
         """The node's operator listener (PARLEY_OPS_LISTEN, SPEC A4)."""
@@ -364,6 +415,7 @@ SCALED_TO = 5  # docs/operations.md: compose's `five` profile, `kubectl scale â€
 def run_cluster(layout, parley, user, work):
     app_key, app_secret = "deploytest", secrets.token_hex(16)
     outside = {"PARLEY_SECRET": secrets.token_hex(32), "PARLEY_APPS": f"{app_key}:{app_secret}"}
+    CLIENT_TLS.update(ca=None, name=None, by_address={})
     nodes = compose_nodes(outside, user, work) if layout == "compose" else k8s_nodes(outside, user, work)
     check(len(nodes) == SCALED_TO and sum(not n["joins"] for n in nodes) == 3,
           f"{layout}: expected 3 founding nodes and {SCALED_TO - 3} that join, found {[(n['name'], n['joins']) for n in nodes]}")
@@ -443,6 +495,11 @@ async def smoke_and_kill(d, app_key, app_secret):
     # A3: the deployment's peer port speaks mutual TLS, and says so; cleartext h2 and TLS without a client
     # certificate get nothing.
     check(status.get("peerEncrypted") is True, f"{d.layout}: /status says the peer port is not encrypted")
+    # T1: the client port speaks TLS (HTTPS, WSS) and says so; plain HTTP to it gets no answer.
+    check(status.get("clientEncrypted") is True and d.url(0).startswith("https:"),
+          f"{d.layout}: the client port does not serve TLS (clientEncrypted {status.get('clientEncrypted')})")
+    plain = signed_api.http(d.url(0, "/healthz").replace("https:", "http:"))
+    check(plain[0] == 0, f"{d.layout}: plain HTTP to the TLS client port answered {plain}")
     peer_port_refuses_strangers(d.nodes[0]["address"], int(d.nodes[0]["env"]["PARLEY_PEER_LISTEN"].rsplit(":", 1)[1]))
     check(status["meta"] and len(status["meta"]["nodes"]) == 3, f"meta registry: {status['meta']}")
     log(f"{d.layout}: formed; shards led by node 1: {sum(s['role'] == 'leader' for s in status['shards'])}")
@@ -456,7 +513,7 @@ async def smoke_and_kill(d, app_key, app_secret):
     room = "deployed-room"
     code, answer = signed(api, app_key, app_secret, "/v1/room/create", {"roomId": room, "creator": "alice", "name": "D"})
     check(code == 200 and answer.get("code") == 200, f"room/create: {code} {answer}")
-    ws = [f"ws://{d.nodes[i]['address']}:{d.nodes[i]['http']}/ws" for i in range(3)]
+    ws = [d.ws(i) for i in range(3)]
     a = await enter(ws[0], app_key, room, "alice", "alice-token")
     b = await enter(ws[1], app_key, room, "bob", "bob-token")
     await exchange(a, b, room, "before")
@@ -478,7 +535,7 @@ async def smoke_and_kill(d, app_key, app_secret):
         # this process joined the client namespace by setns, which does not see the namespace's hosts file).
         host, port = addresses[0].rsplit(":", 1)
         node = next(n for n in d.nodes if n["hostname"] == host)
-        c = await enter(f"ws://{node['address']}:{port}/ws", app_key, room, "alice", "alice-token")
+        c = await enter(d.ws(d.nodes.index(node), port), app_key, room, "alice", "alice-token")
         await c.ws.close()
     log(f"{d.layout}: requestAddr names {addresses}")
 
@@ -544,7 +601,7 @@ async def scale_out_and_in(d, app_key, app_secret):
     room = "scaled-room"
     code, answer = signed(d.url(0), app_key, app_secret, "/v1/room/create", {"roomId": room, "creator": "alice", "name": "S"})
     check(code == 200 and answer.get("code") == 200, f"room/create: {code} {answer}")
-    ws = lambda i: f"ws://{d.nodes[i]['address']}:{d.nodes[i]['http']}/ws"
+    ws = d.ws
     a = await enter(ws(joiners[0]), app_key, room, "alice", "alice-token")
     b = await enter(ws(1), app_key, room, "bob", "bob-token")
     await exchange(a, b, room, "five")

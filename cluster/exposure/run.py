@@ -25,6 +25,11 @@ measures its resident memory (VmRSS) and whether it closes what it should:
      message deadline closes them (issue 33).
   8. Captured signed headers (SPEC T2): NIM's CheckSum alone is refused for a new app; once the app chooses it,
      a read's headers carry no token refresh on another node, nor do both checksums stripped of CheckSum2.
+  9. A node with a tenth of the default connection caps, filled from eight loopback addresses: they stop at
+     their fair shares, and a signed API call and a new client from other addresses still get in (issue 33).
+  10. A node serving TLS on its client port (SPEC T1): 500 silent connections, 300 ClientHello trickles
+     and 200 finished handshakes followed by nothing are all closed by the head deadline, while an HTTPS
+     client is served; plain HTTP to it is closed at once.
 Bounded in count and time; stops by itself; prints 'N passed, N failed'.
 """
 import argparse
@@ -38,6 +43,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -46,7 +52,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
-from signed_api import http, signed  # noqa: E402
+from signed_api import http, signed, signed_headers  # noqa: E402
 results = []
 
 
@@ -240,8 +246,9 @@ async def bad_signature_bodies(port, app_key, count=500, size=250 << 10):
     return await asyncio.wait_for(asyncio.gather(*[one(i) for i in range(count)]), 120)
 
 
-async def websocket(port, path="/ws"):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def websocket(port, path="/ws", source=None):
+    """An upgraded WebSocket (from the local address `source` when given)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0) if source else None)
     key = base64.b64encode(secrets.token_bytes(16)).decode()
     writer.write((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
@@ -459,6 +466,195 @@ async def guess_tokens(port, app_key, tries=6):
     return codes
 
 
+# ------------------------------------------------------------------------------------------- fair caps
+
+def capped_node(parley, work, app_key, app_secret):
+    """One more node, a cluster of its own, with a tenth of the default caps (1,500 connections, 200 per
+    source: the same proportions), so eight loopback addresses can try to fill it. Returns (process, port)."""
+    http_port, peer_port = free_ports(2)
+    log = open(os.path.join(work, "node-capped.log"), "ab")
+    proc = subprocess.Popen(
+        [parley, "node", "--id", "1", "--listen", f"127.0.0.1:{http_port}", "--peer-listen", f"127.0.0.1:{peer_port}",
+         "--data", os.path.join(work, "ncapped"), "--secret", secrets.token_hex(16), "--shards", "4", "--replicas", "1",
+         "--drain-seconds", "0", "--app", f"{app_key}:{app_secret}", "--max-connections", "1500",
+         "--max-connections-per-address", "200"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, http_port
+
+
+def signed_from(source, port, app_key, app_secret, path, fields):
+    """A signed POST sent from the local address `source` (a loopback address of its own): the HTTP status."""
+    import http.client
+    body = json.dumps(fields).encode()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+        conn.request("POST", path, body, signed_headers(app_key, app_secret, path, body))
+        status = conn.getresponse().status
+        conn.close()
+        return status
+    except OSError:
+        return 0
+
+
+async def held_websocket(port, source):
+    """A WebSocket from `source` that said hello (so it stays until the idle timeout), or None when refused."""
+    try:
+        reader, writer = await asyncio.wait_for(websocket(port, source=source), 10)
+        writer.write(ws_frame(0x1, json.dumps({"id": 1, "op": "hello", "versions": [1]}).encode(), True))
+        await writer.drain()
+        await asyncio.wait_for(reader.readuntil(b'"id":1'), 10)
+        return writer
+    except (OSError, RuntimeError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+        return None
+
+
+async def fair_caps_phase(port, base, app_key, app_secret):
+    """Issue 33, medium 6: a client in a room, then eight addresses opening WebSockets until each is refused
+    (ten refusals in a row), then a signed API call and a new client from addresses of their own, and the
+    first client's next message. Returns the figures."""
+    import websockets
+    signed(base, app_key, app_secret, "/v1/user/create", {"accid": "keeper", "token": "keeper-token"})
+    signed(base, app_key, app_secret, "/v1/room/create", {"roomId": "kept", "creator": "keeper", "name": "Kept"})
+    keeper = await websockets.connect(f"ws://127.0.0.1:{port}/ws")
+    await keeper.send(json.dumps({"id": 1, "op": "hello", "versions": [1]}))
+    await keeper.send(json.dumps({"id": 2, "op": "enter", "roomId": "kept", "nickname": "K",
+                                  "auth": {"mode": "independent", "appKey": app_key, "account": "keeper",
+                                           "token": "keeper-token"}}))
+
+    async def answer(ws, wanted):
+        while True:
+            frame_ = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if frame_.get("id") == wanted:
+                return frame_
+    entered = await answer(keeper, 2)
+
+    async def flood(source):
+        held, refusals = [], 0
+        while refusals < 10:
+            w = await held_websocket(port, source)
+            if w is None:
+                refusals += 1
+            else:
+                held.append(w)
+                refusals = 0
+        return held
+    floods = await asyncio.wait_for(asyncio.gather(*[flood(f"127.0.0.{i}") for i in range(2, 10)]), 120)
+    held = sum(len(f) for f in floods)
+    api = signed_from("127.0.0.10", port, app_key, app_secret, "/v1/room/get", {"roomId": "kept"})
+    newcomer = await held_websocket(port, "127.0.0.11")
+    await keeper.send(json.dumps({"id": 3, "op": "sendMessage", "roomId": "kept", "type": "text", "body": "still here",
+                                  "clientMessageId": "k-1"}))
+    sent = await answer(keeper, 3)
+    for w in [w for f in floods for w in f] + ([newcomer] if newcomer else []):
+        w.close()
+    await keeper.close()
+    return entered.get("ok"), [len(f) for f in floods], held, api, newcomer is not None, sent.get("ok")
+
+
+# ------------------------------------------------------------------------------------------- TLS client port
+
+def tls_node(parley, work):
+    """One more node, a cluster of its own, serving TLS on its client port (SPEC T1) with a self-signed
+    certificate for localhost. Returns (process, client port, certificate path)."""
+    folder = os.path.join(work, "tls")
+    os.makedirs(folder)
+    cert, key = os.path.join(folder, "edge.pem"), os.path.join(folder, "edge.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+    http_port, peer_port = free_ports(2)
+    log = open(os.path.join(work, "node-tls.log"), "ab")
+    proc = subprocess.Popen(
+        [parley, "node", "--id", "1", "--listen", f"127.0.0.1:{http_port}", "--peer-listen", f"127.0.0.1:{peer_port}",
+         "--data", os.path.join(work, "ntls"), "--secret", secrets.token_hex(16), "--shards", "4", "--replicas", "1",
+         "--drain-seconds", "0", "--tls-cert", cert, "--tls-key", key],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, http_port, cert
+
+
+def tls_context(cert):
+    context = ssl.create_default_context(cafile=cert)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+async def https_healthz(port, cert, timeout=5.0):
+    """True when GET /healthz over TLS (verified against `cert`, name localhost) answers 200."""
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port, ssl=tls_context(cert), server_hostname="localhost"), timeout)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(4096), timeout)
+        writer.close()
+        return answer.startswith(b"HTTP/1.1 200")
+    except (OSError, ssl.SSLError, asyncio.TimeoutError):
+        return False
+
+
+# A TLS 1.2/1.3 ClientHello's first bytes: a handshake record header announcing 512 bytes, then the start of
+# the hello. A trickle sends these a byte at a time and never the rest.
+CLIENT_HELLO_START = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03])
+
+
+async def tls_stranger(port, kind, deadline):
+    """One connection to the TLS port that never authenticates: `silent` (TCP only), `trickle` (a ClientHello a
+    byte a second), `handshake` (a full handshake, then nothing). Returns (closed by the node, seconds)."""
+    started = time.time()
+    try:
+        if kind == "handshake":
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost"), 10)
+        else:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        if kind == "trickle":
+            async def drip():
+                for byte in CLIENT_HELLO_START:
+                    writer.write(bytes([byte]))
+                    await writer.drain()
+                    await asyncio.sleep(1)
+            dripping = asyncio.ensure_future(drip())
+        closed = await closed_by_peer(reader, deadline)
+        if kind == "trickle":
+            dripping.cancel()
+        writer.close()
+        return closed, time.time() - started
+    except (OSError, ssl.SSLError, asyncio.TimeoutError):
+        return True, time.time() - started
+
+
+async def tls_phase(pid, port, cert):
+    """Strangers on the TLS port (500 silent, 300 ClientHello trickles, 200 completed handshakes that then
+    say nothing) while a real HTTPS client keeps asking: returns the checks' figures. They are opened 100 at a
+    time so the listen backlog takes them all at once (a connection the kernel queued past it is accepted, and
+    its deadline started, only later)."""
+    before = rss_kib(pid)
+    tasks = []
+    for kind, count in (("silent", 500), ("trickle", 300), ("handshake", 200)):
+        for i in range(count):
+            tasks.append(asyncio.ensure_future(tls_stranger(port, kind, 20)))
+            if len(tasks) % 100 == 0:
+                await asyncio.sleep(0.2)
+    await asyncio.sleep(3)
+    during = rss_kib(pid)
+    served = [await https_healthz(port, cert) for _ in range(5)]
+    outcomes = await asyncio.gather(*tasks)
+    plain_started = time.time()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    await writer.drain()
+    answer = b""
+    try:
+        answer = await asyncio.wait_for(reader.read(4096), 5)
+    except (ConnectionError, OSError, asyncio.TimeoutError):
+        pass
+    writer.close()
+    return before, during, served, outcomes, (answer, time.time() - plain_started)
+
+
 def metric(text, name, labels):
     for line in text.splitlines():
         if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
@@ -605,6 +801,56 @@ def main():
         check("refused logins are counted and logged", bad >= 5 and throttled >= 1 and "refused client logins" in log,
               f"parley_edge_auth_failures_total badToken {bad:.0f}, throttled {throttled:.0f}; "
               f"log lines {log.count('refused client logins')}")
+
+        # Issue 33 (medium 6): the connection cap is no lockout. Eight addresses filling a node (a tenth of the
+        # default caps) stop at their shares of what is left; a signed API call and a new client from
+        # addresses of their own still get in, and a client already in a room keeps talking.
+        capped_proc, capped_port = capped_node(args.parley, work, app_key, app_secret)
+        procs.append(capped_proc)
+        capped_base = f"http://127.0.0.1:{capped_port}"
+        started = time.time()
+        while time.time() < started + 60 and http(f"{capped_base}/readyz")[0] != 200:
+            time.sleep(0.3)
+        entered, per_source, held, api, newcomer, sent = asyncio.run(
+            fair_caps_phase(capped_port, capped_base, app_key, app_secret))
+        check("8 addresses filling the connection cap stop at their fair shares (under 1,200 of 1,500)",
+              entered and held < 1200, f"held {held} ({per_source} per address)")
+        check("with the cap under attack a signed API call from another address is served", api == 200, f"status {api}")
+        check("with the cap under attack a new client from another address connects, and a client in a room keeps talking",
+              newcomer and sent, f"newcomer admitted {newcomer}, the room member's next message ok {sent}")
+
+        # SPEC T1 (issue 33): the client port over TLS holds strangers to the same deadline as plain HTTP: the
+        # head deadline (10 s) runs from the connection's opening, so a handshake never finished, dripped, or
+        # finished and followed by nothing is closed by it, and a real HTTPS client is served meanwhile.
+        tls_proc, tls_port, tls_cert = tls_node(args.parley, work)
+        procs.append(tls_proc)
+        started = time.time()
+        while time.time() < started + 60 and not asyncio.run(https_healthz(tls_port, tls_cert, 1)):
+            time.sleep(0.3)
+        # Three rounds: the first ones grow the allocator's arenas (TLS state for 200 handshakes at once: +33,
+        # +17, then +6 MB in a trial of five rounds, +1 MB by the fifth); the third, on warmed arenas, shows
+        # whether anything of a closed stranger is kept.
+        first = asyncio.run(tls_phase(tls_proc.pid, tls_port, tls_cert))
+        asyncio.run(tls_phase(tls_proc.pid, tls_port, tls_cert))
+        warmed = settle_rss(tls_proc.pid)
+        before, during, served, outcomes, (plain, plain_took) = asyncio.run(tls_phase(tls_proc.pid, tls_port, tls_cert))
+        after = settle_rss(tls_proc.pid)
+        outcomes = first[3] + outcomes
+        kinds = [("silent", 0, 500), ("trickle", 500, 800), ("handshake", 800, 1000)]
+        for kind, lo, hi in kinds:
+            group = outcomes[lo:hi] + outcomes[1000 + lo:1000 + hi]
+            closed = sum(1 for gone, _ in group if gone)
+            slowest = max(t for _, t in group)
+            check(f"TLS port: 2 × {hi - lo} {kind} strangers closed by the head deadline (10 s; 20 s allowed)",
+                  closed == 2 * (hi - lo) and slowest < 20, f"{closed}/{2 * (hi - lo)} closed, the last after {slowest:.1f} s")
+        check("TLS port: an HTTPS client is served while 1,000 strangers hold connections",
+              first[2] == [True] * 5 and served == [True] * 5, f"/healthz answered {first[2]} then {served}")
+        check("TLS port: 1,000 strangers cost little (first round, arenas included)", first[1] - first[0] < 48 << 10,
+              f"RSS {first[0]} → {first[1]} KiB holding them, {warmed} KiB after")
+        check("TLS port: 1,000 more strangers keep nothing (third round)", after - warmed < 10 << 10,
+              f"RSS {warmed} → {during} (holding) → {after} KiB (after)")
+        check("TLS port: plain HTTP is closed at once, unanswered", not plain.startswith(b"HTTP") and plain_took < 2,
+              f"answer {plain[:20]!r} after {plain_took:.2f} s")
     finally:
         for p in procs:
             try:

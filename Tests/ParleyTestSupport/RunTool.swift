@@ -1,7 +1,7 @@
 import Foundation
 
 /// Runs a command-line tool to the end; returns its exit status and what it wrote (stdout and stderr).
-func runTool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+public func runTool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
