@@ -20,9 +20,12 @@ public enum ObservabilityRoutes {
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: text)))
         }
+        let cluster = ClusterStatusCache()
         router.get("/status/cluster") { _, _ -> Response in
-            let local = await source.statusReport(withDigests: false)
-            return try StatusRoutes.json(await ClusterStatusReport.gather(local: local) { id, _ in try await source.peerStatus(id) })
+            try StatusRoutes.json(try await cluster.report {
+                let local = await source.statusReport(withDigests: false)
+                return await ClusterStatusReport.gather(local: local) { id, _ in try await source.peerStatus(id) }
+            })
         }
         router.get("/dashboard") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],

@@ -95,6 +95,7 @@ enum RoomEndpoints {
 
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/room/create", Create.self) { api, b, app in
+            if let given = b.roomId { try FieldRule.newRoomId(AppScope.local(given)) }
             let roomId = b.roomId ?? AppScope.scoped(String(UInt64.random(in: 1_000_000_000 ... UInt64(Int64.max))),
                                                      in: api.namespace(app))
             let level = try FieldRule.pick(optional: b.queueLevel, FieldRule.queueLevels, "queueLevel")

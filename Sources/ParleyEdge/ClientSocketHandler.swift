@@ -46,6 +46,12 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var helloDone = false
     private var helloTimer: Scheduled<Void>?
     private let closeTimeout: TimeAmount
+    /// A connection whose last data frame (text, binary, continuation) is this old is idle (chat: 1001 and its
+    /// sessions end). Pings and pongs do not count (docs/protocol.md): a client cannot hold a connection with
+    /// WebSocket pings alone (issue 33). One timer per connection, moved on only when it fires.
+    private let idleTimeout: TimeAmount
+    private var lastData = NIODeadline.now()
+    private var idleTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
     /// The edge's handle on this connection (chat mode); dropped with the handler, which it refers to.
     private var socket: ClientSocket?
@@ -78,13 +84,14 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     init(mode: Mode, maxMessageBytes: Int, preHelloMessageBytes: Int = 4096, fragmentedMessageBytes: Int = 8192,
          messageDeadline: TimeAmount = .seconds(10), helloDeadline: TimeAmount = .seconds(10),
-         closeTimeout: TimeAmount = .seconds(5)) {
+         idleTimeout: TimeAmount = .seconds(75), closeTimeout: TimeAmount = .seconds(5)) {
         self.mode = mode
         self.maxMessageBytes = maxMessageBytes
         self.preHelloMessageBytes = min(preHelloMessageBytes, maxMessageBytes)
         self.fragmentedMessageBytes = fragmentedMessageBytes
         self.messageDeadline = messageDeadline
         self.helloDeadline = helloDeadline
+        self.idleTimeout = idleTimeout
         self.closeTimeout = closeTimeout
     }
 
@@ -114,6 +121,8 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = context
         eventLoop = context.eventLoop
         remoteHost = context.channel.remoteAddress?.ipAddress ?? "?"
+        lastData = .now()
+        armIdleTimer(in: idleTimeout)
         guard case .chat(let edge) = mode else { return }
         socket = ClientSocket(handler: self, eventLoop: context.eventLoop, outbox: edge.outboxes.outbox(for: context.eventLoop))
         enqueue(.open)
@@ -125,6 +134,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         helloTimer?.cancel()
+        idleTimer?.cancel()
         messageTimer?.cancel()
         self.context = nil
         socket = nil  // breaks the socket ↔ handler cycle; the edge forgets its copy on `closed`
@@ -159,14 +169,21 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
             closeSent = true
             return
         }
-        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
-            switch mode {
-            case .chat: enqueue(.idle)
-            case .echo: sendClose(code: 1001, reason: "idle timeout")
-            }
-            return
-        }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Fires `in` from now; then the connection is idle unless a data frame came since, in which case it
+    /// waits for what is left of the timeout after that frame.
+    private func armIdleTimer(in delay: TimeAmount) {
+        idleTimer = eventLoop?.scheduleTask(in: delay) { [weak self] in
+            guard let self, !self.closeSent, !self.failed else { return }
+            let quiet = NIODeadline.now() - self.lastData
+            guard quiet >= self.idleTimeout else { return self.armIdleTimer(in: self.idleTimeout - quiet) }
+            switch self.mode {
+            case .chat: self.enqueue(.idle)
+            case .echo: self.sendClose(code: 1001, reason: "idle timeout")
+            }
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -216,6 +233,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func append(_ frame: WebSocketFrame) {
+        lastData = .now()
         var data = frame.unmaskedData
         let first = message!.readableBytes == 0
         let limit = first && frame.fin ? messageLimit : fragmentedLimit

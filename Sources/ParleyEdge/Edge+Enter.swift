@@ -26,7 +26,9 @@ extension Edge {
         let userId: String
         let loginKeys = request.mode == .anonymous ? [] :
             LoginThrottle.keys(remote: c.remoteHost, appKey: request.appKey, account: request.account)
-        if let wait = loginThrottle.retryAfter(loginKeys, at: .now) {
+        let holds = request.mode == .anonymous ? [] :
+            loginThrottle.holds(remote: c.remoteHost, appKey: request.appKey, account: request.account, at: .now)
+        if let wait = loginThrottle.retryAfter(holds, at: .now) {
             let error = ProtocolError.tooManyFailedLogins(retryAfterMillis: wait.components.seconds * 1000
                                                           + wait.components.attoseconds / 1_000_000_000_000_000)
             loginRefused(c, request, reason: "throttled")

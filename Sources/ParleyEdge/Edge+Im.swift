@@ -91,7 +91,8 @@ extension Edge {
             return
         }
         let keys = LoginThrottle.keys(remote: c.remoteHost, appKey: appKey, account: account)
-        if let wait = loginThrottle.retryAfter(keys, at: .now) {
+        if let wait = loginThrottle.retryAfter(loginThrottle.holds(remote: c.remoteHost, appKey: appKey, account: account, at: .now),
+                                               at: .now) {
             let error = ProtocolError.tooManyFailedLogins(retryAfterMillis: Int64(wait / .milliseconds(1)))
             c.send(EventFrame.error(id: id, error))
             close(connection, code: 4401, reason: error.message)

@@ -98,6 +98,9 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableErrorHandling = false  // handled by Hummingbird
             configuration.enableResponseHeaderValidation = false  // HTTPTypes validates already
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(MalformedRequestAnswer(), name: MalformedRequestAnswer.name,
+                                                           position: .after(decoder))
             try channel.pipeline.syncOperations.addHandler(
                 RequestHeadDeadline(first: headDeadline, between: .milliseconds(Int64(edge.settings.keepAliveMillis))),
                 name: RequestHeadDeadline.name, position: .first)
@@ -139,11 +142,14 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     /// The pipeline after the upgrade (the upgrader already added the frame codec and its protocol error
-    /// handler): the frame deadline ahead of the decoder, the idle timeout, then the socket handler. The write
+    /// handler): the frame deadline ahead of the decoder, then the socket handler (which keeps the idle timeout). The write
     /// buffer's high water mark is the most a connection may have unsent before it counts as too slow (1008).
     static func installSocket(on channel: any Channel, mode: ClientSocketHandler.Mode, settings: EdgeSettings) throws {
         if let deadline = try? channel.pipeline.syncOperations.handler(type: RequestHeadDeadline.self) {
             channel.pipeline.syncOperations.removeHandler(deadline, promise: nil)
+        }
+        if let answer = try? channel.pipeline.syncOperations.handler(type: MalformedRequestAnswer.self) {
+            channel.pipeline.syncOperations.removeHandler(answer, promise: nil)
         }
         let high = max(settings.maxQueuedBytes, 1024)
         try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: high / 2, high: high))
@@ -159,13 +165,11 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         try channel.pipeline.syncOperations.addHandler(
             FrameDeadline(limit: .milliseconds(Int64(settings.frameMillis)), expired: { metrics?.closed("frameTooSlow") }),
             position: .before(decoder))
-        try channel.pipeline.syncOperations.addHandlers([
-            IdleStateHandler(readTimeout: idle),
+        try channel.pipeline.syncOperations.addHandler(
             ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage, preHelloMessageBytes: settings.preHelloMessageBytes,
                                 fragmentedMessageBytes: settings.fragmentedMessageBytes,
                                 messageDeadline: .milliseconds(Int64(settings.messageMillis)),
-                                helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis))),
-        ])
+                                helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis)), idleTimeout: idle))
     }
 }
 

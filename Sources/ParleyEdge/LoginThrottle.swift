@@ -1,9 +1,11 @@
-/// Slows token guessing (issue 24): after `limit` failed logins within `window` from one remote address or
-/// for one account, further logins from it or for it are refused at once — the token is not even checked —
-/// until the window that began with the first of those failures has passed. A guesser gets `limit` tries a
-/// window per address instead of ~1,700 a second; the cost is that a real user whose account is being
-/// guessed waits out the window too. Bounded: at most `maxKeys` keys are remembered (the oldest windows go
-/// first when full). A value type the edge actor owns, with time passed in.
+/// Slows token guessing (issue 24): after `limit` failed logins within `window` from one remote address,
+/// further logins from it are refused at once — the token is not even checked — until the window that began
+/// with the first of those failures has passed. After `limit` failures for one account (from anywhere), its
+/// logins are refused from every address that has failed for it in the window, and only from those (issue
+/// 33: a stranger's five wrong tokens once locked the real user out of the node): a guesser spread over many
+/// addresses gets one try per address, the user on an address that never failed gets in. Bounded: at most
+/// `maxKeys` keys are remembered (the oldest windows go first when full). A value type the edge actor owns,
+/// with time passed in.
 struct LoginThrottle {
     let limit: Int
     let window: Duration
@@ -48,8 +50,16 @@ struct LoginThrottle {
         }
     }
 
-    /// The keys of one login: where it came from and whom it claims to be.
+    /// What a failed login counts against: where it came from, whom it claims to be, and the two together.
     static func keys(remote: String, appKey: String, account: String) -> [String] {
-        ["address " + remote, "account " + appKey + "/" + account]
+        ["address " + remote, "account " + appKey + "/" + account, "pair " + appKey + "/" + account + " " + remote]
+    }
+
+    /// What may hold a login back: its address, and its account when this address failed for that account
+    /// within the window.
+    func holds(remote: String, appKey: String, account: String, at now: ContinuousClock.Instant) -> [String] {
+        let keys = Self.keys(remote: remote, appKey: appKey, account: account)
+        guard let pair = failures[keys[2]], now - pair.since < window else { return [keys[0]] }
+        return [keys[0], keys[1]]
     }
 }

@@ -26,8 +26,10 @@ extension ImShardCommand {
             Self.write(c, into: &w)
         case .effects(let source, let entries):
             w.write(UInt8(4)); w.write(source)
-            w.write(UInt64(entries.count))
-            for e in entries { w.write(e.seq); ImShardState.write(e.effect, into: &w) }
+            Self.write(entries, into: &w)
+        case .screenedEffects(let source, let entries):
+            w.write(UInt8(7)); w.write(source)
+            Self.write(entries, into: &w)
         case .confirm(let seqs):
             w.write(UInt8(5))
             w.write(UInt64(seqs.count))
@@ -67,11 +69,10 @@ extension ImShardCommand {
             self = .team(teamId: teamId, try Self.readTeamCommand(&r))
         case 4:
             let source = try r.readInt()
-            var entries: [OutboxEntry] = []
-            for _ in 0..<(try r.readCount(minimumItemBytes: 5)) {
-                entries.append(OutboxEntry(seq: try r.readUInt64(), effect: try ImShardState.readEffect(&r)))
-            }
-            self = .effects(from: source, entries)
+            self = .effects(from: source, try Self.readEntries(&r))
+        case 7:
+            let source = try r.readInt()
+            self = .screenedEffects(from: source, try Self.readEntries(&r))
         case 5:
             var seqs: [UInt64] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 1)) { seqs.append(try r.readUInt64()) }
@@ -87,6 +88,19 @@ extension ImShardCommand {
             throw .badTag("IM command", UInt64(tag))
         }
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
+    }
+
+    static func write(_ entries: [OutboxEntry], into w: inout ByteWriter) {
+        w.write(UInt64(entries.count))
+        for e in entries { w.write(e.seq); ImShardState.write(e.effect, into: &w) }
+    }
+
+    static func readEntries(_ r: inout ByteReader) throws(CodecError) -> [OutboxEntry] {
+        var entries: [OutboxEntry] = []
+        for _ in 0..<(try r.readCount(minimumItemBytes: 5)) {
+            entries.append(OutboxEntry(seq: try r.readUInt64(), effect: try ImShardState.readEffect(&r)))
+        }
+        return entries
     }
 
     static func write(_ c: TeamCommand, into w: inout ByteWriter) {

@@ -9,6 +9,10 @@ public enum ImShardCommand: Sendable, Equatable {
     case team(teamId: String, TeamCommand)
     /// The relay: effects from shard `from`'s outbox, in its order.
     case effects(from: Int, [OutboxEntry])
+    /// Issue 33: the same, screened by the targets' blocklists — what a blocked user starts (a friend request, a
+    /// direct add, a team invitation, an application to a team the target manages) stops there. A command of
+    /// its own, proposed once every node reads it, so entries written before apply as they always did.
+    case screenedEffects(from: Int, [OutboxEntry])
     /// The relay: the targets applied these effects of this shard's outbox.
     case confirm([UInt64])
     /// A read through the log (changes nothing).
@@ -34,6 +38,9 @@ extension ImShardState {
         case .team(let teamId, let c): return apply(c, team: teamId, context: context).map(ImApplied.team)
         case .effects(let source, let entries):
             let (events, upTo) = applyEffects(from: source, entries)
+            return .success(.effects(events: events, appliedUpTo: upTo))
+        case .screenedEffects(let source, let entries):
+            let (events, upTo) = applyEffects(from: source, entries, screened: true)
             return .success(.effects(events: events, appliedUpTo: upTo))
         case .confirm(let seqs):
             confirm(seqs)

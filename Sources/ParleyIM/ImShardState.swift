@@ -114,8 +114,13 @@ public struct ImShardState: Sendable, Equatable {
     }
 
     /// Applies the effects relayed from shard `source`, in order, skipping those applied before (by sequence);
-    /// returns what the targets' devices hear and the highest sequence now applied from `source`.
-    public mutating func applyEffects(from source: Int, _ entries: [OutboxEntry]) -> (events: [ImEvent], appliedUpTo: UInt64) {
+    /// returns what the targets' devices hear and the highest sequence now applied from `source`. `screened`
+    /// (issue 33, seed 004's blocklist): what a user the target blocked asks for — a friend request, a team
+    /// invitation, an application to a team the target manages — is consumed and changes nothing; a direct
+    /// add applies without its notification (the three relationships are independent, and friendship stays
+    /// symmetric); answers to the target's own requests arrive as always.
+    public mutating func applyEffects(from source: Int, _ entries: [OutboxEntry], screened: Bool = false)
+        -> (events: [ImEvent], appliedUpTo: UInt64) {
         var events: [ImEvent] = []
         var applied = appliedFrom[source] ?? 0
         for entry in entries where entry.seq > applied {
@@ -127,7 +132,10 @@ public struct ImShardState: Sendable, Equatable {
             default: guard e.target != e.from else { continue }  // friends and copies are between two users
             }
             var record = user(e.target)
+            let fromBlocked = screened && record.blocked.contains(e.from)
+            if fromBlocked, Self.isUnsolicited(e.change) { continue }
             func notify(_ operation: FriendOperation, _ message: String = "") {
+                if fromBlocked, e.change == .befriendedBy { return }
                 let item = record.log.append(.friendNotification(source: e.from, target: e.target, operation: operation, message: message),
                                          at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
@@ -171,6 +179,16 @@ public struct ImShardState: Sendable, Equatable {
         }
         appliedFrom[source] = applied
         return (events, applied)
+    }
+
+    /// What a user asks of another without being asked: a blocklist stops it. Answers to the target's own
+    /// requests (an acceptance, a rejection), friendship changes, message copies and team membership are not.
+    static func isUnsolicited(_ change: ImEffect.Change) -> Bool {
+        switch change {
+        case .requestedBy: return true
+        case .teamNotice(let notice, _, _): return notice == .invite || notice == .apply
+        case .befriendedBy, .acceptedBy, .rejectedBy, .unfriendedBy, .sentCopy, .joinedTeam, .leftTeam: return false
+        }
     }
 
     /// A one-to-one message from the context's actor, applied on the receiver's shard: refused when the

@@ -82,6 +82,11 @@ struct ClusterCommand: AsyncParsableCommand {
                     if let why = await client.linkStatus().first(where: { $0.peer == PeerTokenCheck.anyNode })?.lastError {
                         last = why
                     }
+                    // Issue 33: refused credentials do not get better by asking again.
+                    if last.contains("(401)") {
+                        await client.shutdown()
+                        throw ValidationError("credentials refused by \(through): the cluster secret (--secret-file, PARLEY_SECRET) is not the cluster's")
+                    }
                 }
                 try await Task.sleep(for: .milliseconds(250))
             }

@@ -183,6 +183,33 @@ struct ProtocolFrameTests {
         await client.close()
     }
 
+    @Test("A2, issue 33: a head the parser refuses is answered 431 or 400 and closed at once (not after the keep-alive deadline)")
+    func malformedHeadsAreAnsweredAndClosed() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let cases: [(String, [UInt8], String)] = [
+            ("a 1 MiB header", Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ".utf8) + Array(repeating: 97, count: 1 << 20)
+                + Array("\r\n\r\n".utf8), "HTTP/1.1 431"),
+            ("Content-Length and Transfer-Encoding",
+             Array("POST /v1/room/get HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8),
+             "HTTP/1.1 400"),
+            ("two Content-Lengths",
+             Array("POST /v1/room/get HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello".utf8), "HTTP/1.1 400"),
+            ("no HTTP at all", [0, 1, 2] + Array(" nonsense\r\n\r\n".utf8), "HTTP/1.1 400"),
+        ]
+        for (what, bytes, status) in cases {
+            let began = ContinuousClock.now
+            let client = try StalledClient(port: server.port, sending: bytes)
+            let answer = try await offThePool { try client.readAllToEnd(timeout: .seconds(20)) }
+            #expect(answer.hasPrefix(status), "\(what): \(answer.prefix(60))")
+            #expect(ContinuousClock.now - began < .seconds(5), "\(what): closed after \(ContinuousClock.now - began)")
+        }
+        // The WebSocket upgrade still works beside it (the answer's handler leaves the pipeline on upgrade).
+        let ws = try await server.client()
+        #expect(try await ws.call("ping")["ok"] == .bool(true))
+        await ws.close()
+    }
+
     @Test("A2: a frame not whole within frameMillis of its first byte is closed 1008; a slow frame in time is served")
     func aDrippedFrameIsClosed() async throws {
         var settings = EdgeSettings.testing
@@ -292,6 +319,31 @@ struct ProtocolFrameTests {
             server.cluster.submitted.contains { if case .exit(let room) = $0.0 { return room == "r1" } else { return false } }
         }
         try await eventually { await server.edge.counts.sessions == 0 }
+    }
+
+    @Test("Issue 33: WebSocket ping frames are answered but keep no connection past the idle timeout; the ping op does")
+    func pingFramesAreNotActivity() async throws {
+        var settings = EdgeSettings.testing
+        settings.idleTimeoutMillis = 3_000
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        let began = ContinuousClock.now  // before their hellos, the last data frames they send
+        let framesOnly = try await server.client(), withOps = try await server.client()
+        let pinging = Task {
+            while !Task.isCancelled {
+                framesOnly.send(.pingFrame)
+                withOps.send(.pingFrame)
+                withOps.send(json: ["id": 7, "op": "ping"])
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        defer { pinging.cancel() }
+        #expect(try await framesOnly.closed(timeout: .seconds(15)) == 1001)
+        #expect(ContinuousClock.now - began >= .milliseconds(2_900), "closed before the idle timeout")
+        // The one that sent the protocol's ping op is still open, well past the timeout.
+        try await Task.sleep(for: .seconds(2))
+        #expect(try await withOps.call("ping")["ok"] == .bool(true))
+        await withOps.close()
     }
 }
 

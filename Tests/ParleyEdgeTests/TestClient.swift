@@ -15,6 +15,8 @@ final class TestClient: Sendable {
         case fragments([String])
         /// Fragments of a message that never ends (no frame has FIN).
         case unfinished([String])
+        /// A WebSocket ping frame (not the protocol's `ping` op).
+        case pingFrame
         case close
     }
 
@@ -62,6 +64,8 @@ final class TestClient: Sendable {
                                                                data: ByteBuffer(string: part))
                                     try await outbound.write(.custom(frame))
                                 }
+                            case .pingFrame:
+                                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())))
                             case .close:
                                 try await outbound.close(.normalClosure, reason: nil)
                                 return

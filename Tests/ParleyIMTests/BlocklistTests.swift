@@ -45,4 +45,40 @@ import ParleyIM
         world.run("amy", .deleteFriend(target: "tom", removeRemark: true))
         #expect(world.user("amy").blocklist == ["tom"] && world.user("amy").muteList == ["tom"])
     }
+
+    @Test("004 Blocklist, issue 33: what a blocked user asks — a friend request, a team invitation, an application — stops at the blocker; a direct add applies silently")
+    func blockedUsersStartNothing() {
+        var world = ImWorld()
+        world.run("tom", .setBlocked(target: "amy", true))
+        #expect(world.run("amy", .friend(.request, target: "tom", message: "let me in")).errorCode == nil, "the sender is not told")
+        #expect(world.run("amy", .friend(.add, target: "tom", message: "")).errorCode == nil)
+        #expect(world.items(of: "tom").isEmpty, "no notification in tom's log")
+        #expect(world.user("tom").incoming.isEmpty, "no request waiting")
+        // The add itself applies (relationships are independent; friendship stays symmetric), without a word.
+        #expect(world.user("tom").friendList == ["amy"])
+        world.run("amy", .deleteFriend(target: "tom", removeRemark: true))
+        // Someone tom did not block still reaches him.
+        world.run("bea", .friend(.request, target: "tom", message: "hi"))
+        #expect(world.notifications(of: "tom").count == 1 && world.user("tom").incoming["bea"] != nil)
+        // Answers to tom's own requests are no unsolicited traffic: they still arrive.
+        world.run("tom", .friend(.request, target: "amy", message: "after all?"))
+        world.run("amy", .friend(.verify, target: "tom", message: ""))
+        #expect(world.user("tom").friendList == ["amy"], "amy accepted tom's own request")
+        // Team invitations and applications from a blocked user, effects like the others.
+        let unsolicited: [ImEffect.Change] = [.teamNotice(.invite, teamId: "kite", message: "join"),
+                                              .teamNotice(.apply, teamId: "kite", message: "take me")]
+        var tomShard = world.shards[world.shard(of: "tom")]
+        let (events, upTo) = tomShard.applyEffects(from: 7, unsolicited.enumerated().map {
+            OutboxEntry(seq: UInt64($0 + 1), effect: ImEffect(target: "tom", from: "amy", change: $1, at: 5_000)) }, screened: true)
+        #expect(events.isEmpty && upTo == 2, "consumed, and nothing of them kept")
+    }
+
+    @Test("Issue 33: relayed as plain `effects` (entries written before every node screened), a blocked user's request applies as it always did")
+    func unscreenedEffectsApplyAsBefore() {
+        var world = ImWorld()
+        world.screens = false
+        world.run("tom", .setBlocked(target: "amy", true))
+        world.run("amy", .friend(.request, target: "tom", message: "old rules"))
+        #expect(world.user("tom").incoming["amy"] != nil && world.notifications(of: "tom").count == 1)
+    }
 }

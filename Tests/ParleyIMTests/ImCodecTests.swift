@@ -27,6 +27,7 @@ import ParleyWire
                .send(P2PSend(to: "tom", clientMessageId: "c1", type: "image", body: "b", ext: "{}"))]
             + team.map { .team(teamId: "kite", $0) }
             + [.effects(from: 3, effects.enumerated().map { OutboxEntry(seq: UInt64($0 + 1), effect: ImEffect(target: "tom", from: "amy", change: $1, at: 77)) }),
+               .screenedEffects(from: 2, [OutboxEntry(seq: 9, effect: ImEffect(target: "tom", from: "amy", change: .requestedBy(message: "m"), at: 78))]),
                .confirm([1, 5, 9]), .confirm([])]
     }
 

@@ -8,6 +8,9 @@ struct ImWorld {
     var time: Int64 = 1_000
     /// Everything the devices heard, in order.
     var heard: [ImEvent] = []
+    /// Relay `screenedEffects` (issue 33: blocklists stop what a blocked user starts), as the cluster's relay
+    /// does once every node reads it; false relays plain `effects`, as before.
+    var screens = true
 
     init(shards: Int = 2, limits: ImLimits = ImLimits()) {
         self.shards = (0..<shards).map { _ in ImShardState(limits: limits) }
@@ -36,7 +39,7 @@ struct ImWorld {
             for target in shards.indices {
                 let mine = entries.filter { shard(of: $0.effect.target) == target }
                 guard !mine.isEmpty else { continue }
-                let (events, upTo) = shards[target].applyEffects(from: source, mine)
+                let (events, upTo) = shards[target].applyEffects(from: source, mine, screened: screens)
                 heard += events
                 shards[source].confirm(mine.filter { $0.seq <= upTo }.map(\.seq))
             }

@@ -72,4 +72,24 @@ import FoundationNetworking
             #expect(report.nodes.allSatisfy { $0.status != nil && $0.error == nil }, "\(report.nodes.map(\.error))")
         }
     }
+
+    @Test("Issue 33: /status/cluster asks the cluster at most once a second, however many callers poll it")
+    func gatheringIsSharedAndKeptForASecond() async throws {
+        let cache = ClusterStatusCache(maxAge: .seconds(1))
+        let report = ClusterStatusReport(gatheredBy: 1, nodes: [])
+        // 50 callers at once: one gathering (a slow one), all get its report.
+        let answers = try await withThrowingTaskGroup(of: ClusterStatusReport.self) { group in
+            for _ in 0..<50 {
+                group.addTask { try await cache.report { try await Task.sleep(for: .milliseconds(200)); return report } }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.count == 50 && answers.allSatisfy { $0 == report })
+        #expect(await cache.gatherings == 1)
+        _ = try await cache.report { report }
+        #expect(await cache.gatherings == 1, "within the second: the kept report")
+        try await Task.sleep(for: .milliseconds(1_100))
+        _ = try await cache.report { report }
+        #expect(await cache.gatherings == 2, "after it: asked again")
+    }
 }

@@ -71,6 +71,13 @@ import ParleyRooms
         #expect(try await cluster.status(2).shards.count == 16)
         let listing = try await cluster.parley(["cluster", "nodes", "--through", peer1])
         #expect(listing.output.split(separator: "\n").contains { $0.hasPrefix("2 ") && $0.contains("draining") }, "\(listing.output)")
+        // Issue 33: the tool with another secret is told so at once, not "connection closed" after 15 s.
+        let wrong = cluster.directory.appendingPathComponent("wrong-secret").path
+        try "not-the-cluster-secret\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        let started = ContinuousClock.now
+        let refused = try await cluster.run(["cluster", "nodes", "--through", peer1, "--secret-file", wrong], seconds: 30)
+        #expect(refused.status != 0 && refused.output.contains("credentials refused"), "\(refused.output)")
+        #expect(ContinuousClock.now - started < .seconds(10), "took \(ContinuousClock.now - started)")
 
         try await Faults.waitFor("every acknowledged message to reach everyone", seconds: 30) {
             for r in recorders + [heard, stayed] where !Set(await r.messages(in: room).map(\.seq)).isSuperset(of: acked) { return false }

@@ -108,6 +108,7 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
         }
         // With one node down, the others still answer and say which node did not.
         cluster.kill9(3)
+        try await Task.sleep(for: .milliseconds(1_100))  // a gathering is kept for a second (issue 33)
         let (text, _) = try await get(cluster.http(1) + "/status/cluster")
         let report = try JSONDecoder().decode(ClusterStatusReport.self, from: Data(text.utf8))
         let down = try #require(report.nodes.first { $0.id == 3 })

@@ -312,6 +312,13 @@ import ParleyRooms
                                                                        "queueLevel": "managers"])
             #expect(created.status == 200 && room(created)["queueLevel"] as? String == "managers")
             expectRefusal(try await api.post(n[2], "/v1/room/create", ["roomId": "r1", "creator": "alice", "name": "Again"]), 409, 417)
+            // Issue 33: a new room's id reads as what it is — no controls, no invisible formatting, composed.
+            for bad in ["r\u{7}bell", "\u{202E}lave", "a\u{200B}b", "e\u{301}te"] {
+                expectRefusal(try await api.post(n[0], "/v1/room/create", ["roomId": bad, "creator": "alice", "name": "Bad"]),
+                              400, 10414)
+                expectRefusal(try await api.post(n[0], "/v1/room/get", ["roomId": bad]), 404, 404)
+            }
+            #expect(try await api.post(n[0], "/v1/room/create", ["roomId": "\u{e9}t\u{e9}", "creator": "alice", "name": "NFC"]).status == 200)
             let generated = try await api.post(n[2], "/v1/room/create", ["creator": "alice", "name": "Generated"])
             let genId = try #require(room(generated)["roomId"] as? String)
             #expect(!genId.isEmpty)

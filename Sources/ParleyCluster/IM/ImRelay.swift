@@ -6,6 +6,9 @@ import ParleyRooms
 final class ImRelayBook {
     var inFlight = Set<ShardID>()
     var retryAt: [ShardID: NIODeadline] = [:]
+    /// Issue 33: every node of the registry reads `screenedEffects` (asked again every few seconds).
+    var screens = false
+    var screensAskedAt: NIODeadline?
 
     /// `stalled`: nothing of the relay was confirmed, so the next one waits a moment.
     func done(_ shard: ShardID, stalled: Bool) {
@@ -27,6 +30,7 @@ extension RaftDriver {
     func relayEffects() {
         loop.preconditionInEventLoop()
         let now = NIODeadline.now()
+        askWhetherEveryNodeScreens(now)
         for shard in host.shards where !relay.inFlight.contains(shard) {
             if let at = relay.retryAt[shard], at > now { continue }
             guard let outbox = host.imOutbox(shard: shard) else { continue }
@@ -46,7 +50,8 @@ extension RaftDriver {
         let deadline = NIODeadline.now() + .seconds(3)
         let sends = targets.map { target in
             let entries = byTarget[target]!
-            return submitIm(.effects(from: source, entries), account: "", shard: target, actor: .appServer, deadline: deadline)
+            let command: ImShardCommand = relay.screens ? .screenedEffects(from: source, entries) : .effects(from: source, entries)
+            return submitIm(command, account: "", shard: target, actor: .appServer, deadline: deadline)
                 .map { result -> [UInt64] in
                     guard case .success(.effects(_, let upTo)) = result else { return [] }
                     return entries.filter { $0.seq <= upTo }.map(\.seq)
@@ -63,6 +68,22 @@ extension RaftDriver {
             // Whatever is left (a target's leader was away, a batch was cut) is relayed again by a later tick,
             // at once when this one made progress.
             self.relay.done(source, stalled: (try? result.get()) != true)
+        }
+    }
+
+    /// Blocklists screen relayed effects once every node of the registry applies `screenedEffects` (a rolling
+    /// upgrade: until then the relay proposes `effects`, which every node applies alike).
+    private func askWhetherEveryNodeScreens(_ now: NIODeadline) {
+        // Asked each second until every node does (a cluster starting, an upgrade finishing), then every 5 s.
+        if let asked = relay.screensAskedAt, now - asked < (relay.screens ? .seconds(5) : .seconds(1)) { return }
+        relay.screensAskedAt = now
+        let transport = self.transport, loop = self.loop
+        metaState().flatMap { state -> EventLoopFuture<Bool> in
+            guard let state else { return loop.makeSucceededFuture(false) }
+            let members = state.nodes.values.filter { $0.state != .dropped }.map(\.id)
+            return loop.makeFutureWithTask { await transport.everyPeerHas(.imScreening, among: members) }
+        }.whenSuccess { every in
+            loop.execute { self.relay.screens = every }
         }
     }
 }

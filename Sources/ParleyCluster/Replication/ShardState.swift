@@ -63,7 +63,7 @@ public struct ShardState: ReplicatedMachine {
             // A client acts for its own user only, and never as the relay.
             guard s.userId == account else { return .failure(ImError(.noPermission, "a session acts only for its own user")) }
             switch c {
-            case .effects, .confirm: return .failure(ImError(.noPermission, "only the cluster relays effects"))
+            case .effects, .screenedEffects, .confirm: return .failure(ImError(.noPermission, "only the cluster relays effects"))
             default: byAppServer = false
             }
         }

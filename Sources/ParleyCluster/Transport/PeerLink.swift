@@ -476,7 +476,11 @@ final class PeerCallStreamReader: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .headers(let h):
-            if h.headers.first(name: ":status").map({ $0 != "200" }) ?? false { context.close(promise: nil) }
+            // Refused (401: another secret; 426: another version): recorded as why, so a tool can say so.
+            if let status = h.headers.first(name: ":status"), status != "200" {
+                link.refused(status: status)
+                context.close(promise: nil)
+            }
         case .data(let d):
             guard case .byteBuffer(var bytes) = d.data else { return }
             buffer.writeBuffer(&bytes)

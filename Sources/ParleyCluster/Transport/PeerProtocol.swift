@@ -12,8 +12,10 @@
 ///   and sends IM events after a feed page's room events (only when a page has some).
 /// - 4: reads the meta commands `createApp` (an app with its signing rule, tag 11) and `claimNonce` (tag 12),
 ///   issue 33 (SPEC T2).
+/// - 5: reads the IM relay's `screenedEffects` (IM command tag 7: effects screened by the targets'
+///   blocklists), issue 33.
 public enum PeerProtocol {
-    public static let version = 4
+    public static let version = 5
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -33,12 +35,15 @@ public enum PeerProtocol {
         case im
         /// Meta commands `createApp` and `claimNonce` (SPEC T2: CheckSum2 by default, one call per nonce).
         case appSigning
+        /// The IM relay's `screenedEffects` (IM command tag 7).
+        case imScreening
 
         public var version: Int {
             switch self {
             case .sessionTakeOver: 2
             case .im: 3
             case .appSigning: 4
+            case .imScreening: 5
             }
         }
     }
