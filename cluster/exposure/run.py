@@ -502,6 +502,11 @@ async def blocked_requests(port, base, app_key, app_secret, seconds=5.0, connect
     """Issue 33 (medium 3): eve, whom dave blocked, floods dave with friend requests from five connections;
     then bob asks once. Returns (eve's requests answered ok, answered 416, elapsed, what dave's log holds from
     eve and from bob)."""
+    # The defaults again (fill_room lifted the app's budgets for its busy room).
+    status, answer = signed(base, app_key, app_secret, "/v1/app/setBudgets",
+                            {"userMessagesPerSecond": 10, "userBurst": 20, "roomMessagesPerSecond": 200, "roomBurst": 400})
+    if status != 200:
+        raise SystemExit(f"setBudgets: {status} {answer}")
     for account in ("dave", "eve", "bob"):
         signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": f"{account}-token"})
     dave = await ImSession.login(port, app_key, "dave", "dave-token")
