@@ -63,10 +63,16 @@ extension RaftDriver {
 
     func proposeImHere(_ request: ForwardedImCommand) -> EventLoopFuture<GroupAnswer<ShardOutcome>> {
         loop.preconditionInEventLoop()
-        if host.isLeader(of: request.shard), let b = budget(of: request),
-           let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {
-            return loop.makeSucceededFuture(.applied(.im(.failure(
-                ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message)))))
+        if let b = budget(of: request) {
+            // A1 on every road (issue 34): only the leader appends a budgeted command, after its check; a
+            // follower answers with the leader it knows rather than pass it on inside Raft, past the budget.
+            guard host.isLeader(of: request.shard) else {
+                return loop.makeSucceededFuture(.notLeader(host.leader(of: request.shard) ?? 0))
+            }
+            if let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {
+                return loop.makeSucceededFuture(.applied(.im(.failure(
+                    ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message)))))
+            }
         }
         let promise = loop.makePromise(of: GroupAnswer<ShardOutcome>.self)
         host.proposeIm(request.command, account: request.account, shard: request.shard, actor: request.actor,

@@ -34,7 +34,6 @@ public final class RaftDriver: @unchecked Sendable {
     private var deferredWriteScheduled = false
     /// Set when the ready loop fails (the disk): the node stops taking part rather than risk safety.
     private var fatal: Error?
-    public private(set) var eventsPublished = 0
     /// A1: clients' message budgets on the shards this node leads.
     let throttle = SendThrottle()
     /// Messages refused over budget here (for /metrics).
@@ -324,6 +323,13 @@ public final class RaftDriver: @unchecked Sendable {
     private func proposeHere(_ request: ForwardedCommand,
                              then completion: @escaping ProposalCompletion) {
         loop.preconditionInEventLoop()
+        // A1 on every road (issue 34): a budgeted command is appended only by its shard's leader, after the
+        // check below. A follower — reached by a node with no replica, which asks replicas in ranked order, or by
+        // one whose replica knew no leader — would pass it on inside Raft, past the budget: it answers with
+        // the leader it knows instead, and the caller goes there.
+        if request.isBudgeted, !host.isLeader(of: request.shard), !budgetIsOff(request) {
+            return completion(.failure(.notLeader(leader: host.leader(of: request.shard) ?? 0)))
+        }
         if request.isBudgeted, host.isLeader(of: request.shard), case .sendMessage(let m) = request.command,
            case .session(let sender) = request.actor, case let budget = host.sendBudget(shard: request.shard, roomId: m.roomId),
            !budget.isUnlimited,
