@@ -108,6 +108,43 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         }
     }
 
+    /// Issue 34: reads leave the log. Each write through one node is read back at once through another (the
+    /// leader's, a follower's): every read sees every write acknowledged before it (the read index), and the
+    /// 30 reads add no entry to the shard's log — its commit index grows by the writes' entries alone.
+    @Test func readsSeeEveryAcknowledgedWriteAndAddNoEntry() async throws {
+        try await withLocalCluster { cluster in
+        try cluster.startAll()
+        try await cluster.waitForLeaders()
+        let room = "library"
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
+        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Library")), room: room, via: 1)
+        _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: session("ann"), via: 2)
+        let leader = try #require(await cluster.leader(ofShard: shard))
+        func commit() async throws -> UInt64 {
+            try #require(try await cluster.status(leader).shards.first { $0.shard == shard }).commit
+        }
+        let before = try await commit()
+        var written: [String] = []
+        for i in 0..<10 {
+            let via = UInt64(1 + i % 3), readVia = UInt64(1 + (i + 1) % 3)
+            let sent = try await cluster.submit(.sendMessage(SendMessage(roomId: room, body: "w-\(i)")), room: room,
+                                                as: session("ann"), via: via)
+            guard case .success(.messageSent) = sent.result else { Issue.record("send \(i): \(sent)"); continue }
+            written.append("w-\(i)")
+            let read = try await cluster.submit(.fetchHistory(HistoryQuery(roomId: room, limit: 100, ascending: true)), room: room,
+                                                as: session("ann"), via: readVia)
+            #expect(messageBodies(read) == written, "read \(i) through node \(readVia) after the write through \(via)")
+            let info = try await cluster.submit(.fetchRoomInfo(roomId: room), room: room, as: .appServer, via: readVia)
+            guard case .success(.roomInfo) = info.result else { Issue.record("room info \(i): \(info)"); continue }
+            let members = try await cluster.submit(.fetchMembers(FetchMembers(roomId: room, kind: .temp, limit: 10)), room: room,
+                                                   as: session("ann"), via: via)
+            #expect(members.errorCode == nil, "\(members)")
+        }
+        let after = try await commit()
+        #expect(after - before <= 10, "the shard's log grew by \(after - before) entries for 10 writes and 30 reads")
+        }
+    }
+
     @Test func killingAShardLeaderElectsANewOneWithinTwoSecondsAndLosesNothing() async throws {
         try await withLocalCluster { cluster in
         try cluster.startAll()

@@ -65,6 +65,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     }
 
     private var pending: [ProposalID: Waiting] = [:]
+    /// Issue 34: reads waiting for their read index, then for this replica to apply that far.
+    private var reads: PendingReads<Machine.Command, Machine.Outcome>
     /// A committed entry this replica could not read: nothing after it applies, and the cycle fails with it
     /// (the driver stops the node; docs/operations.md, Upgrades).
     private(set) var unreadable: ClusterError?
@@ -100,6 +102,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         self.group = group
         self.forwardedTimeoutTicks = forwardedTimeoutTicks
         self.log = log
+        reads = PendingReads(node: config.id)
         self.prepare = prepare
         let snapshot = try log.snapshot()
         if snapshot.data.isEmpty {
@@ -161,6 +164,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
                  requestKey: RequestKey? = nil, completion: @escaping Completion) {
+        if Machine.isRead(command) { return read(command, actor: actor, timestamp: timestamp, completion: completion) }
         let soft = raft.softState
         // A follower that knows its leader passes the proposal on (when its Raft is configured to) and
         // answers once the entry applies on this replica: every replica computes the same outcome.
@@ -171,6 +175,30 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         pending[id] = Waiting(term: raft.term, forwardedAt: soft.role == .leader ? nil : ticks, completion: completion)
         onProposed()
         if staged.isFull { proposeStaged() }
+    }
+
+    /// Issue 34: a read asks Raft for a read index — on a leader, a heartbeat round a quorum answers; on a
+    /// follower, the leader's — and is answered once this replica applied that far (`serveReads`). No entry.
+    private func read(_ command: Machine.Command, actor: CommandActor, timestamp: Int64, completion: @escaping Completion) {
+        let soft = raft.softState
+        guard soft.role == .leader || (soft.role == .follower && soft.leader != 0) else {
+            return completion(.failure(.notLeader(leader: soft.leader)))
+        }
+        let context = reads.add(.init(command: command, actor: actor, timestamp: timestamp, index: nil, askedAt: ticks,
+                                      completion: completion))
+        raft.readIndex(context)
+        onProposed()
+    }
+
+    /// Answers the reads whose index this replica has applied, from the state as it is now.
+    private func serveReads() {
+        guard !reads.isEmpty else { return }
+        for read in reads.ready(applied: applied) {
+            let context = ApplyContext(commandIndex: appliedCommands, timestamp: max(lastTimestamp, read.timestamp),
+                                       actor: read.actor)
+            let outcome = machine.read(read.command, context: context)
+            read.completion(.success(answer(read.command, outcome, machine, context)))
+        }
     }
 
     /// Puts the staged proposals into the log as one entry (or passes them to the leader). If Raft refuses
@@ -200,6 +228,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         guard raft.hasReady else { return nil }
         termBeforeReady = log.hardState.term
         let rd = raft.ready()
+        for state in rd.readStates { reads.indexed(state.requestContext, at: state.index) }
         if let snapshot = rd.snapshot, !snapshot.isEmpty {
             try log.applySnapshot(snapshot)
             (machine, lastTimestamp, appliedCommands, requests) = try Self.decodeSnapshot(snapshot.data)
@@ -238,6 +267,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         for entry in rd.committedEntries where entry.index > applied { apply(entry) }
         if let unreadable { throw unreadable }
         raft.advance(rd)
+        serveReads()
         // Only a change of role or term can orphan a proposal.
         if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { markOrphanedProposals() }
         try snapshotIfDue(every: snapshotEvery, everyBytes: everyBytes, keep: keep)
@@ -339,12 +369,18 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         let limit = forwardedTimeoutTicks
         let now = ticks
         failPending { w in (w.orphanedAt ?? w.forwardedAt).map { now - $0 >= limit } ?? false }
+        // A read index request the leader could not serve (it stepped down, the message was lost) is never
+        // answered: its read is told to try the leader again (a read is safe to repeat). 20 ticks (1 s).
+        if now > 20 {
+            for read in reads.expired(askedBefore: now - 20) { read.completion(.failure(.notLeader(leader: raft.softState.leader))) }
+        }
     }
 
     /// The replica is being dropped (its group removed this node): whatever it passed on may still apply
     /// elsewhere, so every caller still waiting hears the outcome is unknown rather than waiting forever.
     func abandonPending() {
         failPending { _ in true }
+        for read in reads.expired(askedBefore: nil) { read.completion(.failure(.notLeader(leader: 0))) }
     }
 
     private func failPending(where orphaned: (Waiting) -> Bool) {

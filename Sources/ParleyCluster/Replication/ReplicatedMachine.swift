@@ -12,6 +12,21 @@ public protocol ReplicatedMachine: Sendable {
     /// What a command the group refused before applying it answers (SPEC A7: its request was applied
     /// already, or its app holds too many request keys).
     static func refusedRequest(_ why: RequestRefusal) -> Outcome
+    /// Issue 34: whether `command` changes nothing, so a replica answers it from its state once Raft's read
+    /// index says that state is current, and no entry is written for it.
+    static func isRead(_ command: Command) -> Bool
+    /// The answer to a read (`isRead`), from the state as it is.
+    func read(_ command: Command, context: ApplyContext) -> Outcome
+}
+
+extension ReplicatedMachine {
+    public static func isRead(_ command: Command) -> Bool { false }
+
+    /// A read's apply on a copy: the copy shares the state's storage, and a read writes none of it.
+    public func read(_ command: Command, context: ApplyContext) -> Outcome {
+        var copy = self
+        return copy.apply(command, context: context)
+    }
 }
 
 /// Why a group refused a server-API request's command without applying it.

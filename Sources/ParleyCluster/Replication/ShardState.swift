@@ -39,6 +39,15 @@ public struct ShardState: ReplicatedMachine {
         }
     }
 
+    /// Issue 34: room reads (`RoomCommand.isReadOnly`) and IM reads leave the log.
+    public static func isRead(_ command: ShardCommand) -> Bool {
+        switch command {
+        case .room(let c): return c.isReadOnly
+        case .im(_, .read): return true
+        case .im: return false
+        }
+    }
+
     public mutating func takeImFeed() -> [ImFeedEvent] {
         defer { imFeed.removeAll() }
         return imFeed
