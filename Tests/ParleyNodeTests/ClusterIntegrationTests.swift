@@ -12,6 +12,15 @@ private func session(_ user: String) -> CommandActor {
     .session(SessionIdentity(userId: user, sessionId: "\(user)#1", edgeId: "it-edge"))
 }
 
+/// Starts the cluster, makes `room` and enters ann (through node 2); the room's shard.
+private func startWithAnn(in room: String, _ cluster: LocalCluster) async throws -> Int {
+    try cluster.startAll()
+    try await cluster.waitForLeaders()
+    _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: room.capitalized)), room: room, via: 1)
+    _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: session("ann"), via: 2)
+    return ShardMap(shardCount: 16).shard(ofRoom: room)
+}
+
 private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
     guard case .success(.history(let items)) = outcome.result else { return [] }
     return items.compactMap { if case .message(let m) = $0 { m.body } else { nil } }
@@ -113,12 +122,8 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
     /// 30 reads add no entry to the shard's log — its commit index grows by the writes' entries alone.
     @Test func readsSeeEveryAcknowledgedWriteAndAddNoEntry() async throws {
         try await withLocalCluster { cluster in
-        try cluster.startAll()
-        try await cluster.waitForLeaders()
         let room = "library"
-        let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
-        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Library")), room: room, via: 1)
-        _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: session("ann"), via: 2)
+        let shard = try await startWithAnn(in: room, cluster)
         let leader = try #require(await cluster.leader(ofShard: shard))
         func commit() async throws -> UInt64 {
             try #require(try await cluster.status(leader).shards.first { $0.shard == shard }).commit
@@ -147,12 +152,8 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
 
     @Test func killingAShardLeaderElectsANewOneWithinTwoSecondsAndLosesNothing() async throws {
         try await withLocalCluster { cluster in
-        try cluster.startAll()
-        try await cluster.waitForLeaders()
         let room = "hall"
-        let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
-        _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Hall")), room: room, via: 1)
-        _ = try await cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: session("ann"), via: 2)
+        let shard = try await startWithAnn(in: room, cluster)
         var acknowledged: [String] = []
         for i in 0..<20 {
             let out = try await cluster.submit(.sendMessage(SendMessage(roomId: room, body: "before-\(i)")), room: room,
