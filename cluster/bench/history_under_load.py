@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""History reads while writers flood the same room (issue 34: reads leave the log), measured through WebSockets.
+
+    cluster/bench/history_under_load.py [--parley .build/debug/parley] [--writers 64] [--seconds 20]
+
+Starts three `parley node` processes on loopback (fsync on, 16 shards), lifts the app's send budgets (this
+measures replication, not the A1 limits), enters 64 writers into one room (spread over the three nodes, one
+send in flight each) and one reader on node 1, then for `--seconds` the reader asks `fetchHistory` (20 items)
+back to back while the writers send. Prints one line: reads, their p50/p99 in ms, and the writers'
+messages/s. Bounded; stops the nodes by itself.
+"""
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from signed_api import http, signed  # noqa: E402
+
+
+def free_ports(n):
+    import socket
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Member:
+    def __init__(self, ws):
+        self.ws, self.next_id = ws, 0
+
+    @classmethod
+    async def enter(cls, port, app_key, account, room):
+        """Enters (once more if the edge did not know the app or the user yet: it learns them from meta; not
+        more, since failed logins from one address are throttled after 5)."""
+        import websockets
+        for _ in range(2):
+            m = cls(await websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=16 << 20))
+            await m.call("hello", versions=[1])
+            answer = await m.call("enter", roomId=room, nickname=account,
+                                  auth={"mode": "independent", "appKey": app_key, "account": account, "token": f"{account}-t"})
+            if answer.get("ok"):
+                return m
+            await m.ws.close()
+            await asyncio.sleep(3)
+        raise RuntimeError(f"enter {account}: {answer}")
+
+    async def call(self, op, **fields):
+        self.next_id += 1
+        wanted = self.next_id
+        await self.ws.send(json.dumps({"id": wanted, "op": op, **fields}))
+        while True:
+            frame = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
+            if frame.get("id") == wanted and "event" not in frame:
+                return frame
+
+
+async def measure(ports, app_key, writers, seconds):
+    room = "busy"
+    members = [await Member.enter(ports[i % 3], app_key, f"w{i}", room) for i in range(writers)]
+    reader = await Member.enter(ports[0], app_key, "reader", room)
+    stop = time.time() + 2 + seconds
+    sent = [0]
+
+    async def write(m, i):
+        n = 0
+        while time.time() < stop:
+            n += 1
+            if (await m.call("sendMessage", roomId=room, body=f"{i}-{n}", clientMessageId=f"{i}-{n}")).get("ok"):
+                sent[0] += 1
+
+    tasks = [asyncio.ensure_future(write(m, i)) for i, m in enumerate(members)]
+    await asyncio.sleep(2)  # the writers at full speed first
+    latencies, began, sent_at_start = [], time.time(), sent[0]
+    while time.time() < stop:
+        t = time.perf_counter()
+        answer = await reader.call("fetchHistory", roomId=room, limit=20)
+        if answer.get("ok"):
+            latencies.append((time.perf_counter() - t) * 1000)
+    writes_per_second = (sent[0] - sent_at_start) / (time.time() - began)
+    await asyncio.gather(*tasks)
+    for m in members + [reader]:
+        await m.ws.close()
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else 0
+    return len(latencies), pick(0.5), pick(0.99), writes_per_second
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--parley", default=os.path.join(ROOT, ".build/debug/parley"))
+    parser.add_argument("--writers", type=int, default=64)
+    parser.add_argument("--seconds", type=int, default=20)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="parley-history-bench-")
+    ports = free_ports(6)
+    http_ports, peer_ports = ports[:3], ports[3:]
+    app_key, app_secret, cluster_secret = "bench", secrets.token_hex(16), secrets.token_hex(16)
+    peers = ",".join(f"{i + 1}=127.0.0.1:{peer_ports[i]}" for i in range(3))
+    procs = []
+    try:
+        for i in range(3):
+            log = open(os.path.join(work, f"node-{i + 1}.log"), "ab")
+            procs.append(subprocess.Popen(
+                [args.parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
+                 "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
+                 "--secret", cluster_secret, "--shards", "16", "--app", f"{app_key}:{app_secret}",
+                 "--drain-seconds", "0"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        base = f"http://127.0.0.1:{http_ports[0]}"
+        deadline = time.time() + 60
+        while time.time() < deadline and not all(http(f"http://127.0.0.1:{p}/readyz")[0] == 200 for p in http_ports):
+            time.sleep(0.3)
+        while time.time() < deadline and signed(base, app_key, app_secret, "/v1/app/setBudgets",
+                                                {"userMessagesPerSecond": 1000000, "userBurst": 1000000,
+                                                 "roomMessagesPerSecond": 1000000, "roomBurst": 1000000})[0] != 200:
+            time.sleep(0.3)
+        for account in [f"w{i}" for i in range(args.writers)] + ["reader"]:
+            signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": f"{account}-t"})
+        signed(base, app_key, app_secret, "/v1/room/create", {"roomId": "busy", "creator": "reader", "name": "Busy"})
+        time.sleep(3)  # the edges' view of the app and its users comes from meta, a moment behind the API
+        reads, p50, p99, wps = asyncio.run(measure(http_ports, app_key, args.writers, args.seconds))
+        print(f"history under load: {args.writers} writers, {reads} reads, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+              f"{wps:.0f} messages/s written", flush=True)
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
