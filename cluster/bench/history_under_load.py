@@ -11,7 +11,6 @@ messages/s. Bounded; stops the nodes by itself.
 """
 import argparse
 import asyncio
-import json
 import os
 import secrets
 import shutil
@@ -23,32 +22,17 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from protocol_session import ProtocolSession, free_ports  # noqa: E402
 from signed_api import http, signed  # noqa: E402
 
 
-def free_ports(n):
-    import socket
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-class Member:
-    def __init__(self, ws):
-        self.ws, self.next_id = ws, 0
-
+class Member(ProtocolSession):
     @classmethod
     async def enter(cls, port, app_key, account, room):
         """Enters (once more if the edge did not know the app or the user yet: it learns them from meta; not
         more, since failed logins from one address are throttled after 5)."""
-        import websockets
         for _ in range(2):
-            m = cls(await websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=16 << 20))
-            await m.call("hello", versions=[1])
+            m = await cls.open(port)
             answer = await m.call("enter", roomId=room, nickname=account,
                                   auth={"mode": "independent", "appKey": app_key, "account": account, "token": f"{account}-t"})
             if answer.get("ok"):
@@ -56,15 +40,6 @@ class Member:
             await m.ws.close()
             await asyncio.sleep(3)
         raise RuntimeError(f"enter {account}: {answer}")
-
-    async def call(self, op, **fields):
-        self.next_id += 1
-        wanted = self.next_id
-        await self.ws.send(json.dumps({"id": wanted, "op": op, **fields}))
-        while True:
-            frame = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
-            if frame.get("id") == wanted and "event" not in frame:
-                return frame
 
 
 async def measure(ports, app_key, writers, seconds):

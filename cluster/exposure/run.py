@@ -44,7 +44,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import struct
 import subprocess
@@ -54,6 +53,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from protocol_session import ProtocolSession, free_ports  # noqa: E402
 from signed_api import http, signed, signed_headers  # noqa: E402
 results = []
 
@@ -61,18 +61,6 @@ results = []
 def check(name, ok, detail):
     results.append(ok)
     print(f"[exposure] {'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
-
-
-def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def rss_kib(pid):
@@ -473,29 +461,16 @@ async def guess_tokens(port, app_key, tries=6):
 
 # ------------------------------------------------------------------------------------------- IM requests
 
-class ImSession:
-    """A logged-in IM connection (docs/protocol.md, "IM"): calls answered by id; pushed frames are skipped."""
-
-    def __init__(self, ws):
-        self.ws, self.next_id = ws, 0
+class ImSession(ProtocolSession):
+    """A logged-in IM connection (docs/protocol.md, "IM")."""
 
     @classmethod
     async def login(cls, port, app_key, account, token):
-        import websockets
-        session = cls(await websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=4 << 20))
-        await session.call("hello", versions=[1])
+        session = await cls.open(port)
         answer = await session.call("imLogin", auth={"mode": "im", "appKey": app_key, "account": account, "token": token})
         if not answer.get("ok"):
             raise RuntimeError(f"imLogin {account}: {answer}")
         return session
-
-    async def call(self, op, **fields):
-        self.next_id += 1
-        await self.ws.send(json.dumps({"id": self.next_id, "op": op, **fields}))
-        while True:
-            frame_ = json.loads(await asyncio.wait_for(self.ws.recv(), 10))
-            if frame_.get("id") == self.next_id and "event" not in frame_:
-                return frame_
 
 
 async def blocked_requests(port, base, app_key, app_secret, seconds=5.0, connections=5):
