@@ -214,6 +214,20 @@ import ParleyRooms
                 #expect(try await cluster.metaState(via: id).user(appKey: Self.appKey, account: "mallory") == nil)
             }
             #expect(try await signer.post(cluster.http(3), "/v1/user/create", ["accid": "mallory", "token": "t"]).status == 200)
+            // A CheckSum2-signed read is good for one answer on any node: unlike the clients' reads it keeps its
+            // entry, whose request key the room's shard remembers (issue 34: reads otherwise leave the log).
+            #expect(try await signer.post(cluster.http(1), "/v1/room/create", ["roomId": "r-t2", "creator": "mallory", "name": "T"]).status == 200)
+            for (path, fields) in [("/v1/room/get", ["roomId": "r-t2"] as [String: Any]), ("/v1/message/history", ["roomId": "r-t2", "limit": 10])] {
+                let body = try JSONSerialization.data(withJSONObject: fields)
+                let headers = RequestSignature.signedHeaders(appKey: Self.appKey, secret: Self.secret, nonce: UUID().uuidString,
+                                                             curTime: Int64(Date().timeIntervalSince1970), path: path, body: body)
+                    .mapValues { Optional($0) }
+                #expect(try await signer.post(cluster.http(1), path, [:], headers: headers, rawBody: body).status == 200)
+                for id in cluster.ids.dropFirst() {
+                    let again = try await signer.post(cluster.http(id), path, [:], headers: headers, rawBody: body)
+                    #expect(again.code == 10406, "\(path) replayed to node \(id): \(again.status) \(again.json)")
+                }
+            }
         }
     }
 

@@ -164,7 +164,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
                  requestKey: RequestKey? = nil, completion: @escaping Completion) {
-        if Machine.isRead(command) { return read(command, actor: actor, timestamp: timestamp, completion: completion) }
+        // A signed server-API read carries its request key into the log, so its Nonce is good for one answer in
+        // the whole cluster (docs/api.md); every other read leaves the log.
+        if requestKey == nil, Machine.isRead(command) {
+            return read(command, actor: actor, timestamp: timestamp, completion: completion)
+        }
         let soft = raft.softState
         // A follower that knows its leader passes the proposal on (when its Raft is configured to) and
         // answers once the entry applies on this replica: every replica computes the same outcome.
@@ -369,8 +373,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         let limit = forwardedTimeoutTicks
         let now = ticks
         failPending { w in (w.orphanedAt ?? w.forwardedAt).map { now - $0 >= limit } ?? false }
-        // A read index request the leader could not serve (it stepped down, the message was lost) is never
-        // answered: its read is told to try the leader again (a read is safe to repeat). 20 ticks (1 s).
+        // A read not answered within 20 ticks (1 s) — its read index request lost with a leader that stepped
+        // down, or this follower not yet applied to its index — is told to try the leader again (safe to repeat).
         if now > 20 {
             for read in reads.expired(askedBefore: now - 20) { read.completion(.failure(.notLeader(leader: raft.softState.leader))) }
         }

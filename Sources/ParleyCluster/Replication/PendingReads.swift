@@ -53,10 +53,12 @@ struct PendingReads<Command, Outcome> {
         return ids.map { waiting.removeValue(forKey: $0)! }
     }
 
-    /// Removes and returns the reads asked before `tick` that have no index yet (the leader they asked may be
-    /// gone: Raft drops a read index request it cannot serve), or all of them.
+    /// Removes and returns the reads asked before `tick` (nil: all of them): the leader they asked may be gone
+    /// (Raft drops a read index request it cannot serve), or this replica may not learn soon that the group
+    /// committed as far as the index (a follower behind a leader whose group went quiet). A read is safe to
+    /// ask again, at the leader.
     mutating func expired(askedBefore tick: UInt64?) -> [Read] {
-        let ids = waiting.filter { id, read in tick.map { read.index == nil && read.askedAt < $0 } ?? true }.keys.sorted()
+        let ids = waiting.filter { _, read in tick.map { read.askedAt < $0 } ?? true }.keys.sorted()
         return ids.map { waiting.removeValue(forKey: $0)! }
     }
 }
