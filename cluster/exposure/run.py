@@ -53,7 +53,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
-from protocol_session import ProtocolSession, free_ports  # noqa: E402
+from protocol_session import ProtocolSession, free_ports, start_nodes  # noqa: E402
 from signed_api import http, signed, signed_headers  # noqa: E402
 results = []
 
@@ -724,19 +724,11 @@ def main():
     parser.add_argument("--parley", default=os.path.join(ROOT, ".build/debug/parley"))
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="parley-exposure-")
-    ports = free_ports(6)
-    http_ports, peer_ports = ports[:3], ports[3:]
-    secret, app_key, app_secret = secrets.token_hex(16), "exposure", secrets.token_hex(16)
-    peers = ",".join(f"{i + 1}=127.0.0.1:{peer_ports[i]}" for i in range(3))
+    app_key, app_secret = "exposure", secrets.token_hex(16)
     procs = []
     try:
-        for i in range(3):
-            log = open(os.path.join(work, f"node-{i + 1}.log"), "ab")
-            procs.append(subprocess.Popen(
-                [args.parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
-                 "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
-                 "--secret", secret, "--shards", "16", "--app", f"{app_key}:{app_secret}", "--drain-seconds", "0"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        started, http_ports, peer_ports, secret = start_nodes(args.parley, work, app_key, app_secret)
+        procs += started
         base = f"http://127.0.0.1:{http_ports[0]}"
         deadline = time.time() + 60
         while time.time() < deadline and not all(http(f"http://127.0.0.1:{p}/readyz")[0] == 200 for p in http_ports):
