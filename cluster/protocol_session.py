@@ -2,6 +2,9 @@
 import asyncio
 import json
 import socket
+import time
+
+from signed_api import http
 
 
 def free_ports(n):
@@ -58,3 +61,10 @@ def start_nodes(parley, work, app_key, app_secret, count=3, shards=16):
              "--secret", cluster_secret, "--shards", str(shards), "--app", f"{app_key}:{app_secret}", "--drain-seconds", "0"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
     return procs, http_ports, peer_ports, cluster_secret
+
+
+def wait_ready(http_ports, seconds=60):
+    """Waits until every node answers `/readyz` 200 (at most `seconds`)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and not all(http(f"http://127.0.0.1:{p}/readyz")[0] == 200 for p in http_ports):
+        time.sleep(0.3)

@@ -21,8 +21,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
-from protocol_session import ProtocolSession, start_nodes  # noqa: E402
-from signed_api import http, signed  # noqa: E402
+from protocol_session import ProtocolSession, start_nodes, wait_ready  # noqa: E402
+from signed_api import signed  # noqa: E402
 
 
 class Member(ProtocolSession):
@@ -85,9 +85,8 @@ def main():
         started, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret)
         procs += started
         base = f"http://127.0.0.1:{http_ports[0]}"
+        wait_ready(http_ports)
         deadline = time.time() + 60
-        while time.time() < deadline and not all(http(f"http://127.0.0.1:{p}/readyz")[0] == 200 for p in http_ports):
-            time.sleep(0.3)
         while time.time() < deadline and signed(base, app_key, app_secret, "/v1/app/setBudgets",
                                                 {"userMessagesPerSecond": 1000000, "userBurst": 1000000,
                                                  "roomMessagesPerSecond": 1000000, "roomBurst": 1000000})[0] != 200:

@@ -53,7 +53,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
-from protocol_session import ProtocolSession, free_ports, start_nodes  # noqa: E402
+from protocol_session import ProtocolSession, free_ports, start_nodes, wait_ready  # noqa: E402
 from signed_api import http, signed, signed_headers  # noqa: E402
 results = []
 
@@ -730,9 +730,7 @@ def main():
         started, http_ports, peer_ports, secret = start_nodes(args.parley, work, app_key, app_secret)
         procs += started
         base = f"http://127.0.0.1:{http_ports[0]}"
-        deadline = time.time() + 60
-        while time.time() < deadline and not all(http(f"http://127.0.0.1:{p}/readyz")[0] == 200 for p in http_ports):
-            time.sleep(0.3)
+        wait_ready(http_ports)
         pid = procs[0].pid
 
         before = settle_rss(pid)

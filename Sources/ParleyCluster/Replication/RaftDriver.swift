@@ -323,20 +323,20 @@ public final class RaftDriver: @unchecked Sendable {
     private func proposeHere(_ request: ForwardedCommand,
                              then completion: @escaping ProposalCompletion) {
         loop.preconditionInEventLoop()
-        // A1 on every road (issue 34): a budgeted command is appended only by its shard's leader, after the
-        // check below. A follower — reached by a node with no replica, which asks replicas in ranked order, or by
-        // one whose replica knew no leader — would pass it on inside Raft, past the budget: it answers with
-        // the leader it knows instead, and the caller goes there.
-        if request.isBudgeted, !host.isLeader(of: request.shard), !budgetIsOff(request) {
-            return completion(.failure(.notLeader(leader: host.leader(of: request.shard) ?? 0)))
-        }
-        if request.isBudgeted, host.isLeader(of: request.shard), case .sendMessage(let m) = request.command,
-           case .session(let sender) = request.actor, case let budget = host.sendBudget(shard: request.shard, roomId: m.roomId),
-           !budget.isUnlimited,
-           let wait = throttle.admit(roomId: m.roomId, userId: sender.userId, budget: budget, now: Self.now()) {
-            sendsOverBudget += 1
-            host.countOverBudget(request.command)
-            return completion(.success(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: [])))
+        if request.isBudgeted, case .sendMessage(let m) = request.command, case .session(let sender) = request.actor,
+           case let budget = host.sendBudget(shard: request.shard, roomId: m.roomId), !budget.isUnlimited {
+            // A1 on every road (issue 34): a budgeted command is appended only by its shard's leader, after its
+            // check. A follower — reached by a node with no replica, which asks replicas in ranked order, or by
+            // one whose replica knew no leader — would pass it on inside Raft, past the budget: it answers with
+            // the leader it knows instead, and the caller goes there.
+            guard host.isLeader(of: request.shard) else {
+                return completion(.failure(.notLeader(leader: host.leader(of: request.shard) ?? 0)))
+            }
+            if let wait = throttle.admit(roomId: m.roomId, userId: sender.userId, budget: budget, now: Self.now()) {
+                sendsOverBudget += 1
+                host.countOverBudget(request.command)
+                return completion(.success(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: [])))
+            }
         }
         host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
                      requestKey: request.requestKey, completion: completion)
