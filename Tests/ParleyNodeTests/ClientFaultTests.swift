@@ -33,12 +33,13 @@ actor FaultEventRecorder {
 @Suite(.serialized, .timeLimit(.minutes(6))) struct ClientFaultTests {
     static let app = "e2e-app"
 
-    static func prepare(_ cluster: LocalCluster, users: [String], room: String) async throws {
+    /// `budgeted`: keep the app's default send budget (A1), so sends take the leader-only road.
+    static func prepare(_ cluster: LocalCluster, users: [String], room: String, budgeted: Bool = false) async throws {
         try cluster.startAll()
         try await cluster.waitForLeaders()
         try await cluster.meta(.putApp(cluster.secrets.app(app, secret: String(repeating: "e", count: 32))))
         for u in users { try await cluster.meta(.putUser(cluster.secrets.user(appKey: app, account: u, token: "tok-\(u)"))) }
-        try await cluster.unlimitedSends(app: app)
+        if !budgeted { try await cluster.unlimitedSends(app: app) }
         // A cluster tool names the room as the cluster knows it: in its app's namespace (A8).
         let scoped = AppScope.scoped(room, in: app)
         _ = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: users[0], name: "E2E")), room: scoped, via: 1)
@@ -128,6 +129,48 @@ actor FaultEventRecorder {
             #expect(Set(seen.map(\.clientMessageId)).count == seen.count, "no message sent twice")
         }
         await carol.close(); await dave.close()
+        }
+    }
+
+    /// A budgeted message (A1: appended only by the shard's leader) sent right after the leader's kill -9, through
+    /// either survivor, is acknowledged — not refused 5030 after the 5 s route deadline. CI (deployed, k8s) caught
+    /// the road that forwarded to the dead leader, then asked the replicas in turn without ever proposing on
+    /// the node it ran on: when that node won the election, the message waited out the deadline.
+    @Test func aBudgetedSendRightAfterTheLeadersKillIsAcknowledgedThroughEitherSurvivor() async throws {
+        try await withLocalCluster { cluster in
+        let room = "e2e-budgeted"
+        try await Self.prepare(cluster, users: ["carol", "dave"], room: room, budgeted: true)
+        let shard = ShardMap(shardCount: 16).shard(ofRoom: AppScope.scoped(room, in: Self.app))
+        let leader = try #require(await cluster.leader(ofShard: shard))
+        let edges = cluster.ids.filter { $0 != leader }
+        var clients: [ChatroomClient] = []
+        for (edge, user) in zip(edges, ["carol", "dave"]) {
+            var config = ChatroomClient.Configuration.addresses([cluster.clientAddress(edge)])
+            config.requestTimeout = .seconds(20)
+            let client = ChatroomClient(configuration: config)
+            try await Self.enter(client, user, room)
+            _ = try await client.sendMessage(room, body: "\(user) before")
+            clients.append(client)
+        }
+        cluster.kill9(leader)
+        let answers = await withTaskGroup(of: (UInt64, String, Duration).self) { group in
+            for (edge, client) in zip(edges, clients) {
+                group.addTask {
+                    let began = ContinuousClock.now
+                    do {
+                        _ = try await client.sendMessage(room, body: "after the kill via \(edge)")
+                        return (edge, "ok", ContinuousClock.now - began)
+                    } catch {
+                        return (edge, "\(error)", ContinuousClock.now - began)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        for (edge, answer, took) in answers {
+            #expect(answer == "ok", "via node \(edge): \(answer) after \(took)")
+        }
+        for client in clients { await client.close() }
         }
     }
 

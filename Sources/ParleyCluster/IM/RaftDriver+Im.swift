@@ -21,11 +21,8 @@ extension RaftDriver {
                 what: "shard \(shard)", path: Self.imProposePath, body: request.encoded(),
                 replicas: self.host.replicaNodes(of: shard),
                 here: self.host.leader(of: shard) != nil ? { self.proposeImHere(request) } : nil)
-            // A1: a client's message is budgeted by the shard's leader (a follower would pass it on inside
-            // Raft, past the budget), as room messages are.
-            if self.budget(of: request) != nil, let leader = self.host.leader(of: shard), leader != self.nodeID {
-                return self.route(route, deadline, firstNode: leader)
-            }
+            // A1: a budgeted command reaches the shard's leader: a replica here that does not lead answers
+            // with its hint (`proposeImHere`), asked again on every try, as room messages are.
             return self.route(route, deadline)
         }.map { outcome in
             switch outcome {

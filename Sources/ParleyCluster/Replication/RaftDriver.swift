@@ -211,12 +211,10 @@ public final class RaftDriver: @unchecked Sendable {
     /// `firstAnswer`: what a proposal already made here answered (`attempt`'s direct path), taken as this
     /// attempt's answer.
     func route<Outcome>(_ r: GroupRoute<Outcome>, _ deadline: NIODeadline, attempt: Int = 0,
-                                firstAnswer: GroupAnswer<Outcome>? = nil, firstNode: NodeID? = nil) -> EventLoopFuture<Outcome> {
+                                firstAnswer: GroupAnswer<Outcome>? = nil) -> EventLoopFuture<Outcome> {
         let first: EventLoopFuture<GroupAnswer<Outcome>>
         if let firstAnswer {
             first = loop.makeSucceededFuture(firstAnswer)
-        } else if let firstNode {
-            first = forward(r, to: firstNode)
         } else if let here = r.here {
             first = here()
         } else if !r.replicas.isEmpty {
@@ -268,11 +266,9 @@ public final class RaftDriver: @unchecked Sendable {
     }
 
     private func attempt(_ request: ForwardedCommand, _ deadline: NIODeadline) -> EventLoopFuture<ApplyOutcome> {
-        // A1: a client's message is budgeted where its room's commands converge, the leader's driver; a
-        // follower here would pass it on inside Raft, past the budget, so it goes to the leader by call.
-        if request.isBudgeted, let leader = host.leader(of: request.shard), leader != nodeID, !budgetIsOff(request) {
-            return route(commandRoute(request, held: false), deadline, firstNode: leader)
-        }
+        // A replica here is asked first on every try, so a node that becomes the leader while a command waits
+        // proposes it itself (a budgeted command it does not lead is answered notLeader with the hint, and the
+        // route goes there: A1, the leader's driver checks the budget).
         let held = host.leader(of: request.shard) != nil
         guard held else { return route(commandRoute(request, held: false), deadline) }
         // The common case, a replica here that knows its leader: one promise answered from the proposal's
@@ -285,12 +281,6 @@ public final class RaftDriver: @unchecked Sendable {
                                             firstAnswer: Self.answer(result)))
         }
         return promise.futureResult
-    }
-
-    /// Whether the room's app has no send budget (`SendBudget.unlimited`), as this node's replica knows it.
-    private func budgetIsOff(_ request: ForwardedCommand) -> Bool {
-        guard case .sendMessage(let m) = request.command else { return false }
-        return host.sendBudget(shard: request.shard, roomId: m.roomId).isUnlimited
     }
 
     private func commandRoute(_ request: ForwardedCommand, held: Bool) -> GroupRoute<ApplyOutcome> {
