@@ -51,6 +51,7 @@ let package = Package(
                 "ParleyRaft",
                 "ParleyStorage",
                 "ParleyCluster",
+                "ParleyEdge",
                 "ParleyNode",
                 "ParleyAPI",
                 "ParleySimulation",

@@ -40,21 +40,27 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// would report leaked, crashing a debug build at exit; found by cluster/chaos).
     private let closed = NIOLockedValueBox(false)
 
+    /// Once this returns, no call of this edge starts on Raft's loop any more (`start` schedules under the
+    /// same lock), so the node can stop the loop without waiting a fixed while for late ones.
     public func close() { closed.withLockedValue { $0 = true } }
 
-    private func requireOpen() throws {
-        if closed.withLockedValue({ $0 }) { throw EdgeClusterError.unavailable("the node is stopping") }
+    /// Starts `call` (which schedules work on Raft's loop) unless the node is stopping.
+    private func start<T>(_ call: () -> EventLoopFuture<T>) throws -> EventLoopFuture<T> {
+        try closed.withLockedValue { closed in
+            if closed { throw EdgeClusterError.unavailable("the node is stopping") }
+            return call()
+        }
     }
 
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
-        try await routed { try await driver.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout).get() }
+        try await routed { driver.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout) }
     }
 
     /// A routed command's failure as the edge reports it.
-    private func routed<T>(_ call: () async throws -> T) async throws -> T {
-        try requireOpen()
+    private func routed<T>(_ call: () -> EventLoopFuture<T>) async throws -> T {
+        let future = try start(call)
         do {
-            return try await call()
+            return try await future.get()
         } catch RouteError.outcomeUnknown {
             // The leader changed mid-flight: the command may have applied, so this is a timeout, not "unavailable".
             throw EdgeClusterError.timedOut
@@ -72,23 +78,21 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
         -> Result<ImApplied, ImError> {
         try await routed {
-            try await driver.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + commandTimeout).get()
+            driver.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + commandTimeout)
         }
     }
 
     public func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage {
-        try requireOpen()
-        let replicas = try await driver.placement(of: shard).get()
-        let start = feedNodes.withLockedValue { $0[shard] } ?? (replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? driver.nodeID)
-        var order = [start] + replicas.replicas.filter { $0 != start }
+        let replicas = try await start { driver.placement(of: shard) }.get()
+        let first = feedNodes.withLockedValue { $0[shard] } ?? (replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? driver.nodeID)
+        var order = [first] + replicas.replicas.filter { $0 != first }
         if order.isEmpty { order = [driver.nodeID] }
         var lastError: Error = EdgeClusterError.unavailable("no replica of shard \(shard)")
         for node in order {
             // Checked again before each call: the node may have begun stopping while this feed waited.
-            try requireOpen()
+            let call = try start { driver.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node) }
             do {
-                let page = try await driver.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis,
-                                                   at: node).get()
+                let page = try await call.get()
                 let next = page.leader != 0 ? page.leader : node
                 feedNodes.withLockedValue { $0[shard] = next }
                 return page
@@ -139,8 +143,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     private func metaState(maxAge: TimeInterval) async -> MetaState? {
         let cached = meta.withLockedValue { $0 }
         if let state = cached.state, Date().timeIntervalSince(cached.fetched) <= maxAge { return state }
-        if (try? requireOpen()) == nil { return cached.state }
-        guard let fresh = try? await driver.metaState().get() else { return cached.state }
+        guard let call = try? start({ driver.metaState() }), let fresh = try? await call.get() else { return cached.state }
         meta.withLockedValue { $0 = (fresh, Date()) }
         return fresh
     }

@@ -158,56 +158,35 @@ public final class RoomHistoryStore: Sendable {
         }
     }
 
-    /// The items of the chunks a query selects (by `items`), in the query's chunk order, each chunk's items
-    /// in the same direction, that pass `keep`; at most `limit`.
-    private func items(_ sql: String, _ arguments: StatementArguments, descending: Bool = false, limit: Int,
-                       keep: (HistoryItem) -> Bool) throws -> [HistoryItem] {
-        guard limit > 0 else { return [] }
-        return try queue.read { db in
-            var out: [HistoryItem] = []
-            let chunks = try Data.fetchCursor(db, sql: sql, arguments: arguments)
-            while out.count < limit, let bytes = try chunks.next() {
-                let items = try HistoryChunk.decodeItems([UInt8](bytes))
-                for item in descending ? items.reversed() : items where keep(item) {
-                    out.append(item)
-                    if out.count == limit { break }
-                }
-            }
-            return out
-        }
-    }
-
-    private static func seqBound(_ seq: UInt64) -> Int64 { Int64(bitPattern: min(seq, UInt64(Int64.max))) }
-
-    /// Items of a room with `time` in `(after, before)` and seq below `belowSeq`, of the given types (empty =
-    /// all), newest first when `ascending` is false; at most `limit`.
     public func page(roomId: String, after: Int64, before: Int64, belowSeq: UInt64, types: [MessageType],
                      ascending: Bool, limit: Int) throws -> [HistoryItem] {
-        let sql = """
-            SELECT items FROM room_history_chunk WHERE room_id = ? AND first_seq < ? AND max_time > ? AND min_time < ?
-            ORDER BY first_seq \(ascending ? "ASC" : "DESC")
-            """
-        return try items(sql, [roomId, Self.seqBound(belowSeq), after, before], descending: !ascending, limit: limit) { item in
-            item.time > after && item.time < before && item.seq < belowSeq && (types.isEmpty || types.contains(item.messageType))
+        try queue.read { db in
+            try HistoryReader(db: db).page(roomId: roomId, after: after, before: before, belowSeq: belowSeq,
+                                           types: types, ascending: ascending, limit: limit)
         }
     }
 
-    /// X2: items of a room with seq in `(afterSeq, belowSeq)`, oldest first, time after `notBefore`.
     public func since(roomId: String, afterSeq: UInt64, belowSeq: UInt64, notBefore: Int64, limit: Int) throws -> [HistoryItem] {
-        let sql = """
-            SELECT items FROM room_history_chunk WHERE room_id = ? AND last_seq > ? AND first_seq < ? AND max_time >= ?
-            ORDER BY first_seq ASC
-            """
-        return try items(sql, [roomId, Self.seqBound(afterSeq), Self.seqBound(belowSeq), notBefore], limit: limit) { item in
-            item.seq > afterSeq && item.seq < belowSeq && item.time >= notBefore
+        try queue.read { db in
+            try HistoryReader(db: db).since(roomId: roomId, afterSeq: afterSeq, belowSeq: belowSeq, notBefore: notBefore, limit: limit)
         }
     }
 
-    /// The lowest seq the store holds for a room within retention (nil when none).
     public func oldestSeq(roomId: String, notBefore: Int64) throws -> UInt64? {
-        // The first chunk with any item in retention holds the oldest such item.
-        let sql = "SELECT items FROM room_history_chunk WHERE room_id = ? AND max_time >= ? ORDER BY first_seq ASC LIMIT 1"
-        return try items(sql, [roomId, notBefore], limit: 1) { $0.time >= notBefore }.first?.seq
+        try queue.read { db in try HistoryReader(db: db).oldestSeq(roomId: roomId, notBefore: notBefore) }
+    }
+
+    /// Runs `body` on the history database's thread, after every write handed over before it (so it sees
+    /// every row `insertLater` took so far), and gives its result to `then` on that thread: a read the Raft
+    /// loop starts without waiting for it (issue 34).
+    public func readLater<T: Sendable>(_ body: @escaping @Sendable (HistoryReader) throws -> T,
+                                       then: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        queue.asyncRead { database in then(Result { try body(HistoryReader(db: try database.get())) }) }
+    }
+
+    /// Runs `body` on the caller's thread, after every write handed over before it.
+    public func readNow<T>(_ body: (HistoryReader) throws -> T) throws -> T {
+        try queue.read { db in try body(HistoryReader(db: db)) }
     }
 
     /// Deletes what the retention window no longer allows; returns how many items went. A chunk with only

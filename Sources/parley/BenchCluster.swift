@@ -105,6 +105,22 @@ final class BenchCluster: @unchecked Sendable {
         }
     }
 
+    /// Starts the cluster, runs `body` with an event loop group for the benchmark's clients (two threads),
+    /// then stops both — killing the nodes at once when `body` throws.
+    func running(_ body: (EventLoopGroup) async throws -> Void) async throws {
+        let clients = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        do {
+            try await start()
+            try await body(clients)
+        } catch {
+            await stop(after: error)
+            try? await clients.shutdownGracefully()
+            throw error
+        }
+        await stop()
+        try? await clients.shutdownGracefully()
+    }
+
     func stop(after error: Error? = nil) async {
         if error != nil { processes.killAll() }
         await client?.shutdown()

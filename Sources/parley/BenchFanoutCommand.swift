@@ -31,9 +31,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             throw ValidationError("bad --members, --messages or --window")
         }
         let cluster = try BenchCluster(nodes: nodes, shards: shards, fsync: !noFsync)
-        let clients = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        do {
-            try await cluster.start()
+        try await cluster.running { clients in
             let admin = cluster.admin(shardMap: ShardMap(shardCount: shards))
             let secrets = MetaSecrets(clusterSecret: cluster.layout.secret)
             try await admin.meta(.putApp(secrets.app(Self.appKey, secret: String(repeating: "b", count: 32))))
@@ -51,13 +49,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             for level in levels {
                 try await runLevel(level, cluster: cluster, admin: admin, group: clients)
             }
-        } catch {
-            await cluster.stop(after: error)
-            try? await clients.shutdownGracefully()
-            throw error
         }
-        await cluster.stop()
-        try? await clients.shutdownGracefully()
     }
 
     /// Opens `count` connections spread over the edges that only say hello, and returns each node's resident

@@ -190,7 +190,8 @@ final class LocalCluster: @unchecked Sendable {
         switch try ForwardedAnswer(decoding: response.body) {
         case .applied(let outcome): return outcome
         case .notLeader(let n): throw LocalClusterError.failed("not leader (\(n))")
-        case .failed(let why): throw LocalClusterError.failed(why)
+        case .outcomeUnknown: throw LocalClusterError.failed("outcome unknown")
+        case .unavailable(let why): throw LocalClusterError.failed(why)
         }
     }
 

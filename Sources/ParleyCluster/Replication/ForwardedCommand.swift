@@ -66,13 +66,22 @@ public enum GroupAnswer<Outcome: BinaryCodable & Sendable & Hashable>: Sendable,
     case applied(Outcome)
     /// This node is not the leader; the one it knows of (0 = none).
     case notLeader(NodeID)
-    case failed(String)
+    /// Leadership moved while the command was in flight: it may or may not have applied, so it is not retried
+    /// (a client's resend with the same clientMessageId is de-duplicated by the room).
+    case outcomeUnknown
+    /// Refused before it could apply (Raft refused the proposal, no replica answered …): safe to try again.
+    case unavailable(String)
+
+    /// Peer protocol 5 and older carry `outcomeUnknown` as a refusal with this text; it still goes so, and
+    /// reads back as `outcomeUnknown`, so nodes of both versions agree during a rolling upgrade.
+    static var outcomeUnknownText: String { "outcome unknown" }
 
     public func encode(to w: inout ByteWriter) {
         switch self {
         case .applied(let o): w.write(UInt8(0)); w.write(o)
         case .notLeader(let n): w.write(UInt8(1)); w.write(n)
-        case .failed(let why): w.write(UInt8(2)); w.write(why)
+        case .outcomeUnknown: w.write(UInt8(2)); w.write(Self.outcomeUnknownText)
+        case .unavailable(let why): w.write(UInt8(2)); w.write(why)
         }
     }
 
@@ -80,7 +89,9 @@ public enum GroupAnswer<Outcome: BinaryCodable & Sendable & Hashable>: Sendable,
         switch try r.readByte() {
         case 0: self = .applied(try r.read())
         case 1: self = .notLeader(try r.readUInt64())
-        case 2: self = .failed(try r.readString())
+        case 2:
+            let why = try r.readString()
+            self = why == Self.outcomeUnknownText ? .outcomeUnknown : .unavailable(why)
         case let t: throw .badTag("GroupAnswer", UInt64(t))
         }
     }

@@ -90,8 +90,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     var onRestored: (LogIndex) -> Void = { _ in }
     /// Runs right after each command applies, with the machine (the host takes its history items).
     var afterApply: (inout Machine) -> Void = { _ in }
-    /// Refines the outcome a local proposer gets (reads that reach past the machine's in-memory window).
-    var answer: (Machine.Command, Machine.Outcome, Machine, ApplyContext) -> Machine.Outcome = { _, outcome, _, _ in outcome }
+    /// Finishes the outcome a local proposer gets, when the machine alone cannot (a read that reaches past a
+    /// room's in-memory window): decided right after the command, with the machine as it is then; nil when
+    /// the outcome stands. The job it returns calls its argument once, at once or later on the host's loop.
+    var finishAnswer: (Machine.Command, Machine.Outcome, Machine, ApplyContext) -> AnswerJob? = { _, _, _, _ in nil }
+    typealias AnswerJob = (@escaping (Machine.Outcome) -> Void) -> Void
     /// Sets up every machine this replica makes or restores.
     private let prepare: (inout Machine) -> Void
     var onProposed: () -> Void = {}
@@ -201,7 +204,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             let context = ApplyContext(commandIndex: appliedCommands, timestamp: max(lastTimestamp, read.timestamp),
                                        actor: read.actor)
             let outcome = machine.read(read.command, context: context)
-            read.completion(.success(answer(read.command, outcome, machine, context)))
+            Self.deliver(outcome, finishAnswer(read.command, outcome, machine, context), to: read.completion)
         }
     }
 
@@ -312,7 +315,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             outcomes.reserveCapacity(proposals.count)
             // Proposers hear back after the entry's events are published, as each answer was computed
             // right after its own command (with the state as it was then).
-            var answers: [(Completion, Machine.Outcome)] = []
+            var answers: [(Completion, Machine.Outcome, AnswerJob?)] = []
             for proposal in proposals {
                 lastTimestamp = max(lastTimestamp, proposal.timestamp)
                 appliedCommands += 1
@@ -329,12 +332,17 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
                 }
                 outcomes.append(outcome)
                 if let waiting = pending.removeValue(forKey: proposal.id) {
-                    answers.append((waiting.completion, answer(proposal.command, outcome, machine, context)))
+                    answers.append((waiting.completion, outcome, finishAnswer(proposal.command, outcome, machine, context)))
                 }
             }
             onApplied(entry.index, outcomes)
-            for (completion, outcome) in answers { completion(.success(outcome)) }
+            for (completion, outcome, job) in answers { Self.deliver(outcome, job, to: completion) }
         }
+    }
+
+    private static func deliver(_ outcome: Machine.Outcome, _ job: AnswerJob?, to completion: @escaping Completion) {
+        guard let job else { return completion(.success(outcome)) }
+        job { completion(.success($0)) }
     }
 
     /// A proposal made in an earlier term, or on a replica whose role or leader changed since, may never

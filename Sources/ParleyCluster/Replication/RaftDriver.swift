@@ -58,6 +58,7 @@ public final class RaftDriver: @unchecked Sendable {
             transport.send(to: peer, batch)
         }
         host = try makeHost({ peer, batch in pacer.send(peer, batch) }, publish)
+        host.historyPages.loop = loop
         pacer.sentBytes = host.metrics.snapshotBytesSent
         snapshots = pacer
         host.answered = { transport.flushAnswers(on: loop) }
@@ -220,20 +221,20 @@ public final class RaftDriver: @unchecked Sendable {
         } else if !r.replicas.isEmpty {
             first = forward(r, to: r.replicas[attempt % r.replicas.count])
         } else {
-            first = loop.makeSucceededFuture(.failed("no replica of \(r.what)"))
+            first = loop.makeSucceededFuture(.unavailable("no replica of \(r.what)"))
         }
         return first.flatMap { answer -> EventLoopFuture<Outcome> in
             switch answer {
             case .applied(let outcome):
                 return self.loop.makeSucceededFuture(outcome)
-            case .failed(Self.outcomeUnknownText):
+            case .outcomeUnknown:
                 // Retrying could apply the command twice: the caller decides (a resend with the same
                 // clientMessageId is de-duplicated by the room).
                 return self.loop.makeFailedFuture(RouteError.outcomeUnknown)
             case .notLeader(let leader) where leader != 0 && leader != self.nodeID:
                 return self.forward(r, to: leader).flatMap { second -> EventLoopFuture<Outcome> in
                     if case .applied(let outcome) = second { return self.loop.makeSucceededFuture(outcome) }
-                    if case .failed(Self.outcomeUnknownText) = second {
+                    if case .outcomeUnknown = second {
                         return self.loop.makeFailedFuture(RouteError.outcomeUnknown)
                     }
                     return self.retry(r, deadline, attempt, after: "\(second)")
@@ -346,12 +347,10 @@ public final class RaftDriver: @unchecked Sendable {
         case .success(let outcome): .applied(outcome)
         case .failure(.notLeader(let leader)): .notLeader(leader)
         case .failure(.shardNotHere), .failure(.metaNotHere): .notLeader(0)
-        case .failure(.outcomeUnknown): .failed(outcomeUnknownText)
-        case .failure(let error): .failed("\(error)")
+        case .failure(.outcomeUnknown): .outcomeUnknown
+        case .failure(let error): .unavailable("\(error)")
         }
     }
-
-    static let outcomeUnknownText = "outcome unknown"
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
@@ -409,7 +408,8 @@ public final class RaftDriver: @unchecked Sendable {
                 let answer: ForwardedAnswer
                 switch result {
                 case .success(let outcome): answer = .applied(outcome)
-                case .failure(let error): answer = .failed("\(error)")
+                case .failure(RouteError.outcomeUnknown): answer = .outcomeUnknown
+                case .failure(let error): answer = .unavailable("\(error)")
                 }
                 promise.succeed(PeerResponse(status: 200, body: answer.encoded()))
             }

@@ -19,7 +19,8 @@ extension RaftHost {
 
     /// One shard replica over `log`, wired to the host's history store, event log and publisher.
     static func makeShardReplica(_ shard: ShardID, log: DurableGroupLog, config: Config, database: NodeDatabase,
-                                 scratch: ApplyScratch, publish: @escaping (ShardID, [RoomEvent]) -> Void,
+                                 scratch: ApplyScratch, historyPages: HistoryPages,
+                                 publish: @escaping (ShardID, [RoomEvent]) -> Void,
                                  events eventLogs: inout [ShardID: ShardEventLog]) throws -> GroupReplica<ShardState> {
         let group = config.shardMap.group(of: shard)
         let limits = config.limits
@@ -33,12 +34,12 @@ extension RaftHost {
                 scratch.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
             }
         }
-        let store = database.history
-        replica.answer = { command, outcome, state, context in
-            guard case .room(let c) = command, case .room(let o) = outcome else { return outcome }
-            return .room(RoomHistoryReads.complete(c, o, state: state.rooms, now: context.timestamp, store: store) {
-                try scratch.writeHistory(to: database)
-            })
+        replica.finishAnswer = { command, outcome, state, context in
+            guard case .room(let c) = command, case .room(let o) = outcome,
+                  let read = RoomHistoryRead.plan(c, o, state: state.rooms, now: context.timestamp) else { return nil }
+            return { deliver in
+                historyPages.finish(read, writeWaitingRows: { try scratch.writeHistory(to: database) }) { deliver(.room($0)) }
+            }
         }
         let events = ShardEventLog(applied: replica.applied)
         replica.onApplied = { index, outcomes in
@@ -82,7 +83,7 @@ extension RaftHost {
             let log = try database.createEmptyGroup(group)
             if let shard {
                 let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
-                                                        scratch: newEvents, publish: publish, events: &eventLogs)
+                                                        scratch: newEvents, historyPages: historyPages, publish: publish, events: &eventLogs)
                 replicas[shard] = replica
                 metrics.watch(replica)
             } else {

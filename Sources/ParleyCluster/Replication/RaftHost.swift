@@ -44,8 +44,8 @@ struct HistoryFlushPolicy {
     /// Handing them over is cheap (the history database writes on its own thread); more per flush make
     /// fewer, larger chunks per room (1,024 until session 7 cost ~15 % more node CPU at 1,000 clients).
     var maxRows = 4_096
-    // A history read that reaches past a room's in-memory window writes the waiting rows first
-    // (`RoomHistoryReads`), so the database holds every row that left a window.
+    // A history read that reaches past a room's in-memory window hands the waiting rows over first
+    // (`HistoryPages`), so the store holds every row that left a window when the read runs.
 }
 
 /// What a proposer of a room command hears back: what applying it did, or why it could not be applied.
@@ -103,6 +103,8 @@ public final class RaftHost {
     var eventLogs: [ShardID: ShardEventLog] = [:]
     /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
     let newEvents = ApplyScratch()
+    /// Where history reads past a room's window are finished: off this host's loop once the driver names it.
+    let historyPages: HistoryPages
     private let historyFlush: HistoryFlushPolicy
     private var ticksSinceHistoryFlush = 0
     /// A cycle's write that only moved commit indexes, waiting to go with the next write instead of costing
@@ -152,6 +154,7 @@ public final class RaftHost {
                 metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws {
         self.config = config
         self.database = database
+        historyPages = HistoryPages(database: database)
         self.send = send
         self.publish = publish
         self.metrics = RaftMetrics(factory: metrics)
@@ -171,7 +174,7 @@ public final class RaftHost {
                 log = try database.createGroup(group, bootstrap: ConfState(voters: members))
             }
             let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
-                                                    scratch: newEvents, publish: publish, events: &eventLogs)
+                                                    scratch: newEvents, historyPages: historyPages, publish: publish, events: &eventLogs)
             replicas[shard] = replica
             order.append(shard)
             all.append(replica)
