@@ -51,6 +51,7 @@ let package = Package(
                 "ParleyRaft",
                 "ParleyStorage",
                 "ParleyCluster",
+                "ParleyTransport",
                 "ParleyEdge",
                 "ParleyNode",
                 "ParleyAPI",
@@ -76,21 +77,40 @@ let package = Package(
         .target(name: "ParleyIM", dependencies: ["ParleyWire"], swiftSettings: strict),
         .testTarget(name: "ParleyIMTests", dependencies: ["ParleyWire", "ParleyIM", "ParleyRaft"], swiftSettings: strict),
         .target(name: "ParleyRaft", swiftSettings: strict),
+        // Raft's types in the project's binary form (messages between nodes, memberships on disk and in
+        // snapshots): shared by the peer transport and the storage without either importing the other.
+        .target(name: "ParleyRaftWire", dependencies: ["ParleyRaft", "ParleyWire"], swiftSettings: strict),
         .testTarget(name: "ParleyRaftTests", dependencies: ["ParleyRaft"], swiftSettings: strict),
         .target(
             name: "ParleyStorage",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift"),
+                "ParleyRaft", "ParleyRaftWire", "ParleyRooms", "ParleyWire", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRooms", "ParleyWire", "ParleyNode", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRaftWire", "ParleyRooms", "ParleyWire", "ParleyNode", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
+        .target(
+            name: "ParleyTransport",
+            dependencies: [
+                "ParleyRaft", "ParleyRaftWire", "ParleyWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyCluster",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyIM", "ParleyStorage", "ParleyWire",
+                "ParleyRaft", "ParleyRaftWire", "ParleyRooms", "ParleyIM", "ParleyStorage", "ParleyWire", "ParleyTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -105,7 +125,7 @@ let package = Package(
         .target(
             name: "ParleyEdge",
             dependencies: [
-                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyWire", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTransport", "ParleyWire", "ParleyJSON",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -123,7 +143,7 @@ let package = Package(
         .testTarget(
             name: "ParleyEdgeTests",
             dependencies: [
-                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTestSupport",
+                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTransport", "ParleyTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -135,7 +155,7 @@ let package = Package(
         .target(
             name: "ParleyAPI",
             dependencies: [
-                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTransport", "ParleyJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -147,7 +167,7 @@ let package = Package(
         .target(
             name: "ParleyNode",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyAPI", "ParleyEdge",
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyTransport", "ParleyAPI", "ParleyEdge",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -159,8 +179,8 @@ let package = Package(
         ),
         // What several test targets share (a test target cannot import another): running a tool to its end.
         .target(name: "ParleyTestSupport", path: "Tests/ParleyTestSupport", swiftSettings: strict),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyTestSupport", "ParleyNode", "ParleyCluster", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyTestSupport", "ParleyCluster", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyTestSupport", "ParleyNode", "ParleyCluster", "ParleyTransport", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyTestSupport", "ParleyCluster", "ParleyTransport", "ParleyRaftWire", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO (and its TLS) and Logging.
         .target(
             name: "ParleyClient",

@@ -1,6 +1,7 @@
 import ParleyCluster
 import ParleyIM
 import ParleyRooms
+import ParleyTransport
 
 /// What the server API needs from the node: routing to shard and meta leaders, the meta state, and the edge
 /// addresses of a room. `ParleyNode` implements it over the Raft driver. Every throwing call throws only

@@ -1,6 +1,7 @@
 import Logging
 import Metrics
 import ParleyCluster
+import ParleyTransport
 
 /// Says that the server API refused a signature (issue 24): `parley_api_auth_failures_total{code}` for each
 /// (10401 missing, 10402 unknown AppKey, 10403 bad checksum, 10405 stale CurTime, 10406 reused Nonce, 10407

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyCluster
 import ParleyRooms
+import ParleyTransport
 
 /// The client-facing side of a node: WebSocket connections, their room sessions, and one event feed per
 /// shard that has local sessions (docs/cluster.md, "Edge").

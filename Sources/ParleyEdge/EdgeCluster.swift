@@ -1,6 +1,7 @@
 import ParleyCluster
 import ParleyIM
 import ParleyRooms
+import ParleyTransport
 
 /// What the edge needs from the cluster. `ParleyNode` provides it over the Raft driver (commands routed to
 /// shard leaders, event feeds long-polled from replicas, tokens read from the meta group); tests may provide

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyCluster
 import ParleyRaft
+import ParleyTransport
 
 /// Everything a node needs to start, from flags, a config file or the environment.
 public struct NodeConfig: Sendable, Equatable {

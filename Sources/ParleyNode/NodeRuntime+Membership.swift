@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyCluster
 import ParleyRaft
+import ParleyTransport
 
 /// Issue 17: joining a running cluster by address, and following its registry for peers.
 extension NodeRuntime {

@@ -3,6 +3,7 @@ import ParleyAPI
 import ParleyCluster
 import ParleyIM
 import ParleyRooms
+import ParleyTransport
 
 /// The server API's view of this node: commands go through the Raft driver to their leaders (as the app
 /// server), the meta state is this node's replica or a fetched copy.

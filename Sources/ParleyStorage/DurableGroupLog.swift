@@ -1,4 +1,5 @@
 import ParleyRaft
+import ParleyRaftWire
 
 /// One group's Raft storage on a node: reads are served from an in-memory copy of the log since the last
 /// snapshot (as etcd does over its WAL), and every change is also staged as a `GroupWrite` that the host

@@ -1,7 +1,5 @@
 import ParleyRaft
-
-/// Identifies a Raft group on a node: 0 is the meta group, shard `s` is group `s + 1`.
-public typealias GroupID = UInt64
+import ParleyRaftWire
 
 /// What one group asks to make durable in one Ready cycle. Applied in field order: snapshot, entries, hard
 /// state. (Compaction is not written: rows are deleted once no group needs them, see `logFrom`.)

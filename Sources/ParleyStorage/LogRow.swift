@@ -1,6 +1,7 @@
 import Synchronization
 import ParleyRaft
 import ParleyWire
+import ParleyRaftWire
 
 /// One row of `raft_log`: the entries one group appended in one group commit. Rows are numbered in commit
 /// order (`seq`), so a commit writes its rows at the end of one table — a few pages, however many groups

@@ -4,6 +4,7 @@ import Metrics
 import ParleyRaft
 import ParleyRooms
 import Synchronization
+import ParleyRaftWire
 
 /// The one SQLite database of a node: every group's Raft log, hard state and latest snapshot.
 ///

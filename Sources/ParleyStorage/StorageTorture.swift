@@ -1,4 +1,5 @@
 import ParleyRaft
+import ParleyRaftWire
 
 /// A crash-consistency exercise for a node's disk: writes Raft-shaped batches (appends, suffix
 /// overwrites with a newer term, commits, snapshots and compaction, rewrites of a group's live entries and

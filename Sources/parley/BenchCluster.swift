@@ -7,6 +7,7 @@ import ParleyNode
 import ParleyRaft
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import ParleyTransport
 #endif
 
 /// A local cluster of real node processes for a benchmark, with a cluster-tool client on the peer port.

@@ -10,6 +10,7 @@ import ParleyRooms
 import ParleyWire
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import ParleyTransport
 #endif
 
 /// `parley bench replicate`: replicated room commands per second and their latency on a local cluster of

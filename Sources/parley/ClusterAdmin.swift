@@ -3,6 +3,7 @@ import NIOCore
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+import ParleyTransport
 
 /// Set-up a benchmark does as a cluster tool (with the cluster secret, over the peer port): apps, users and
 /// rooms, without going through the server API.

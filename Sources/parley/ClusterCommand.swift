@@ -7,6 +7,7 @@ import ParleyCluster
 import ParleyNode
 import ParleyRaft
 import ParleyWire
+import ParleyTransport
 
 /// `parley cluster …`: the registry and membership changes, over any member's peer port with the cluster
 /// secret (issue 17).

@@ -3,6 +3,7 @@ import ParleyCluster
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage
+import ParleyRaftWire
 
 /// Several `RaftHost`s with real SQLite databases on one thread, wired by an in-memory network that
 /// the test can cut. Time is counted in cycles; every `ticksEvery` cycles each host ticks once.

@@ -3,6 +3,7 @@ import ParleyCluster
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+@testable import ParleyTransport
 
 @Suite struct MetaStateTests {
     static let app = ApplyContext(commandIndex: 1, timestamp: 1_000, actor: .appServer)

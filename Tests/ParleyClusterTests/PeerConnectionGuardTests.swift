@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import Testing
 @testable import ParleyCluster
+@testable import ParleyTransport
 
 /// The guard's rule on its own: before authentication any error closes the connection (after a short
 /// linger); after it, errors pass on (NIO reports a single stream's error on the connection too), and the

@@ -1,6 +1,7 @@
 import NIOCore
 import Testing
 @testable import ParleyCluster
+@testable import ParleyTransport
 
 /// Issue 15: a link that cannot reach its peer says so — with its error, at once, and then once per log
 /// period (doubling), never once per retry.

@@ -5,6 +5,7 @@ import NIOPosix
 import ParleyCluster
 import ParleyRaft
 import Testing
+@testable import ParleyTransport
 
 /// A throwaway cluster CA and node certificates (`TestCertificateAuthority`), as the peer port takes them.
 struct TestCertificates {

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import Testing
 import ParleyCluster
+@testable import ParleyTransport
 
 /// SPEC A3 (issue 24): a peer credential seen once opens nothing else — not on another node, not a second
 /// time, not after its window — and a forged or foreign-cluster one opens nothing at all.

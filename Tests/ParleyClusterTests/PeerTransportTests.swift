@@ -9,6 +9,8 @@ import Testing
 import ParleyCluster
 import ParleyRaft
 import Prometheus
+@testable import ParleyTransport
+import ParleyRaftWire
 
 /// Collects what a transport receives, for assertions from the test.
 final class Inbox: Sendable {

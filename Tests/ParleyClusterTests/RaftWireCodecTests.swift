@@ -3,6 +3,7 @@ import ParleyCluster
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyRaftWire
 
 @Suite struct RaftWireCodecTests {
     static let sample: [RaftEnvelope] = [

@@ -5,6 +5,7 @@ import NIOPosix
 import Testing
 @testable import ParleyCluster
 import ParleyRaft
+import ParleyRaftWire
 
 /// Issue 17: snapshot chunks leave at most at the configured bytes per second; nothing else waits.
 @Suite struct SnapshotPacerTests {

@@ -7,6 +7,7 @@ import Testing
 import ParleyAPI
 import ParleyCluster
 import ParleyRooms
+@testable import ParleyTransport
 
 private func session(_ user: String) -> CommandActor {
     .session(SessionIdentity(userId: user, sessionId: "\(user)#1", edgeId: "it-edge"))

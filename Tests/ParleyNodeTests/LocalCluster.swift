@@ -10,6 +10,7 @@ import ParleyNode
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+@testable import ParleyTransport
 
 enum LocalClusterError: Error { case timeout(String), failed(String) }
 

@@ -3,6 +3,7 @@ import Testing
 import ParleyRaft
 @testable import ParleyStorage
 import ParleyNode
+import ParleyRaftWire
 
 @Suite struct CrashSafetyTests {
     /// A writer killed with SIGKILL at an arbitrary moment loses nothing it reported durable and never

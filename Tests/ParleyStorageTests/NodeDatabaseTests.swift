@@ -4,6 +4,7 @@ import ParleyRaft
 import ParleyRooms
 @testable import ParleyStorage
 import ParleyWire
+import ParleyRaftWire
 
 /// A fresh database file in its own temporary folder.
 func temporaryDatabasePath(_ name: String = "node") throws -> String {

@@ -4,6 +4,7 @@ import Testing
 import ParleyRaft
 import ParleyRooms
 @testable import ParleyStorage
+import ParleyRaftWire
 
 /// What the host's deferred write does: deletes unneeded rows, `limit` at a time, until none are left.
 private func deleteUnneededRows(_ db: NodeDatabase, limit: Int = 3) throws {

@@ -1,6 +1,7 @@
 import NIOCore
 import ParleyRaft
 import ParleyWire
+import ParleyTransport
 
 /// How often the leader balancer looks, and how much it may move at once.
 public struct LeaderBalanceSettings: Sendable, Hashable {

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ParleyRaft
 import ParleyWire
+import ParleyTransport
 
 /// How replicas move when the set of nodes changes (issue 17).
 public struct ReplicaMoveSettings: Sendable, Hashable {
@@ -68,7 +69,7 @@ public struct JoinInfo: Sendable, Hashable {
 /// Issue 17: the planner (on the meta leader) keeps the placement table equal to the rendezvous placement
 /// over the cluster's nodes; every node's shard leaders move their groups toward it (`RaftHost.moveReplicas`).
 extension RaftDriver {
-    public static let joinPath = PeerStreamHandler.joinPath
+    public static let joinPath = PeerProtocol.joinPath
 
     /// The nodes replicas are placed on: the founders and every registered node, less those marked removed
     /// or dropped. Founders count before they have registered, so a node that starts late is not planned

@@ -3,6 +3,7 @@ import NIOCore
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyTransport
 
 /// The edges' event feeds (long-polled over `/rpc/v1/events` or locally) and their leases.
 extension RaftDriver {

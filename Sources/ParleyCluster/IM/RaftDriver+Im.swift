@@ -1,6 +1,7 @@
 import NIOCore
 import ParleyIM
 import ParleyRooms
+import ParleyTransport
 
 /// Issue 19: IM commands on the shards' groups, wherever their leaders are (docs/im.md).
 extension RaftDriver {

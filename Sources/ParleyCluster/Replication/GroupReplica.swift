@@ -2,6 +2,7 @@ import ParleyRaft
 import ParleyRooms
 import ParleyStorage
 import ParleyWire
+import ParleyRaftWire
 
 /// What the host needs of every group it drives, whatever state machine the group replicates.
 protocol HostedGroup: AnyObject {

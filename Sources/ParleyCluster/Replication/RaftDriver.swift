@@ -3,6 +3,8 @@ import NIOCore
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyTransport
+import ParleyRaftWire
 
 /// Runs a node's `RaftHost` on one event loop: ticks it on a timer, feeds it peers' batches, runs its ready
 /// loop whenever there is work, and routes commands to shard leaders (here or on another node), retrying

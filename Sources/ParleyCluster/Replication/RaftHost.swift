@@ -3,17 +3,7 @@ import ParleyIM
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage
-
-/// A Raft message for one group, as nodes exchange them.
-public struct RaftEnvelope: Sendable, Hashable {
-    public var group: GroupID
-    public var message: Message
-
-    public init(group: GroupID, message: Message) {
-        self.group = group
-        self.message = message
-    }
-}
+import ParleyRaftWire
 
 /// What the replicas' apply callbacks leave for the host between cycles: which shards applied events, and
 /// the history rows not yet written.

@@ -2,6 +2,7 @@ import Metrics
 import NIOCore
 import ParleyRaft
 import ParleyStorage
+import ParleyRaftWire
 
 /// Issue 17: caps the bytes per second of snapshot chunks a node sends, so moving a shard (a new replica is
 /// filled by a snapshot of every room in it) does not take the bandwidth and disk reads its clients' traffic

@@ -1,5 +1,4 @@
 import ParleyRaft
-import ParleyRooms
 import ParleyWire
 
 /// A membership in the project's one binary form; the database keeps it as a blob and the transport

@@ -1,6 +1,4 @@
 import ParleyRaft
-import ParleyRooms
-import ParleyStorage
 import ParleyWire
 
 /// The binary form of Raft messages between nodes: a batch of (group, message) envelopes, written with the

@@ -20,6 +20,8 @@ public enum PeerProtocol {
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
     public static let header = "parley-peer-version"
+    /// The one call a join-only stream (a credential for any node) may make.
+    public static let joinPath = "/rpc/v1/join"
 
     /// The version a stream's header names (1 when there is none; nil when it is not a number).
     static func version(fromHeader value: String?) -> Int? {

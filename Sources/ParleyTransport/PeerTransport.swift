@@ -6,6 +6,7 @@ import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import ParleyRaft
+import ParleyRaftWire
 
 /// Node-to-node HTTP/2 (cleartext with prior knowledge, or mutual TLS with ALPN `h2` when `Config.tls` is
 /// set): a server for peers' streams and one `PeerLink` per peer. Raft messages of all groups go to a peer as one batch per ready cycle on its long-lived stream;

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import ParleyRaft
+import ParleyRaftWire
 
 /// What a peer can ask of this node over an RPC stream: a path under `/rpc/v1/` and a body.
 public struct PeerRequest: Sendable {
@@ -30,7 +31,7 @@ public struct PeerResponse: Sendable {
     }
 
     /// An answer whose body is a sentence for the operator (the cluster tool prints it).
-    static func text(_ status: Int, _ text: String) -> PeerResponse { PeerResponse(status: status, body: Array(text.utf8)) }
+    public static func text(_ status: Int, _ text: String) -> PeerResponse { PeerResponse(status: status, body: Array(text.utf8)) }
 }
 
 /// The server side of one HTTP/2 stream from a peer. Three kinds of stream:
@@ -65,7 +66,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
     private var unclaimedJoin: JoinCredential?
 
     /// The one call a join-only stream may make.
-    static let joinPath = "/rpc/v1/join"
+    static let joinPath = PeerProtocol.joinPath
 
     private let settings: Settings
     /// The connection this stream belongs to, told when the stream authenticates.

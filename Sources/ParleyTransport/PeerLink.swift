@@ -6,6 +6,7 @@ import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import ParleyRaft
+import ParleyRaftWire
 
 /// The connection from this node to one peer: one HTTP/2 connection (cleartext, prior knowledge) carrying
 /// a long-lived Raft stream and any number of RPC streams. Connects as soon as it is made and stays connected,
