@@ -51,6 +51,8 @@ let package = Package(
                 "ParleyRaft",
                 "ParleyStorage",
                 "ParleyCluster",
+                "ParleyShardState",
+                "ParleyPlacement",
                 "ParleyTransport",
                 "ParleyEdge",
                 "ParleyNode",
@@ -107,10 +109,27 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Issue 34: the pure machines out of ParleyCluster. What a shard's Raft group replicates (rooms and IM
+        // side by side, the request ledger) ...
+        .target(
+            name: "ParleyShardState",
+            dependencies: ["ParleyRooms", "ParleyIM", "ParleyWire"],
+            swiftSettings: strict
+        ),
+        // ... and the meta state, placement and its planners (leader balance, the placement table).
+        .target(
+            name: "ParleyPlacement",
+            dependencies: [
+                "ParleyRaft", "ParleyRooms", "ParleyWire", "ParleyShardState",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyCluster",
             dependencies: [
                 "ParleyRaft", "ParleyRaftWire", "ParleyRooms", "ParleyIM", "ParleyStorage", "ParleyWire", "ParleyTransport",
+                "ParleyShardState", "ParleyPlacement",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -125,7 +144,7 @@ let package = Package(
         .target(
             name: "ParleyEdge",
             dependencies: [
-                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTransport", "ParleyWire", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyWire", "ParleyJSON",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -143,7 +162,7 @@ let package = Package(
         .testTarget(
             name: "ParleyEdgeTests",
             dependencies: [
-                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTransport", "ParleyTestSupport",
+                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -155,7 +174,7 @@ let package = Package(
         .target(
             name: "ParleyAPI",
             dependencies: [
-                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyTransport", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -167,7 +186,7 @@ let package = Package(
         .target(
             name: "ParleyNode",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyTransport", "ParleyAPI", "ParleyEdge",
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyAPI", "ParleyEdge",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -179,8 +198,8 @@ let package = Package(
         ),
         // What several test targets share (a test target cannot import another): running a tool to its end.
         .target(name: "ParleyTestSupport", path: "Tests/ParleyTestSupport", swiftSettings: strict),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyTestSupport", "ParleyNode", "ParleyCluster", "ParleyTransport", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyTestSupport", "ParleyCluster", "ParleyTransport", "ParleyRaftWire", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyTestSupport", "ParleyNode", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyTestSupport", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyRaftWire", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO (and its TLS) and Logging.
         .target(
             name: "ParleyClient",

@@ -2,6 +2,7 @@ import Hummingbird
 import ParleyCluster
 import ParleyIM
 import ParleyRooms
+import ParleyPlacement
 
 /// A refused server-API request: a stable `code` (the JSON body's `code`), the HTTP status and a message.
 /// Codes of the request layer are Parley's 104xx range; a refusal from a room command carries the room

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyCluster
+import ParleyPlacement
 
 /// The app secrets a node checks signatures with: the meta group's apps, re-read at most once per
 /// `maxAge` seconds. A node without a meta replica fetches the whole meta state (users included) for a read,

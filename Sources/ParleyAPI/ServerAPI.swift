@@ -5,6 +5,7 @@ import Metrics
 import ParleyCluster
 import ParleyJSON
 import ParleyRooms
+import ParleyPlacement
 
 /// The server API for app servers: `POST /v1/<area>/<action>` with a JSON body, signed NIM-style
 /// (`RequestSignature`), answered by whichever node receives it. Room commands go to their shard leader

@@ -2,6 +2,8 @@ import ParleyCluster
 import ParleyIM
 import ParleyRooms
 import ParleyTransport
+import ParleyShardState
+import ParleyPlacement
 
 /// What the server API needs from the node: routing to shard and meta leaders, the meta state, and the edge
 /// addresses of a room. `ParleyNode` implements it over the Raft driver. Every throwing call throws only

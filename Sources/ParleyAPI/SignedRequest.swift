@@ -1,5 +1,6 @@
 import ParleyCluster
 import Synchronization
+import ParleyShardState
 
 /// The signed request being served (SPEC A7), so every command it proposes carries a key of its own:
 /// `app␟nonce#group#n`, the n-th command this request sent to that group. A replay of the request, to any

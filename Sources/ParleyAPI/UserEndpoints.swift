@@ -1,4 +1,5 @@
 import ParleyCluster
+import ParleyPlacement
 
 /// E4 / E5: chat accounts and their login tokens, kept in the meta group; the edge checks them at login.
 enum UserEndpoints {

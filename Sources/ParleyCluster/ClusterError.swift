@@ -1,4 +1,5 @@
 import ParleyRaft
+import ParleyPlacement
 
 /// Why the cluster layer could not do what was asked.
 public enum ClusterError: Error, Equatable, Sendable {

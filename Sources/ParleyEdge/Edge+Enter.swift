@@ -1,6 +1,7 @@
 import Foundation
 import ParleyCluster
 import ParleyRooms
+import ParleyPlacement
 
 extension Edge {
     /// E1 / E4 / E5 / X2: authenticate, start the shard's feed, propose the enter, answer, replay a resume,

@@ -1,6 +1,7 @@
 import NIOCore
 import ParleyCluster
 import ParleyRooms
+import ParleyPlacement
 
 extension Edge {
     /// Starts the shard's feed if none runs and waits until it has its starting cursor.

@@ -3,6 +3,8 @@ import NIOCore
 import ParleyCluster
 import ParleyIM
 import ParleyRooms
+import ParleyShardState
+import ParleyPlacement
 
 /// Issue 19: a connection's IM side (docs/protocol.md, "IM"): the login, the user's commands and reads, and
 /// the delivery of IM events from the shards' feeds to every device logged in as their user.

@@ -3,6 +3,7 @@ import Logging
 import ParleyCluster
 import ParleyRooms
 import ParleyTransport
+import ParleyPlacement
 
 /// The client-facing side of a node: WebSocket connections, their room sessions, and one event feed per
 /// shard that has local sessions (docs/cluster.md, "Edge").

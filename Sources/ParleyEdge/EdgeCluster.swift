@@ -2,6 +2,7 @@ import ParleyCluster
 import ParleyIM
 import ParleyRooms
 import ParleyTransport
+import ParleyPlacement
 
 /// What the edge needs from the cluster. `ParleyNode` provides it over the Raft driver (commands routed to
 /// shard leaders, event feeds long-polled from replicas, tokens read from the meta group); tests may provide

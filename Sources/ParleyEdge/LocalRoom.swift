@@ -1,6 +1,7 @@
 import NIOCore
 import ParleyRooms
 import ParleyCluster
+import ParleyPlacement
 
 /// A room with at least one session on this edge: who is here, and how far its room-wide events have been
 /// delivered (X2 ordering).

@@ -7,6 +7,7 @@ import ParleyIM
 import ParleyRaft
 import ParleyRooms
 import ParleyTransport
+import ParleyPlacement
 
 /// The edge's view of the cluster on a real node: commands through the Raft driver (routed to shard
 /// leaders), event feeds long-polled from each shard's leader (or another replica while none is known),

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyCluster
+import ParleyPlacement
 
 extension NodeRuntime {
     /// Puts each configured app (`--app KEY:SECRET`) into the meta group when the group does not know it yet,

@@ -5,6 +5,7 @@ import NIOCore
 import ParleyCluster
 import ParleyEdge
 import ServiceLifecycle
+import ParleyPlacement
 
 /// Issue 18: while the registry marks this node draining (`parley cluster drain`) — or removed (issue 17) —
 /// its edge hands its clients to other edges, a bounded number per second (`Edge.handOffRound`); the Raft

@@ -12,6 +12,7 @@ import ParleyRooms
 import ParleyStorage
 import ServiceLifecycle
 import ParleyTransport
+import ParleyPlacement
 
 /// One running node: its database, the peer transport, the Raft driver with every shard replica placed
 /// here, and the HTTP port with `/status`. `run()` serves until a graceful shutdown (SIGTERM / SIGINT).

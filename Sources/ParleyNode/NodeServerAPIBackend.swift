@@ -4,6 +4,8 @@ import ParleyCluster
 import ParleyIM
 import ParleyRooms
 import ParleyTransport
+import ParleyShardState
+import ParleyPlacement
 
 /// The server API's view of this node: commands go through the Raft driver to their leaders (as the app
 /// server), the meta state is this node's replica or a fetched copy.

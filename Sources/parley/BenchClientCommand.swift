@@ -7,6 +7,7 @@ import ParleyEdge
 import ParleyNode
 import ParleyRaft
 import ParleyRooms
+import ParleyPlacement
 
 /// `parley bench client`: the path users take (issue 35). Writers on WebSockets, each in a room of its own,
 /// spread round-robin over the nodes; each sends `sendMessage` and awaits its answer before the next. Reports

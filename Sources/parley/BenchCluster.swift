@@ -8,6 +8,7 @@ import ParleyRaft
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 import ParleyTransport
+import ParleyPlacement
 #endif
 
 /// A local cluster of real node processes for a benchmark, with a cluster-tool client on the peer port.

@@ -6,6 +6,7 @@ import ParleyCluster
 import ParleyNode
 import ParleyRaft
 import ParleyRooms
+import ParleyPlacement
 
 /// `parley bench fanout`: one room with many members spread over the edges of a local cluster; one sender;
 /// messages delivered per second and send-to-receive latency, and the memory an idle connection costs.

@@ -7,6 +7,7 @@ import ParleyRaft
 import ParleyRooms
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import ParleyPlacement
 #endif
 
 /// `parley bench join` (issue 17): what a node joining a loaded cluster costs its clients, and what moving

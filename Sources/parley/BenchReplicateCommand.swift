@@ -11,6 +11,7 @@ import ParleyWire
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 import ParleyTransport
+import ParleyPlacement
 #endif
 
 /// `parley bench replicate`: replicated room commands per second and their latency on a local cluster of

@@ -4,6 +4,7 @@ import ParleyCluster
 import ParleyRaft
 import ParleyRooms
 import ParleyTransport
+import ParleyPlacement
 
 /// Set-up a benchmark does as a cluster tool (with the cluster secret, over the peer port): apps, users and
 /// rooms, without going through the server API.

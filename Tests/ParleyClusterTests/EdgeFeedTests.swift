@@ -2,6 +2,7 @@ import Testing
 @testable import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+@testable import ParleyPlacement
 
 /// The shard event feeds edges poll, the leases that end a dead edge's sessions, and the edge directory (E6).
 @Suite struct EdgeFeedTests {

@@ -4,6 +4,8 @@ import ParleyRaft
 import ParleyRooms
 import ParleyStorage
 import ParleyRaftWire
+import ParleyShardState
+import ParleyPlacement
 
 /// Several `RaftHost`s with real SQLite databases on one thread, wired by an in-memory network that
 /// the test can cut. Time is counted in cycles; every `ticksEvery` cycles each host ticks once.

@@ -2,6 +2,7 @@ import Testing
 @testable import ParleyCluster
 import ParleyRaft
 import ParleyWire
+@testable import ParleyPlacement
 
 /// Issue 17, leader balance: the planner's rule, without a cluster.
 @Suite struct LeaderBalanceTests {

@@ -4,6 +4,7 @@ import ParleyRaft
 import ParleyRooms
 import ParleyWire
 @testable import ParleyTransport
+import ParleyPlacement
 
 @Suite struct MetaStateTests {
     static let app = ApplyContext(commandIndex: 1, timestamp: 1_000, actor: .appServer)

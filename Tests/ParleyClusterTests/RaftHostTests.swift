@@ -2,6 +2,8 @@ import Testing
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+import ParleyShardState
+import ParleyPlacement
 
 @Suite struct RaftHostTests {
     @Test func everyShardElectsOneLeaderAndTheNodesAgree() throws {

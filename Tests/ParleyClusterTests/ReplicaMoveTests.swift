@@ -3,6 +3,7 @@ import Testing
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+import ParleyPlacement
 
 /// Issue 17, replica moves, on real `RaftHost`s with SQLite (`InProcessCluster`): a node joins, the placement
 /// table names it for the shards whose rendezvous top 3 it enters, and the shards' leaders move replicas to

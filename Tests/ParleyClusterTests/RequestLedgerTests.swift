@@ -1,6 +1,7 @@
 import Testing
 @testable import ParleyCluster
 import ParleyWire
+@testable import ParleyShardState
 
 /// SPEC A7: the request keys a group holds — refused while held, forgotten by entry time, bounded per app,
 /// encoded the same whatever order they arrived in.

@@ -5,6 +5,8 @@ import ParleyRaft
 import ParleyRooms
 import ParleyWire
 import Testing
+import ParleyShardState
+import ParleyPlacement
 
 /// Issue 19: IM commands in the shards' Raft groups beside the rooms (docs/im.md) — replicated, snapshotted,
 /// in the event feed, and the relay's effects applied once; the wire forms read back.

@@ -1,5 +1,6 @@
 import Testing
 @testable import ParleyCluster
+@testable import ParleyPlacement
 
 @Suite struct ShardMapTests {
     /// Placement must never change between versions or processes: these values are pinned.

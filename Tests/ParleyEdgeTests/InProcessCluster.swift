@@ -5,6 +5,8 @@ import ParleyIM
 import ParleyRooms
 import Synchronization
 @testable import ParleyTransport
+import ParleyShardState
+import ParleyPlacement
 
 /// A whole cluster in one process for the edge tests: every shard is a real `RoomsState` applied with real
 /// `ApplyContext`s in log order, its event log is served honestly (cursor nil = the present, long-poll until

@@ -2,6 +2,7 @@ import Testing
 @testable import ParleyAPI
 import ParleyCluster
 import ParleyRooms
+import ParleyPlacement
 
 /// The keyring reads the meta state at most once per second and sees a new app after that.
 @Suite struct AppKeyringTests {

@@ -3,6 +3,7 @@ import ParleyClient
 import ParleyCluster
 import ParleyRooms
 import Testing
+import ParleyPlacement
 
 /// Issue 34 (SPEC A1): a send budget holds whichever road a message takes to its shard's leader. On 5 nodes
 /// with 3 replicas a shard, a client floods its room with 150 sends at once (inside its connection's burst of

@@ -4,6 +4,7 @@ import ParleyClient
 import ParleyCluster
 
 import ParleyRooms
+import ParleyPlacement
 
 /// Collects a client's events as they arrive.
 actor FaultEventRecorder {

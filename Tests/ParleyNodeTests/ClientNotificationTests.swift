@@ -3,6 +3,7 @@ import ParleyClient
 import ParleyCluster
 import ParleyRooms
 import Testing
+import ParleyPlacement
 
 /// Issue 5 end to end through the SDK on real node processes: every notification type 301-320 is produced and
 /// received with the right source, targets, notifyExt and ext (N3); anonymous users receive but cannot send

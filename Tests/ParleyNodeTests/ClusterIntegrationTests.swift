@@ -8,6 +8,7 @@ import ParleyAPI
 import ParleyCluster
 import ParleyRooms
 @testable import ParleyTransport
+import ParleyPlacement
 
 private func session(_ user: String) -> CommandActor {
     .session(SessionIdentity(userId: user, sessionId: "\(user)#1", edgeId: "it-edge"))

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ParleyCluster
 import ParleyRooms
+import ParleyPlacement
 
 /// The cluster side of the edge on real node processes: shard event feeds over `/rpc/v1/events` and the
 /// leases that end the sessions of an edge that stopped polling (E10 / Q3 on a dead edge).

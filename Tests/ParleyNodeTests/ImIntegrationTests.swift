@@ -5,6 +5,7 @@ import FoundationNetworking
 import ParleyCluster
 import ParleyRooms
 import Testing
+import ParleyPlacement
 
 /// Issue 19 on a real 3-node cluster through the signed server API (docs/im.md, docs/api.md "IM"): users on
 /// different shards befriend each other with verification (the request and the acceptance reach the other

@@ -11,6 +11,7 @@ import ParleyRaft
 import ParleyRooms
 import ParleyWire
 @testable import ParleyTransport
+import ParleyPlacement
 
 enum LocalClusterError: Error { case timeout(String), failed(String) }
 

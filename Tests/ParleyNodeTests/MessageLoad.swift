@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ParleyCluster
 import ParleyRooms
+import ParleyPlacement
 
 /// Steady message traffic over the peer port while a test changes the cluster (leaders move, nodes join):
 /// one member ("ann", on the stand-in edge "it-edge") sends to each room in turn through whichever nodes

@@ -4,6 +4,7 @@ import ParleyAPI
 import ParleyIM
 import ParleyCluster
 import ParleyRooms
+import ParleyPlacement
 
 /// docs/openapi.yaml stays true: its paths are exactly the router's, and its error codes are exactly the
 /// codes the API can answer with, each with the HTTP status the code maps to. A line scan, since the file's

@@ -7,6 +7,7 @@ import ParleyAPI
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+import ParleyPlacement
 
 /// Issue 17, scale-out and in on real `parley node` processes: a 3-node cluster under load is joined by a 4th
 /// and a 5th node (`--join` through node 1); then its meta leader is removed (`parley cluster remove`), and a

@@ -7,6 +7,7 @@ import ParleyAPI
 import ParleyClient
 import ParleyCluster
 import ParleyRooms
+import ParleyPlacement
 
 /// The server API over real HTTP on three real `parley node` processes: each request goes to a different
 /// node, which forwards to the shard or meta leader. Every refusal is checked for its documented code and

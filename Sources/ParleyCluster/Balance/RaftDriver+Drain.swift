@@ -2,6 +2,7 @@ import NIOCore
 import ParleyRaft
 import ParleyWire
 import ParleyTransport
+import ParleyPlacement
 
 /// Issue 18, draining a node: `parley cluster drain --node ID` marks it `draining` in the registry. It keeps
 /// its replicas (a drain is for a restart or an upgrade, not a removal) but stops serving: the room address

@@ -2,6 +2,7 @@ import NIOCore
 import ParleyRaft
 import ParleyWire
 import ParleyTransport
+import ParleyPlacement
 
 /// How often the leader balancer looks, and how much it may move at once.
 public struct LeaderBalanceSettings: Sendable, Hashable {

@@ -3,6 +3,8 @@ import NIOCore
 import ParleyRaft
 import ParleyWire
 import ParleyTransport
+import ParleyShardState
+import ParleyPlacement
 
 /// How replicas move when the set of nodes changes (issue 17).
 public struct ReplicaMoveSettings: Sendable, Hashable {

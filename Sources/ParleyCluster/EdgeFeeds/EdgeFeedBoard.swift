@@ -1,5 +1,6 @@
 import NIOCore
 import ParleyRaft
+import ParleyPlacement
 
 /// The driver's book of the edges' event feeds: parked long-polls per shard, when each edge last polled each
 /// shard (its lease), and since when this node leads each shard. Touched only on the driver's loop.

@@ -4,6 +4,7 @@ import ParleyRaft
 import ParleyRooms
 import ParleyWire
 import ParleyTransport
+import ParleyPlacement
 
 /// The edges' event feeds (long-polled over `/rpc/v1/events` or locally) and their leases.
 extension RaftDriver {

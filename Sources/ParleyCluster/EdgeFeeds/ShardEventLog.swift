@@ -1,6 +1,7 @@
 import Collections
 import ParleyRaft
 import ParleyRooms
+import ParleyShardState
 
 /// The recent room events of one shard replica, by log index: what edges poll (`RaftDriver.events`).
 ///

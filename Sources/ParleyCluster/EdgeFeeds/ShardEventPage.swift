@@ -1,6 +1,8 @@
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyShardState
+import ParleyPlacement
 
 /// The room events of one applied log entry of a shard.
 public struct ShardEventBatch: Sendable, Hashable, BinaryCodable {

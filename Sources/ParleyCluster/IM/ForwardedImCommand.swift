@@ -1,6 +1,8 @@
 import ParleyIM
 import ParleyRooms
 import ParleyWire
+import ParleyShardState
+import ParleyPlacement
 
 /// Issue 19: an IM command sent to the node that leads its shard (`POST /rpc/v1/im/propose`): the shard, who
 /// acts (a session, or the app server and the cluster's relay), the user it acts for, the command and the

@@ -1,6 +1,7 @@
 import NIOCore
 import ParleyIM
 import ParleyRooms
+import ParleyPlacement
 
 /// Which shards' outboxes are being relayed from this node, and when a failed relay may try again.
 final class ImRelayBook {

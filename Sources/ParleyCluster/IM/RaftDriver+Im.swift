@@ -2,6 +2,8 @@ import NIOCore
 import ParleyIM
 import ParleyRooms
 import ParleyTransport
+import ParleyShardState
+import ParleyPlacement
 
 /// Issue 19: IM commands on the shards' groups, wherever their leaders are (docs/im.md).
 extension RaftDriver {

@@ -1,6 +1,8 @@
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyShardState
+import ParleyPlacement
 
 /// A room command sent to the node that leads its shard (`POST /rpc/v1/propose`), with the key of the
 /// server-API request it belongs to (SPEC A7), if any.

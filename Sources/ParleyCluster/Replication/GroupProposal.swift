@@ -1,6 +1,7 @@
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyShardState
 
 /// Identifies a proposal so the node that made it can answer its caller once the entry applies. The
 /// boot number separates proposals of one node across restarts.

@@ -3,6 +3,7 @@ import ParleyRooms
 import ParleyStorage
 import ParleyWire
 import ParleyRaftWire
+import ParleyShardState
 
 /// What the host needs of every group it drives, whatever state machine the group replicates.
 protocol HostedGroup: AnyObject {

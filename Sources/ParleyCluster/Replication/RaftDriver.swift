@@ -5,6 +5,8 @@ import ParleyRooms
 import ParleyWire
 import ParleyTransport
 import ParleyRaftWire
+import ParleyShardState
+import ParleyPlacement
 
 /// Runs a node's `RaftHost` on one event loop: ticks it on a timer, feeds it peers' batches, runs its ready
 /// loop whenever there is work, and routes commands to shard leaders (here or on another node), retrying

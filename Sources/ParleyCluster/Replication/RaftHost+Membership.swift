@@ -2,6 +2,8 @@ import ParleyRaft
 import ParleyRooms
 import ParleyStorage
 import ParleyRaftWire
+import ParleyShardState
+import ParleyPlacement
 
 /// Issue 17: shard replicas that come and go while the node runs. A replica is created when its group's
 /// leader first reaches this node (the group added it as a learner), starts empty, and is filled by a

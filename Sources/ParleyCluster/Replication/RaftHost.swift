@@ -4,6 +4,8 @@ import ParleyRaft
 import ParleyRooms
 import ParleyStorage
 import ParleyRaftWire
+import ParleyShardState
+import ParleyPlacement
 
 /// What the replicas' apply callbacks leave for the host between cycles: which shards applied events, and
 /// the history rows not yet written.

@@ -55,7 +55,7 @@ public enum ShardOutcome: Sendable, Hashable, BinaryCodable {
     }
 
     /// The room events it produced (none for IM).
-    var roomEvents: [RoomEvent] { room?.events ?? [] }
+    public var roomEvents: [RoomEvent] { room?.events ?? [] }
 
     public func encode(to w: inout ByteWriter) {
         switch self {

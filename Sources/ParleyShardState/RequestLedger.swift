@@ -22,7 +22,7 @@ public struct RequestKey: Sendable, Hashable, BinaryCodable {
     }
 
     /// The app the key belongs to (what the ledger bounds).
-    var app: String { String(id.prefix { $0 != "\u{1F}" }) }
+    public var app: String { String(id.prefix { $0 != "\u{1F}" }) }
 
     public func encode(to w: inout ByteWriter) {
         w.write(id)
@@ -38,12 +38,12 @@ public struct RequestKey: Sendable, Hashable, BinaryCodable {
 /// The request keys a group applied, each until it expires (entry time, never a clock): part of the
 /// replicated state, kept in the group's snapshots, so every replica — and a leader elected later, or a
 /// replica restored from a snapshot — refuses the same replays.
-struct RequestLedger: Sendable, Equatable {
-    enum Verdict: Equatable { case fresh, replayed, full }
+public struct RequestLedger: Sendable, Equatable {
+    public enum Verdict: Equatable { case fresh, replayed, full }
 
     /// Keys one app may hold in one group at once: 100,000 in a 5-minute window is over 300 signed writes a
     /// second to one shard; beyond it a write is refused (10429) rather than the guarantee weakened.
-    static let maxPerApp = 100_000
+    public static let maxPerApp = 100_000
     /// How often (entry time) expired keys are dropped.
     static let purgeEveryMillis: Int64 = 10_000
 
@@ -52,7 +52,7 @@ struct RequestLedger: Sendable, Equatable {
     private var purgedAt: Int64 = 0
 
     /// Records `key` at entry time `now` unless it is already held (a replay) or its app's share is full.
-    mutating func admit(_ key: RequestKey, now: Int64) -> Verdict {
+    public mutating func admit(_ key: RequestKey, now: Int64) -> Verdict {
         purgeIfDue(now)
         if let held = expiries[key.id] {
             if held >= now { return .replayed }
@@ -75,7 +75,7 @@ struct RequestLedger: Sendable, Equatable {
         for id in expiries.keys { perApp[RequestKey(id: id, expiresAt: 0).app, default: 0] += 1 }
     }
 
-    func encode(to w: inout ByteWriter) {
+    public func encode(to w: inout ByteWriter) {
         w.write(purgedAt)
         w.write(UInt64(expiries.count))
         for id in expiries.keys.sorted() {
@@ -84,9 +84,9 @@ struct RequestLedger: Sendable, Equatable {
         }
     }
 
-    init() {}
+    public init() {}
 
-    init(from r: inout ByteReader) throws(CodecError) {
+    public init(from r: inout ByteReader) throws(CodecError) {
         purgedAt = try r.readInt64()
         for _ in 0..<(try r.readCount()) {
             let id = try r.readString()
@@ -95,5 +95,5 @@ struct RequestLedger: Sendable, Equatable {
         }
     }
 
-    static func == (a: RequestLedger, b: RequestLedger) -> Bool { a.expiries == b.expiries && a.purgedAt == b.purgedAt }
+    public static func == (a: RequestLedger, b: RequestLedger) -> Bool { a.expiries == b.expiries && a.purgedAt == b.purgedAt }
 }

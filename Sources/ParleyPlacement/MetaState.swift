@@ -1,6 +1,7 @@
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyShardState
 
 /// What the cluster knows of one node.
 public struct NodeRecord: Sendable, Hashable, Codable {
