@@ -32,13 +32,39 @@ import ParleyPlacement
     /// Every shard is held by exactly the table's nodes, has one leader, and that leader's `/status` shows the
     /// table's nodes as its voters with no learner and no joint state (no move under way).
     private func placed(_ cluster: LocalCluster, on nodes: [UInt64]) async -> Bool {
+        await placementGap(cluster, on: nodes).isEmpty
+    }
+
+    /// What `placed` still misses, shard by shard ("" when nothing): printed when a wait for it times out.
+    private func placementGap(_ cluster: LocalCluster, on nodes: [UInt64]) async -> String {
         let table = ReplicaMoves.table(shardMap: ShardMap(shardCount: cluster.shards), nodes: nodes)
         let all = await cluster.statuses()
         let (holders, leaders) = await holders(cluster)
-        return (0..<cluster.shards).allSatisfy { shard in
-            guard holders[shard] == Set(table[shard]), leaders[shard]?.count == 1, let leader = leaders[shard]?.first,
-                  let view = all[leader]?.shards.first(where: { $0.shard == shard }) else { return false }
-            return Set(view.voters ?? []) == Set(table[shard]) && (view.learners ?? []).isEmpty && view.joint == false
+        return (0..<cluster.shards).compactMap { shard -> String? in
+            let want = Set(table[shard])
+            guard holders[shard] == want, leaders[shard]?.count == 1, let leader = leaders[shard]?.first,
+                  let view = all[leader]?.shards.first(where: { $0.shard == shard }) else {
+                return "shard \(shard): held by \(holders[shard]?.sorted() ?? []), leaders \(leaders[shard]?.sorted() ?? []), "
+                    + "table \(want.sorted())"
+            }
+            guard Set(view.voters ?? []) == want, (view.learners ?? []).isEmpty, view.joint == false else {
+                return "shard \(shard): leader \(leader) sees voters \(view.voters ?? []), learners \(view.learners ?? []), "
+                    + "joint \(String(describing: view.joint)), table \(want.sorted())"
+            }
+            return nil
+        }.joined(separator: "; ")
+    }
+
+    /// Waits until `placed`; a timeout says which shards were still off the table and how.
+    private func waitPlaced(_ cluster: LocalCluster, on nodes: [UInt64], _ what: String, seconds: Double) async throws {
+        var gap = ""
+        do {
+            try await cluster.eventually(what, seconds: seconds) {
+                gap = await placementGap(cluster, on: nodes)
+                return gap.isEmpty
+            }
+        } catch {
+            throw LocalClusterError.failed("\(error)\nstill off the table: \(gap)")
         }
     }
 
@@ -68,7 +94,7 @@ import ParleyPlacement
             return (version, seen)
         }
         try cluster.start(4)
-        try await cluster.eventually("node 4 to take the replicas it wins", seconds: 90) { await placed(cluster, on: [1, 2, 3, 4]) }
+        try await waitPlaced(cluster, on: [1, 2, 3, 4], "node 4 to take the replicas it wins", seconds: 90)
         watching.cancel()
         let watched = await watching.value
         #expect(watched.version >= 2, "the placement table changed for node 4 (version \(watched.version))")
@@ -82,7 +108,7 @@ import ParleyPlacement
         #expect(Set((await holders(cluster)).holders.filter { $0.value.contains(4) }.keys)
                 == Set((0..<16).filter { three[$0] != four[$0] }), "node 4 holds exactly the shards whose top 3 it entered")
         try cluster.start(5)
-        try await cluster.eventually("node 5 to take the replicas it wins", seconds: 90) { await placed(cluster, on: [1, 2, 3, 4, 5]) }
+        try await waitPlaced(cluster, on: [1, 2, 3, 4, 5], "node 5 to take the replicas it wins", seconds: 90)
         try await cluster.eventually("leaders within one of 16 ÷ 5 per node", seconds: 30) {
             let leaders = await holders(cluster).leaders
             var led: [UInt64: Int] = [1: 0, 2: 0, 3: 0, 4: 0, 5: 0]
@@ -219,7 +245,7 @@ import ParleyPlacement
         #expect(row.contains("4: snapshot") && row.contains("MiB"), "the dashboard's row for shard \(shard): \(row)")
         #expect(HeadlessChromium.matches(#"placement version (\d+)"#, in: dom).first.map { Int($0[0])! >= 2 } == true)
 
-        try await cluster.eventually("node 4 to take its replicas", seconds: 120) { await placed(cluster, on: [1, 2, 3, 4]) }
+        try await waitPlaced(cluster, on: [1, 2, 3, 4], "node 4 to take its replicas", seconds: 120)
         let took = ContinuousClock.now - learning!.at
         let size = learning!.move.learners.first { $0.node == 4 }!.snapshotBytes
         #expect(size > 1 << 20, "the shard's snapshot (\(size) B) needs two chunks")
@@ -303,7 +329,7 @@ import ParleyPlacement
         for id: UInt64 in [1, 2, 3] { try cluster.start(id) }
         try await cluster.eventually("the founders to place every shard", seconds: 45) { await placed(cluster, on: [1, 2, 3]) }
         try cluster.start(4)
-        try await cluster.eventually("node 4 to take its replicas", seconds: 60) { await placed(cluster, on: [1, 2, 3, 4]) }
+        try await waitPlaced(cluster, on: [1, 2, 3, 4], "node 4 to take its replicas", seconds: 60)
         let held = try #require(await cluster.statuses()[4]).shards.map(\.shard)
         #expect(cluster.stop(4) == 0)
         cluster.nodes.startsWithoutJoin(4)

@@ -12,6 +12,10 @@ import ParleyPlacement
 extension RaftDriver {
     public static let drainPath = "/rpc/v1/cluster/drain"
     public static let undrainPath = "/rpc/v1/cluster/undrain"
+    static let drainCalls = [
+        PeerCall(path: drainPath) { driver, request in driver.handleDrain(request.body, draining: true) },
+        PeerCall(path: undrainPath) { driver, request in driver.handleDrain(request.body, draining: false) },
+    ]
     /// Leaderships a draining node hands over per second: each costs its shard an election's worth of
     /// refused proposals, so they go a few at a time, like the balancer's.
     static let handOffsPerSecond = 8

@@ -27,6 +27,7 @@ public struct LeaderBalanceSettings: Sendable, Hashable {
 extension RaftDriver {
     static let leadsPath = "/rpc/v1/leads"
     static let transferPath = "/rpc/v1/transfer"
+    static let balanceCalls = [leadsPath, transferPath].map { PeerCall(path: $0) { driver, request in driver.handleBalanceCall(request) } }
     private static let balanceCallTimeout = TimeAmount.milliseconds(800)
 
     /// Every shard as the nodes that may lead it see it: the shards each node leads, from every placement

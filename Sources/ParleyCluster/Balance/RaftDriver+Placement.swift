@@ -158,6 +158,11 @@ extension RaftDriver {
 
     public static let removePath = "/rpc/v1/cluster/remove"
     static let membersPath = "/rpc/v1/members"
+    static let membershipCalls = [
+        PeerCall(path: joinPath) { driver, request in driver.handleJoin(request.joinCredential) },
+        PeerCall(path: removePath) { driver, request in driver.handleRemove(request.body) },
+        PeerCall(path: membersPath) { driver, request in driver.handleMembers(request.body) },
+    ]
 
     /// `/rpc/v1/members`: whether this node leads a group, and the members it applied.
     func handleMembers(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {

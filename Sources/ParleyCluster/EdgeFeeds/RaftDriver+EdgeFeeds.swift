@@ -65,7 +65,7 @@ extension RaftDriver {
                              waitMillis: min(max(0, waitMillis), Self.maxPollWaitMillis))
         if node == nodeID { return loop.flatSubmit { self.pollHere(poll) } }
         let timeout = TimeAmount.milliseconds(Int64(poll.waitMillis + Self.pollCallGraceMillis))
-        return transport.call(node, path: "/rpc/v1/events", body: poll.encoded(), timeout: timeout).hop(to: loop)
+        return transport.call(node, path: Self.eventsPath, body: poll.encoded(), timeout: timeout).hop(to: loop)
             .flatMapThrowing { response in
             guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
             return try ShardEventPage(decoding: response.body)
@@ -126,6 +126,9 @@ extension RaftDriver {
         }
         scheduleReady()
     }
+
+    static let eventsPath = "/rpc/v1/events"
+    static let feedCalls = [PeerCall(path: eventsPath) { driver, request in driver.handleEventPoll(request.body) }]
 
     func handleEventPoll(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {
         guard let poll = try? EventPoll(decoding: body), (0..<shardMap.shardCount).contains(poll.shard),

@@ -8,6 +8,7 @@ import ParleyPlacement
 /// Issue 19: IM commands on the shards' groups, wherever their leaders are (docs/im.md).
 extension RaftDriver {
     static let imProposePath = "/rpc/v1/im/propose"
+    static let imCalls = [PeerCall(path: imProposePath) { driver, request in driver.handleImPropose(request.body) }]
 
     /// The shard of a user's IM state and of a team.
     public func shard(ofUser account: String) -> ShardID { shardMap.shard(ofUser: account) }

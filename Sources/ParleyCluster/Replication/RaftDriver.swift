@@ -358,69 +358,75 @@ public final class RaftDriver: @unchecked Sendable {
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Serves the internal RPCs:
-    /// - `/rpc/v1/propose` and `/rpc/v1/meta/propose` (node to node): propose on this replica only, never
-    ///   forward again (one hop);
-    /// - `/rpc/v1/submit` (tools, edges): route a room command to its shard leader wherever it is;
-    /// - `/rpc/v1/leader`: the leader this node knows for a shard;
-    /// - `/rpc/v1/meta/state`: this node's copy of the meta state (for nodes that hold no meta replica).
+    /// Serves a peer's or the cluster tool's RPC: the one call of `peerCalls` registered for its path.
     public func handle(_ request: PeerRequest) -> EventLoopFuture<PeerResponse> {
-        func reply(_ status: Int, _ text: String) -> EventLoopFuture<PeerResponse> {
-            loop.makeSucceededFuture(PeerResponse(status: status, body: Array(text.utf8)))
+        guard let call = Self.peerCalls[request.path] else {
+            return loop.makeSucceededFuture(PeerResponse.text(404, "no such call"))
         }
-        switch request.path {
-        case "/rpc/v1/leader":
+        return call.serve(self, request)
+    }
+
+    /// Every RPC the driver serves, by path, from the lists each concern keeps; a path listed twice stops
+    /// the node at start (`PeerCall.table`).
+    static let peerCalls = PeerCall.table(commandCalls + feedCalls + imCalls + balanceCalls + membershipCalls + drainCalls)
+
+    static let proposePath = "/rpc/v1/propose"
+    static let submitPath = "/rpc/v1/submit"
+    static let leaderPath = "/rpc/v1/leader"
+    static let metaProposePath = "/rpc/v1/meta/propose"
+    static let metaStatePath = "/rpc/v1/meta/state"
+
+    /// The commands' calls:
+    /// - `propose` and `meta/propose` (node to node): propose on this replica only, never forward again (one
+    ///   hop);
+    /// - `submit` (tools): route a room command to its shard leader wherever it is;
+    /// - `leader`: the leader this node knows for a shard;
+    /// - `meta/state`: this node's copy of the meta state (for nodes that hold no meta replica).
+    static let commandCalls: [PeerCall] = [
+        PeerCall(path: proposePath) { driver, request in
+            guard let command = driver.shardCommand(request.body) else { return driver.refuse(400, "undecodable command") }
+            return driver.loop.flatSubmit { driver.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+        },
+        PeerCall(path: submitPath) { driver, request in
+            guard let command = driver.shardCommand(request.body) else { return driver.refuse(400, "undecodable command") }
+            return driver.submit(command.command, shard: command.shard, actor: command.actor, requestKey: command.requestKey)
+                .map { ForwardedAnswer.applied($0) }
+                .recover { error in error as? RouteError == .outcomeUnknown ? .outcomeUnknown : .unavailable("\(error)") }
+                .map { PeerResponse(status: 200, body: $0.encoded()) }
+        },
+        PeerCall(path: leaderPath) { driver, request in
             var r = ByteReader(request.body)
-            guard let shard = try? r.readInt(), r.isAtEnd else { return reply(400, "bad shard") }
-            return loop.submit {
+            guard let shard = try? r.readInt(), r.isAtEnd else { return driver.refuse(400, "bad shard") }
+            return driver.loop.submit {
                 var w = ByteWriter()
-                w.write(self.host.leader(of: shard) ?? 0)
+                w.write(driver.host.leader(of: shard) ?? 0)
                 return PeerResponse(status: 200, body: w.bytes)
             }
-        case "/rpc/v1/events":
-            return handleEventPoll(request.body)
-        case Self.imProposePath:
-            return handleImPropose(request.body)
-        case Self.leadsPath, Self.transferPath:
-            return handleBalanceCall(request)
-        case Self.joinPath:
-            return handleJoin(request.joinCredential)
-        case Self.removePath:
-            return handleRemove(request.body)
-        case Self.drainPath, Self.undrainPath:
-            return handleDrain(request.body, draining: request.path == Self.drainPath)
-        case Self.membersPath:
-            return handleMembers(request.body)
-        case "/rpc/v1/meta/propose":
-            guard let command = try? ForwardedMetaCommand(decoding: request.body) else { return reply(400, "undecodable meta command") }
-            return loop.flatSubmit { self.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
-        case "/rpc/v1/meta/state":
-            return loop.submit {
-                guard let state = self.host.metaState else { return PeerResponse(status: 404, body: []) }
+        },
+        PeerCall(path: metaProposePath) { driver, request in
+            guard let command = try? ForwardedMetaCommand(decoding: request.body) else {
+                return driver.refuse(400, "undecodable meta command")
+            }
+            return driver.loop.flatSubmit { driver.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+        },
+        PeerCall(path: metaStatePath) { driver, _ in
+            driver.loop.submit {
+                guard let state = driver.host.metaState else { return PeerResponse(status: 404, body: []) }
                 return PeerResponse(status: 200, body: state.snapshot())
             }
-        case "/rpc/v1/propose", "/rpc/v1/submit":
-            guard let command = try? ForwardedCommand(decoding: request.body),
-                  (0..<shardMap.shardCount).contains(command.shard) else {
-                return reply(400, "undecodable command")
-            }
-            if request.path == "/rpc/v1/propose" {
-                return loop.flatSubmit { self.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
-            }
-            let promise = loop.makePromise(of: PeerResponse.self)
-            submit(command.command, shard: command.shard, actor: command.actor, requestKey: command.requestKey).whenComplete { result in
-                let answer: ForwardedAnswer
-                switch result {
-                case .success(let outcome): answer = .applied(outcome)
-                case .failure(RouteError.outcomeUnknown): answer = .outcomeUnknown
-                case .failure(let error): answer = .unavailable("\(error)")
-                }
-                promise.succeed(PeerResponse(status: 200, body: answer.encoded()))
-            }
-            return promise.futureResult
-        default:
-            return reply(404, "no such call")
+        },
+    ]
+
+    private func shardCommand(_ body: [UInt8]) -> ForwardedCommand? {
+        guard let command = try? ForwardedCommand(decoding: body), (0..<shardMap.shardCount).contains(command.shard) else {
+            return nil
         }
+        return command
+    }
+
+    /// A call refused before any work, with a sentence for the operator.
+    func refuse(_ status: Int, _ text: String) -> EventLoopFuture<PeerResponse> {
+        loop.makeSucceededFuture(PeerResponse.text(status, text))
     }
 
     /// The meta state: this node's replica, or a copy fetched from a meta replica.
