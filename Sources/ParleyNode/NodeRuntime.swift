@@ -128,15 +128,19 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         driver.start()
         let hosted = try await driver.status().get().count
         let drainedBefore = FileManager.default.fileExists(atPath: drainedForStopFile.path)
-        let joining = Task {
-            await self.joinMeta()
-            await self.undrainAfterStop(drainedBefore: drainedBefore)
-            await self.bootstrapApps()
-        }
-        let watching = Task { await self.watchElections() }
-        let following = Task { await self.followRegistry() }
-        let draining = Task { await self.followDrain() }
-        let sampling = Task { await self.sampleActivity() }
+        // The node's background work, services of the one ServiceGroup below (issue 34). Listed before the
+        // listeners, so a graceful shutdown (which goes in reverse order) stops serving first and these after.
+        let background = [
+            NodeBackgroundService("joining the meta group") {
+                await self.joinMeta()
+                await self.undrainAfterStop(drainedBefore: drainedBefore)
+                await self.bootstrapApps()
+            },
+            NodeBackgroundService("watching elections") { await self.watchElections() },
+            NodeBackgroundService("following the registry") { await self.followRegistry() },
+            NodeBackgroundService("following drains") { await self.followDrain() },
+            NodeBackgroundService("sampling activity") { await self.sampleActivity() },
+        ].map(\.configuration)
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
             "peerTLS": "\(config.peerTLS != nil)", "clientTLS": "\(config.clientTLS != nil)",
@@ -176,16 +180,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                          eventLoopGroupProvider: .shared(network), logger: logger))
         }
         // SIGINT stops at once; SIGTERM (a service manager, Kubernetes) drains first (`stopAfterDraining`).
-        let services = ServiceGroup(configuration: .init(services: listeners, gracefulShutdownSignals: [.sigint],
-                                                         logger: logger))
+        let services = ServiceGroup(configuration: .init(
+            services: background + listeners.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+            gracefulShutdownSignals: [.sigint], logger: logger))
         let terms = stopAfterDraining(services)
         defer { terms.cancel() }
         try await services.run()
-        joining.cancel()
-        watching.cancel()
-        following.cancel()
-        draining.cancel()
-        sampling.cancel()
         // Client sockets outlive the HTTP server's tasks: tell them we are going (1001) before the loops stop.
         await edge.closeAll()
         let deadline = ContinuousClock.now + .seconds(1)

@@ -260,7 +260,9 @@ actor FaultEventRecorder {
         // The others go first: node 1 then stops with sessions it cannot end (no quorum left), so its
         // edge's feeds are still polling while its loops shut down — the case that crashed.
         for id in cluster.ids.reversed() {
-            #expect(cluster.stop(id) == 0, "node \(id) did not exit cleanly")
+            let status = cluster.stop(id)
+            let log = (try? String(contentsOf: cluster.directory.appendingPathComponent("node-\(id).log"), encoding: .utf8)) ?? ""
+            #expect(status == 0, "node \(id) did not exit cleanly: \(log.suffix(1500))")
         }
         for id in cluster.ids {
             let log = (try? String(contentsOf: cluster.directory.appendingPathComponent("node-\(id).log"), encoding: .utf8)) ?? ""
