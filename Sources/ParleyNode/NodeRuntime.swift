@@ -140,7 +140,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             NodeBackgroundService("following the registry") { await self.followRegistry() },
             NodeBackgroundService("following drains") { await self.followDrain() },
             NodeBackgroundService("sampling activity") { await self.sampleActivity() },
-        ].map(\.configuration)
+        ].map(\.configuration) + driver.duties.map { NodeBackgroundService(every: $0).configuration }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
             "peerTLS": "\(config.peerTLS != nil)", "clientTLS": "\(config.clientTLS != nil)",

@@ -16,10 +16,8 @@ public final class RaftDriver: @unchecked Sendable {
     let host: RaftHost
     let transport: PeerTransport
     let feeds: EdgeFeedBoard
-    private var leaseTask: RepeatedTask?
-    private var historyTask: RepeatedTask?
-    private var balanceTask: RepeatedTask?
-    private var placementTask: RepeatedTask?
+    /// Between `start` and `stop` (or a storage failure): the duties run only then.
+    private var driving = false
     let leaderBalance: LeaderBalanceSettings
     let moves: ReplicaMoveSettings
     /// Caps the snapshot bytes this node sends per second (issue 17).
@@ -78,26 +76,7 @@ public final class RaftDriver: @unchecked Sendable {
                 self.runReady()
                 self.relayEffects()
             }
-            self.leaseTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-                self.expireSilentEdges()
-                self.throttle.dropIdle(now: Self.now())
-            }
-            // N5: durable history older than the retention window goes once a minute.
-            self.historyTask = self.loop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(60)) { _ in
-                _ = try? self.host.expireHistory(now: Self.now())
-            }
-            if self.leaderBalance.intervalMillis > 0 && self.leaderBalance.transfersPerRound > 0 {
-                let every = TimeAmount.milliseconds(self.leaderBalance.intervalMillis)
-                self.balanceTask = self.loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
-                    self.balanceLeaders()
-                }
-            }
-            if self.moves.intervalMillis > 0 {
-                let every = TimeAmount.milliseconds(self.moves.intervalMillis)
-                self.placementTask = self.loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
-                    self.tendPlacement()
-                }
-            }
+            self.driving = true
             self.runReady()
         }
     }
@@ -106,14 +85,7 @@ public final class RaftDriver: @unchecked Sendable {
         loop.submit {
             self.tickTask?.cancel()
             self.tickTask = nil
-            self.leaseTask?.cancel()
-            self.leaseTask = nil
-            self.historyTask?.cancel()
-            self.historyTask = nil
-            self.balanceTask?.cancel()
-            self.balanceTask = nil
-            self.placementTask?.cancel()
-            self.placementTask = nil
+            self.driving = false
             // Neither is needed for safety (a restart applies the entries again, the leader resends the
             // commit index), but a restart is cheaper with them.
             try? self.host.writeCarried()
@@ -177,9 +149,34 @@ public final class RaftDriver: @unchecked Sendable {
     private func stopAfter(_ error: Error) {
         fatal = error
         tickTask?.cancel()
-        leaseTask?.cancel()
-        balanceTask?.cancel()
-        placementTask?.cancel()
+        driving = false
+    }
+
+    /// The driver's periodic work besides the tick (issue 34): the node runs each as a service of its one
+    /// `ServiceGroup`; a duty's `run` does its work on the driver's loop, and nothing once the driver stopped.
+    public var duties: [DriverDuty] {
+        var duties = [
+            duty("edge leases", every: .seconds(1)) {
+                $0.expireSilentEdges()
+                $0.throttle.dropIdle(now: Self.now())
+            },
+            // N5: durable history older than the retention window goes once a minute.
+            duty("history expiry", after: .seconds(5), every: .seconds(60)) { _ = try? $0.host.expireHistory(now: Self.now()) },
+        ]
+        if leaderBalance.intervalMillis > 0 && leaderBalance.transfersPerRound > 0 {
+            duties.append(duty("leader balance", every: .milliseconds(leaderBalance.intervalMillis)) { $0.balanceLeaders() })
+        }
+        if moves.intervalMillis > 0 {
+            duties.append(duty("placement", every: .milliseconds(moves.intervalMillis)) { $0.tendPlacement() })
+        }
+        return duties
+    }
+
+    private func duty(_ name: String, after delay: TimeAmount? = nil, every period: TimeAmount,
+                      _ work: @escaping @Sendable (RaftDriver) -> Void) -> DriverDuty {
+        DriverDuty(name: name, initialDelay: delay ?? period, period: period) {
+            self.loop.submit { if self.driving { work(self) } }
+        }
     }
 
     // MARK: Commands
