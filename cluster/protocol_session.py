@@ -63,6 +63,17 @@ def start_nodes(parley, work, app_key, app_secret, count=3, shards=16):
     return procs, http_ports, peer_ports, cluster_secret
 
 
+def kill_groups(procs):
+    """SIGKILL to each process's group (start_nodes starts each node in a session of its own)."""
+    import os
+    import signal
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def wait_ready(http_ports, seconds=60):
     """Waits until every node answers `/readyz` 200 (at most `seconds`)."""
     deadline = time.time() + seconds

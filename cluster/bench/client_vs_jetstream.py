@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Issue 35's headline: the path clients take, Parley against NATS JetStream, one load generator for both.
+
+    cluster/bench/client_vs_jetstream.py --parley PARLEY --nats-server NATS_SERVER --load LOAD
+        [--levels 1,64] [--seconds 10] [--runs 3] [--size 100]
+
+(`cluster/bench/client-vs-jetstream.sh` installs what it needs, builds the generator and calls this.)
+Both sides: 3 servers on loopback, replicated 3 ways, every write synced to disk before it is acknowledged
+(Parley: fsync on; JetStream: an R3 file stream, `sync_interval: always`). The generator (`client-load`)
+runs W writers, each with one message in flight and a room (a subject) of its own, spread round-robin over the
+three servers, each awaiting its acknowledgement (Parley's `sendMessage` answer over a WebSocket, JetStream's
+PubAck). Runs are interleaved (for each run: every level on JetStream, then on Parley); the servers' CPU (user
++ system, /proc) over a run is divided by the writes acknowledged in it. Prints a Markdown table of medians
+for docs/benchmarks.md. Bounded: every run stops after --seconds (+1 s warm-up); the servers are killed at
+the end.
+"""
+import argparse
+import json
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from protocol_session import free_ports, kill_groups, start_nodes, wait_ready  # noqa: E402
+from signed_api import signed  # noqa: E402
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / HZ
+
+
+def start_jetstream(nats_server, work):
+    ports = free_ports(6)
+    client, route = ports[:3], ports[3:]
+    procs = []
+    for i in range(3):
+        store = os.path.join(work, f"js{i + 1}")
+        routes = ", ".join(f"nats://127.0.0.1:{route[j]}" for j in range(3) if j != i)
+        conf = os.path.join(work, f"js{i + 1}.conf")
+        with open(conf, "w") as f:
+            f.write(f"""server_name: js{i + 1}
+listen: 127.0.0.1:{client[i]}
+jetstream {{ store_dir: "{store}", sync_interval: always }}
+cluster {{ name: bench, listen: 127.0.0.1:{route[i]}, routes: [{routes}] }}
+""")
+        log = open(os.path.join(work, f"js{i + 1}.log"), "ab")
+        procs.append(subprocess.Popen([nats_server, "-c", conf], stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+    return procs, [f"nats://127.0.0.1:{p}" for p in client]
+
+
+def prepare_parley(http_ports, app_key, app_secret, levels):
+    base = f"http://127.0.0.1:{http_ports[0]}"
+    deadline = time.time() + 60
+    # Messages are not budgeted here (A1 measures abuse, not replication); the connection's request budget
+    # still is (100/s, issue 35 item 4): the generator counts the sends that waited for it.
+    while signed(base, app_key, app_secret, "/v1/app/setBudgets",
+                 {"userMessagesPerSecond": 1000000, "userBurst": 1000000,
+                  "roomMessagesPerSecond": 1000000, "roomBurst": 1000000})[0] != 200:
+        if time.time() > deadline:
+            raise RuntimeError("the app's budgets could not be set")
+        time.sleep(0.3)
+    for level in levels:
+        for w in range(level):
+            account = f"l{level}-w{w}"
+            signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": f"{account}-token"})
+            code, answer = signed(base, app_key, app_secret, "/v1/room/create",
+                                  {"roomId": f"l{level}-room-{w}", "creator": account, "name": "Bench"})
+            if code != 200:
+                raise RuntimeError(f"room/create: {code} {answer}")
+    time.sleep(3)  # the edges learn the app's users from meta, a moment behind the API
+
+
+def run_load(load, mode, servers, level, seconds, size, pids, app_key=None):
+    args = [load, "--mode", mode, "--servers", ",".join(servers), "--clients", str(level), "--seconds", str(seconds),
+            "--size", str(size)]
+    if mode == "parley":
+        args += ["--app", app_key, "--level", f"l{level}-"]
+    before = cpu_seconds(pids)
+    line = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 120)
+    after = cpu_seconds(pids)
+    if line.returncode != 0:
+        raise RuntimeError(f"{mode} at {level}: {line.stderr[-500:]}")
+    r = json.loads(line.stdout.strip().splitlines()[-1])
+    r["cpuUsPerOp"] = (after - before) * 1e6 / max(1, r["allOps"])
+    print(json.dumps(r), file=sys.stderr, flush=True)
+    return r
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--parley", required=True)
+    parser.add_argument("--nats-server", required=True)
+    parser.add_argument("--load", required=True, help="the client-load generator")
+    parser.add_argument("--levels", default="1,64")
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+    levels = [int(x) for x in args.levels.split(",")]
+    work = tempfile.mkdtemp(prefix="parley-vs-jetstream-")
+    procs = []
+    try:
+        js_procs, js_urls = start_jetstream(args.nats_server, work)
+        procs += js_procs
+        subprocess.run([args.load, "--create-stream", "--mode", "jetstream", "--servers", ",".join(js_urls)],
+                       check=True, timeout=60)
+        app_key, app_secret = "bench", secrets.token_hex(16)
+        parley_procs, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret, shards=64)
+        procs += parley_procs
+        wait_ready(http_ports)
+        prepare_parley(http_ports, app_key, app_secret, levels)
+        ws = [f"ws://127.0.0.1:{p}/ws" for p in http_ports]
+        rows = []
+        for _ in range(args.runs):
+            for level in levels:
+                rows.append(run_load(args.load, "jetstream", js_urls, level, args.seconds, args.size,
+                                     [p.pid for p in js_procs]))
+                rows.append(run_load(args.load, "parley", ws, level, args.seconds, args.size,
+                                     [p.pid for p in parley_procs], app_key))
+    finally:
+        kill_groups(procs)
+        shutil.rmtree(work, ignore_errors=True)
+
+    def med(system, level, key):
+        values = [r[key] for r in rows if r["system"] == system and r["clients"] == level]
+        return statistics.median(values) if values else float("nan")
+    print("| writers | parley writes/s | jetstream writes/s | ratio | parley p50 / p99 ms | jetstream p50 / p99 ms "
+          "| server CPU µs/write parley / jetstream (ratio) | parley sends that waited for the connection budget |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for level in levels:
+        p, j = med("parley", level, "opsPerSecond"), med("jetstream", level, "opsPerSecond")
+        pc, jc = med("parley", level, "cpuUsPerOp"), med("jetstream", level, "cpuUsPerOp")
+        print(f"| {level} | {p:,.0f} | {j:,.0f} | {p / j:.2f}× | {med('parley', level, 'p50ms'):.2f} / "
+              f"{med('parley', level, 'p99ms'):.2f} | {med('jetstream', level, 'p50ms'):.2f} / "
+              f"{med('jetstream', level, 'p99ms'):.2f} | {pc:,.0f} / {jc:,.0f} ({pc / jc:.2f}×) "
+              f"| {med('parley', level, 'budgetWaits'):,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
