@@ -3,6 +3,10 @@
 
     cluster/bench/client_vs_jetstream.py --parley PARLEY --nats-server NATS_SERVER --load LOAD
         [--levels 1,64] [--seconds 10] [--runs 3] [--size 100]
+    cluster/bench/client_vs_jetstream.py --parley PARLEY --baseline OLDER_PARLEY --load LOAD …
+
+With `--baseline` the other side is a second Parley cluster of an older build instead of JetStream: the A/B of
+a change through the path clients take (interleaved the same way).
 
 (`cluster/bench/client-vs-jetstream.sh` installs what it needs, builds the generator and calls this.)
 Both sides: 3 servers on loopback, replicated 3 ways, every write synced to disk before it is acknowledged
@@ -86,7 +90,7 @@ def prepare_parley(http_ports, app_key, app_secret, levels):
     time.sleep(3)  # the edges learn the app's users from meta, a moment behind the API
 
 
-def run_load(load, mode, servers, level, seconds, size, pids, app_key=None):
+def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None):
     args = [load, "--mode", mode, "--servers", ",".join(servers), "--clients", str(level), "--seconds", str(seconds),
             "--size", str(size)]
     if mode == "parley":
@@ -98,6 +102,8 @@ def run_load(load, mode, servers, level, seconds, size, pids, app_key=None):
         raise RuntimeError(f"{mode} at {level}: {line.stderr[-500:]}")
     r = json.loads(line.stdout.strip().splitlines()[-1])
     r["cpuUsPerOp"] = (after - before) * 1e6 / max(1, r["allOps"])
+    if label:
+        r["system"] = label
     print(json.dumps(r), file=sys.stderr, flush=True)
     return r
 
@@ -105,32 +111,47 @@ def run_load(load, mode, servers, level, seconds, size, pids, app_key=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--parley", required=True)
-    parser.add_argument("--nats-server", required=True)
+    parser.add_argument("--nats-server")
+    parser.add_argument("--baseline", help="an older parley to compare with, instead of JetStream")
     parser.add_argument("--load", required=True, help="the client-load generator")
     parser.add_argument("--levels", default="1,64")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--size", type=int, default=100)
     args = parser.parse_args()
+    if not (args.nats_server or args.baseline):
+        parser.error("--nats-server or --baseline")
+    other = "baseline" if args.baseline else "jetstream"
     levels = [int(x) for x in args.levels.split(",")]
     work = tempfile.mkdtemp(prefix="parley-vs-jetstream-")
     procs = []
     try:
-        js_procs, js_urls = start_jetstream(args.nats_server, work)
-        procs += js_procs
-        subprocess.run([args.load, "--create-stream", "--mode", "jetstream", "--servers", ",".join(js_urls)],
-                       check=True, timeout=60)
         app_key, app_secret = "bench", secrets.token_hex(16)
-        parley_procs, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret, shards=64)
-        procs += parley_procs
-        wait_ready(http_ports)
-        prepare_parley(http_ports, app_key, app_secret, levels)
-        ws = [f"ws://127.0.0.1:{p}/ws" for p in http_ports]
+
+        def parley_cluster(binary, folder):
+            os.makedirs(folder)
+            started, http_ports, _, _ = start_nodes(binary, folder, app_key, app_secret, shards=64)
+            procs.extend(started)
+            wait_ready(http_ports)
+            prepare_parley(http_ports, app_key, app_secret, levels)
+            return started, [f"ws://127.0.0.1:{p}/ws" for p in http_ports]
+        if args.baseline:
+            other_procs, other_urls = parley_cluster(args.baseline, os.path.join(work, "baseline"))
+        else:
+            other_procs, other_urls = start_jetstream(args.nats_server, work)
+            procs.extend(other_procs)
+            subprocess.run([args.load, "--create-stream", "--mode", "jetstream", "--servers", ",".join(other_urls)],
+                           check=True, timeout=60)
+        parley_procs, ws = parley_cluster(args.parley, os.path.join(work, "parley"))
         rows = []
         for _ in range(args.runs):
             for level in levels:
-                rows.append(run_load(args.load, "jetstream", js_urls, level, args.seconds, args.size,
-                                     [p.pid for p in js_procs]))
+                if args.baseline:
+                    rows.append(run_load(args.load, "parley", other_urls, level, args.seconds, args.size,
+                                         [p.pid for p in other_procs], app_key, label="baseline"))
+                else:
+                    rows.append(run_load(args.load, "jetstream", other_urls, level, args.seconds, args.size,
+                                         [p.pid for p in other_procs]))
                 rows.append(run_load(args.load, "parley", ws, level, args.seconds, args.size,
                                      [p.pid for p in parley_procs], app_key))
     finally:
@@ -140,17 +161,16 @@ def main():
     def med(system, level, key):
         values = [r[key] for r in rows if r["system"] == system and r["clients"] == level]
         return statistics.median(values) if values else float("nan")
-    print("| writers | parley writes/s | jetstream writes/s | ratio | parley p50 / p99 ms | jetstream p50 / p99 ms "
-          "| server CPU µs/write parley / jetstream (ratio) | parley sends that waited for the connection budget |")
+    print(f"| writers | parley writes/s | {other} writes/s | ratio | parley p50 / p99 ms | {other} p50 / p99 ms "
+          f"| server CPU µs/write parley / {other} (ratio) | parley sends that waited for the connection budget |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for level in levels:
-        p, j = med("parley", level, "opsPerSecond"), med("jetstream", level, "opsPerSecond")
-        pc, jc = med("parley", level, "cpuUsPerOp"), med("jetstream", level, "cpuUsPerOp")
-        print(f"| {level} | {p:,.0f} | {j:,.0f} | {p / j:.2f}× | {med('parley', level, 'p50ms'):.2f} / "
-              f"{med('parley', level, 'p99ms'):.2f} | {med('jetstream', level, 'p50ms'):.2f} / "
-              f"{med('jetstream', level, 'p99ms'):.2f} | {pc:,.0f} / {jc:,.0f} ({pc / jc:.2f}×) "
+        p, o = med("parley", level, "opsPerSecond"), med(other, level, "opsPerSecond")
+        pc, oc = med("parley", level, "cpuUsPerOp"), med(other, level, "cpuUsPerOp")
+        print(f"| {level} | {p:,.0f} | {o:,.0f} | {p / o:.2f}× | {med('parley', level, 'p50ms'):.2f} / "
+              f"{med('parley', level, 'p99ms'):.2f} | {med(other, level, 'p50ms'):.2f} / "
+              f"{med(other, level, 'p99ms'):.2f} | {pc:,.0f} / {oc:,.0f} ({pc / oc:.2f}×) "
               f"| {med('parley', level, 'budgetWaits'):,.0f} |")
-
 
 if __name__ == "__main__":
     main()
