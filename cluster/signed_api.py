@@ -38,3 +38,16 @@ def signed(base, app_key, app_secret, path, fields, context=None):
     body = json.dumps(fields).encode()
     status, text = http(base + path, body, signed_headers(app_key, app_secret, path, body), context=context)
     return status, (json.loads(text) if text.startswith("{") else {"raw": text})
+
+
+def lift_message_budgets(base, app_key, app_secret, seconds=60):
+    """Lifts the app's message budgets (A1) to their highest, retrying while the node does not know the app yet
+    (benchmarks measure replication and fan-out, not the abuse limits). The per-connection request budget is
+    the edge's and stays."""
+    deadline = time.time() + seconds
+    while signed(base, app_key, app_secret, "/v1/app/setBudgets",
+                 {"userMessagesPerSecond": 1000000, "userBurst": 1000000,
+                  "roomMessagesPerSecond": 1000000, "roomBurst": 1000000})[0] != 200:
+        if time.time() > deadline:
+            raise RuntimeError("the app's budgets could not be set")
+        time.sleep(0.3)

@@ -158,22 +158,19 @@ public final class RoomHistoryStore: Sendable {
         }
     }
 
+    // The reads of `HistoryReader`, on the caller's thread.
     public func page(roomId: String, after: Int64, before: Int64, belowSeq: UInt64, types: [MessageType],
                      ascending: Bool, limit: Int) throws -> [HistoryItem] {
-        try queue.read { db in
-            try HistoryReader(db: db).page(roomId: roomId, after: after, before: before, belowSeq: belowSeq,
-                                           types: types, ascending: ascending, limit: limit)
-        }
+        try readNow { try $0.page(roomId: roomId, after: after, before: before, belowSeq: belowSeq, types: types,
+                                  ascending: ascending, limit: limit) }
     }
 
     public func since(roomId: String, afterSeq: UInt64, belowSeq: UInt64, notBefore: Int64, limit: Int) throws -> [HistoryItem] {
-        try queue.read { db in
-            try HistoryReader(db: db).since(roomId: roomId, afterSeq: afterSeq, belowSeq: belowSeq, notBefore: notBefore, limit: limit)
-        }
+        try readNow { try $0.since(roomId: roomId, afterSeq: afterSeq, belowSeq: belowSeq, notBefore: notBefore, limit: limit) }
     }
 
     public func oldestSeq(roomId: String, notBefore: Int64) throws -> UInt64? {
-        try queue.read { db in try HistoryReader(db: db).oldestSeq(roomId: roomId, notBefore: notBefore) }
+        try readNow { try $0.oldestSeq(roomId: roomId, notBefore: notBefore) }
     }
 
     /// Runs `body` on the history database's thread, after every write handed over before it (so it sees
