@@ -1,4 +1,5 @@
 import ParleyRooms
+import ParleyPlacement
 
 /// R1-R6, N4, E6, E7: rooms and their policies (rooms are created and closed only here, R2).
 enum RoomEndpoints {
@@ -61,6 +62,8 @@ enum RoomEndpoints {
         var userBurst: Int?
         var roomMessagesPerSecond: Int?
         var roomBurst: Int?
+        var connectionRequestsPerSecond: Int?
+        var connectionBurst: Int?
     }
 
     struct RoomMute: Decodable, Sendable {
@@ -160,9 +163,16 @@ enum RoomEndpoints {
             if let v = b.userBurst { budget.userBurst = v }
             if let v = b.roomMessagesPerSecond { budget.roomMessagesPerSecond = v }
             if let v = b.roomBurst { budget.roomBurst = v }
-            guard budget.isValid else {
+            var connection: ConnectionBudget?
+            if b.connectionRequestsPerSecond != nil || b.connectionBurst != nil {
+                let standard = ConnectionBudget.standard
+                connection = ConnectionBudget(requestsPerSecond: b.connectionRequestsPerSecond ?? standard.requestsPerSecond,
+                                              burst: b.connectionBurst ?? standard.burst)
+            }
+            guard budget.isValid, connection?.isValid ?? true else {
                 throw APIError(.badField, "rates must be 1 … 1000000 a second and each burst at least its rate")
             }
+            try await api.setConnectionBudget(connection, app: app)
             return ShardsAnswer(shards: try await api.everyShard(.setSendBudget(namespace: api.namespace(app), budget)))
         },
         .post("/v1/room/mute", RoomMute.self) { api, b, _ in

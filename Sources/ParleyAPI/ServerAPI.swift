@@ -286,6 +286,17 @@ public struct ServerAPI: Sendable {
         return changed
     }
 
+    /// A1: the app's connection request budget, kept in the meta group (nil: the node's default). Until every
+    /// node reads it (a rolling upgrade) an app that asks for one is answered 503, and one that asks for none
+    /// while it has none writes nothing.
+    func setConnectionBudget(_ budget: ConnectionBudget?, app: String) async throws {
+        if budget == nil, try await backend.metaState().connectionBudgets[app] == nil { return }
+        guard await backend.everyNodeHas(.connectionBudgets) else {
+            throw APIError(.unavailable, "a node of the cluster does not read connection budgets yet (a rolling upgrade); retry once every node runs this version")
+        }
+        try await meta(.setConnectionBudget(appKey: app, budget))
+    }
+
     func meta(_ command: MetaCommand) async throws {
         if case .refused(let code, let message) = try await backend.submitMeta(command,
                                                                                 requestKey: SignedRequest.current?.key(for: "meta")) {

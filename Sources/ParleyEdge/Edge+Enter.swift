@@ -49,6 +49,8 @@ extension Edge {
         case .success(let user):
             userId = user
         }
+        // A1: from this enter on the connection spends its app's request budget.
+        await readRequestBudget(ofApp: request.appKey)
         // Re-read after the await: the connection may have closed or entered the room meanwhile.
         guard var conn = connections[connection], !conn.closing, !conn.rooms.contains(request.roomId) else { return }
         if conn.account == nil { conn.account = (userId, request.mode, request.appKey) }

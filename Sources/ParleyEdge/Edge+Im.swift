@@ -131,6 +131,7 @@ extension Edge {
             connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
             return
         }
+        await readRequestBudget(ofApp: appKey)
         // Re-read after the awaits: the connection may have closed or logged in meanwhile.
         guard var conn = connections[connection], !conn.closing, conn.im == nil else {
             release(rooms: [])

@@ -39,6 +39,8 @@ public actor Edge {
     /// (each keeps that shard's feed running).
     var imSessions: [String: Set<UInt64>] = [:]
     var imHolds: [ShardID: Int] = [:]
+    /// A1: the request budgets of the apps whose connections this edge holds, as last read (`AppRequestBudget`).
+    var requestBudgets: [String: AppRequestBudget] = [:]
 
     /// Where the edge's figures go on `/metrics` (nil: nowhere, as in tests).
     let metrics: EdgeMetrics?
@@ -185,11 +187,7 @@ public actor Edge {
             return
         }
         // A1: every request counts against the connection's budget, before any work is done for it.
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        var budget = c.requests ?? TokenBucket(burst: settings.requestBurst, now: now)
-        let wait = budget.take(rate: settings.requestsPerSecond, burst: settings.requestBurst, now: now)
-        connections[connection]?.requests = budget
-        if let wait {
+        if let wait = takeRequestToken(c) {
             countOverBudget()
             c.send(EventFrame.error(id: request.id, .tooManyRequests(retryAfterMillis: wait)))
             return

@@ -35,6 +35,11 @@ public protocol EdgeCluster: Sendable {
     /// E6: the edge addresses (host:port) that should serve the room, best first.
     func roomAddresses(roomId: String) async -> [String]
 
+    /// SPEC A1: the app's own connection request budget (nil: it has none, the edge's default applies). May
+    /// be a second or so stale: the edge reads it again at every enter and IM login and while connections of
+    /// the app keep sending.
+    func connectionBudget(ofApp appKey: String) async -> ConnectionBudget?
+
     /// Issue 18: whether every node of the cluster reads what `feature` writes (during a rolling upgrade
     /// some may not yet); the edge falls back to what older nodes read when not.
     func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool

@@ -1,4 +1,5 @@
 import NIOCore
+import ParleyPlacement
 
 /// The numbers the edge announces in `hello` and enforces (docs/protocol.md).
 public struct EdgeSettings: Sendable, Hashable {
@@ -34,11 +35,11 @@ public struct EdgeSettings: Sendable, Hashable {
     /// Bytes written to one connection but not yet taken by its socket beyond which (after a flush) it counts as
     /// too slow: it is sent close 1008 and dropped. Bounds the memory a client that stops reading holds.
     public var maxQueuedBytes = 1 << 20
-    /// SPEC A1: requests one connection may send, all ops together (a token bucket: this many a second,
-    /// bursts of `requestBurst`); beyond it the request is answered 416 with `retryAfterMs` and not run.
-    /// Messages have their own, tighter budgets per user and per room (`SendBudget`, at the shard leader).
-    public var requestsPerSecond: Int = 100
-    public var requestBurst: Int = 200
+    /// SPEC A1: requests one connection may send, all ops together, when its app has no budget of its own
+    /// (`/v1/app/setBudgets`, `ConnectionBudget`); beyond it the request is answered 416 with `retryAfterMs`
+    /// and not run. Messages have their own, tighter budgets per user and per room (`SendBudget`, at the
+    /// shard leader).
+    public var requestBudget = ConnectionBudget.standard
     /// SPEC A2: an HTTP connection must finish its first request head within this many ms of opening, and
     /// each later one (a keep-alive connection's next request) within `keepAliveMillis` of the previous
     /// head; otherwise it is closed (`RequestHeadDeadline`).

@@ -43,7 +43,7 @@ struct ClientConnection {
     var rooms: Set<String> = []
     /// Rooms whose E3 slot (on the user's home shard) this connection holds.
     var slots: Set<String> = []
-    /// A1: the connection's request budget (`EdgeSettings.requestsPerSecond`), made with its first request.
+    /// A1: the connection's request bucket (its app's `ConnectionBudget`), made with its first request.
     var requests: TokenBucket?
     /// C5: when this draining edge told the client to move (its sessions then end late, in silence).
     var handedOffAt: ContinuousClock.Instant?

@@ -128,6 +128,10 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         return await metaState(maxAge: 0)?.apps[appKey] != nil
     }
 
+    public func connectionBudget(ofApp appKey: String) async -> ConnectionBudget? {
+        await metaState(maxAge: metaMaxAge)?.connectionBudgets[appKey]
+    }
+
     public func roomAddresses(roomId: String) async -> [String] {
         guard let state = await metaState(maxAge: metaMaxAge) else { return [] }
         var reachable: Set<NodeID> = [driver.nodeID]

@@ -116,6 +116,9 @@ public enum MetaCommand: Sendable, Hashable {
     /// while the first could still be accepted. `scope` says whose nonces: an app's key (SPEC T2: the nonce of
     /// a signed request, `app␟nonce#nonce`) or `joinScope` (the credential of a node joining by address).
     case claimNonce(scope: String)
+    /// SPEC A1: the app's connection request budget (nil: back to the node's default). Written only once
+    /// every node reads it (`PeerProtocol.Feature.connectionBudgets`).
+    case setConnectionBudget(appKey: String, ConnectionBudget?)
 }
 
 /// What applying a meta command did.
@@ -152,6 +155,8 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     public private(set) var apps: [String: AppCredential] = [:]
     /// Users by `UserRecord.key`.
     public private(set) var users: [String: UserRecord] = [:]
+    /// A1: the apps whose connections have a request budget of their own (`ConnectionBudget`).
+    public private(set) var connectionBudgets: [String: ConnectionBudget] = [:]
 
     /// Field limits of user records.
     public static let maxAccountBytes = 128
@@ -233,6 +238,7 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         case .removeApp(let key):
             guard apps.removeValue(forKey: key) != nil else { return .refusal(.notFound, "no app \(key)") }
             users = users.filter { $0.value.appKey != key }
+            connectionBudgets[key] = nil
             return .done
         case .createUser(let user):
             guard users[user.key] == nil else { return .refusal(.alreadyExists, "the account \(user.account) exists") }
@@ -267,6 +273,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             return outcome
         case .claimNonce:
             return .done
+        case .setConnectionBudget(let key, let budget):
+            guard apps[key] != nil else { return .refusal(.notFound, "no app \(key)") }
+            if let budget, !budget.isValid {
+                return .refusal(.badParameter, "a connection's rate must be 1 … 1000000 a second and its burst at least its rate")
+            }
+            connectionBudgets[key] = budget
+            return .done
         }
     }
 
@@ -278,12 +291,14 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     // MARK: Snapshot
 
     /// 3 adds the apps that require signed bodies; 4 holds sealed secrets and token digests, where 2 and 3
-    /// held them in clear (not read any more: docs/operations.md, "Upgrades").
-    public static let snapshotVersion: UInt8 = 4
+    /// held them in clear (not read any more: docs/operations.md, "Upgrades"); 5 adds the connection budgets
+    /// after the signed-body apps. A state without connection budgets is still written as 4, so a node that
+    /// reads only 4 takes it during a rolling upgrade (budgets exist only once every node reads 5).
+    public static let snapshotVersion: UInt8 = 5
 
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
-        w.write(Self.snapshotVersion)
+        w.write(connectionBudgets.isEmpty ? UInt8(4) : Self.snapshotVersion)
         w.write(UInt64(nodes.count))
         for id in nodes.keys.sorted() { w.write(nodes[id]!) }
         w.write(placementVersion)
@@ -296,13 +311,17 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         let signed = apps.keys.sorted().filter { apps[$0]!.requiresSignedBody }
         w.write(UInt64(signed.count))
         for key in signed { w.write(key) }
+        if !connectionBudgets.isEmpty {
+            w.write(UInt64(connectionBudgets.count))
+            for key in connectionBudgets.keys.sorted() { w.write(key); w.write(connectionBudgets[key]!) }
+        }
         return w.bytes
     }
 
     public init(restoring bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         let v = try r.readByte()
-        guard v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
+        guard v == 4 || v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
         for _ in 0..<(try r.readCount()) {
             let n = try r.read(NodeRecord.self)
             nodes[n.id] = n
@@ -325,6 +344,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             let key = try r.readString()
             guard apps[key] != nil else { throw CodecError.badTag("signed-body app", 0) }
             apps[key]!.requiresSignedBody = true
+        }
+        if v >= 5 {
+            for _ in 0..<(try r.readCount()) {
+                let key = try r.readString()
+                guard apps[key] != nil else { throw CodecError.badTag("connection budget app", 0) }
+                connectionBudgets[key] = try r.read(ConnectionBudget.self)
+            }
         }
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
     }
@@ -403,6 +429,9 @@ extension MetaCommand: BinaryCodable {
         case .createUser(let u): w.write(UInt8(10)); w.write(u)
         case .createApp(let a, let required): w.write(UInt8(11)); w.write(a); w.write(required)
         case .claimNonce(let scope): w.write(UInt8(12)); w.write(scope)
+        case .setConnectionBudget(let app, let budget):
+            w.write(UInt8(13)); w.write(app); w.write(budget != nil)
+            if let budget { w.write(budget) }
         }
     }
 
@@ -428,6 +457,9 @@ extension MetaCommand: BinaryCodable {
         case 7: self = .setAppSigning(appKey: try r.readString(), requireSignedBody: try r.readBool())
         case 11: self = .createApp(try r.read(), requireSignedBody: try r.readBool())
         case 12: self = .claimNonce(scope: try r.readString())
+        case 13:
+            let app = try r.readString()
+            self = .setConnectionBudget(appKey: app, try r.readBool() ? try r.read(ConnectionBudget.self) : nil)
         case let t: throw .badTag("MetaCommand", UInt64(t))
         }
     }

@@ -14,8 +14,10 @@
 ///   issue 33 (SPEC T2).
 /// - 5: reads the IM relay's `screenedEffects` (IM command tag 7: effects screened by the targets'
 ///   blocklists), issue 33.
+/// - 6: reads the meta command `setConnectionBudget` (tag 13) and meta snapshots of version 5 (an app's
+///   connection request budget, SPEC A1, issue 35).
 public enum PeerProtocol {
-    public static let version = 5
+    public static let version = 6
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -39,9 +41,12 @@ public enum PeerProtocol {
         case appSigning
         /// The IM relay's `screenedEffects` (IM command tag 7).
         case imScreening
+        /// The meta command `setConnectionBudget` (tag 13) and meta snapshot version 5.
+        case connectionBudgets
 
         public var version: Int {
             switch self {
+            case .connectionBudgets: 6
             case .sessionTakeOver: 2
             case .im: 3
             case .appSigning: 4

@@ -38,6 +38,7 @@ struct BenchClientCommand: AsyncParsableCommand {
             let secrets = MetaSecrets(clusterSecret: cluster.layout.secret)
             try await admin.meta(.putApp(secrets.app(Self.appKey, secret: String(repeating: "b", count: 32))))
             try await admin.unlimitedSends(namespace: AppScope.namespace(ofApp: Self.appKey, legacyApp: nil))
+            try await admin.unlimitedRequests(appKey: Self.appKey)
             for i in 0..<levels.max()! {
                 try await admin.meta(.putUser(secrets.user(appKey: Self.appKey, account: "w\(i)", token: "w\(i)-token")))
             }
@@ -109,8 +110,8 @@ struct BenchClientCommand: AsyncParsableCommand {
         let retried = connections.reduce(0) { $0 + $1.connection.budgetRetries.withLockedValue { $0 } }
         if retried > 0 {
             let edge = EdgeSettings()
-            print("  (\(retried) sends waited for their connection's request budget, A1: \(edge.requestsPerSecond)/s, "
-                + "burst \(edge.requestBurst))")
+            print("  (\(retried) sends waited for their connection's request budget, A1: \(edge.requestBudget.requestsPerSecond)/s, "
+                + "burst \(edge.requestBudget.burst))")
         }
         for c in connections { try? await c.channel.close() }
         try await Task.sleep(for: .seconds(1))

@@ -38,6 +38,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             try await admin.meta(.putApp(secrets.app(Self.appKey, secret: String(repeating: "b", count: 32))))
             try await admin.meta(.putUser(secrets.user(appKey: Self.appKey, account: "sender", token: "sender-token")))
             try await admin.unlimitedSends(namespace: AppScope.namespace(ofApp: Self.appKey, legacyApp: nil))
+            try await admin.unlimitedRequests(appKey: Self.appKey)
             print("parley bench fanout: \(nodes) edges, fsync \(noFsync ? "OFF" : "on"), \(messages) messages × \(runs) runs, "
                 + "\(window) sends in flight")
             // Idle memory first, on the fresh nodes: measured later, memory freed by the room phases would be

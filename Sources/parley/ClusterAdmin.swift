@@ -53,6 +53,11 @@ struct ClusterAdmin: Sendable {
         }
     }
 
+    /// A1: lifts the request budget of the app's client connections (all ops together) as far as it goes.
+    func unlimitedRequests(appKey: String) async throws {
+        try await meta(.setConnectionBudget(appKey: appKey, .unlimited))
+    }
+
     @discardableResult
     func shard(_ command: RoomCommand, shard: ShardID, actor: CommandActor = .appServer,
                deadline: Date = Date().addingTimeInterval(30)) async throws -> ApplyOutcome {

@@ -144,6 +144,38 @@ import ParleyPlacement
         for cut in 0..<bytes.count { #expect(throws: (any Error).self) { try MetaState(restoring: Array(bytes[..<cut])) } }
     }
 
+    /// SPEC A1: an app's connection request budget is set, reset and removed with the app; bad ones are
+    /// refused; a state without any is still written as snapshot 4 (what nodes of peer protocol 5 read),
+    /// one with some as 5, and both restore.
+    @Test func A1_connectionBudgetsAreKeptPerAppAndSnapshotAsVersion5OnlyWhenThereAreSome() throws {
+        var m = Self.registered([1])
+        _ = m.apply(.putApp(Self.s.app("k", secret: String(repeating: "1", count: 16))), context: Self.app)
+        #expect(m.snapshot().first == 4)
+        let plain = m.snapshot()
+        let bot = ConnectionBudget(requestsPerSecond: 5_000, burst: 10_000)
+        #expect(m.apply(.setConnectionBudget(appKey: "nope", bot), context: Self.app) == .refusal(.notFound, "no app nope"))
+        for bad in [ConnectionBudget(requestsPerSecond: 0, burst: 1), ConnectionBudget(requestsPerSecond: 10, burst: 9),
+                    ConnectionBudget(requestsPerSecond: 1_000_001, burst: 1_000_001)] {
+            guard case .refused(let code, _) = m.apply(.setConnectionBudget(appKey: "k", bad), context: Self.app) else {
+                Issue.record("\(bad) was accepted"); continue
+            }
+            #expect(code == MetaRefusal.badParameter.rawValue)
+        }
+        #expect(m.snapshot() == plain)
+        #expect(m.apply(.setConnectionBudget(appKey: "k", bot), context: Self.app) == .done)
+        #expect(m.connectionBudgets == ["k": bot])
+        let withBudget = m.snapshot()
+        #expect(withBudget.first == 5)
+        #expect(try MetaState(restoring: withBudget) == m)
+        for cut in 0..<withBudget.count { #expect(throws: (any Error).self) { try MetaState(restoring: Array(withBudget[..<cut])) } }
+        #expect(try MetaState(restoring: plain).connectionBudgets.isEmpty)
+        #expect(m.apply(.setConnectionBudget(appKey: "k", nil), context: Self.app) == .done)
+        #expect(m.snapshot() == plain)
+        _ = m.apply(.setConnectionBudget(appKey: "k", bot), context: Self.app)
+        _ = m.apply(.removeApp(appKey: "k"), context: Self.app)
+        #expect(m.connectionBudgets.isEmpty)
+    }
+
     @Test func commandsRoundTripTheCodec() throws {
         let commands: [MetaCommand] = [
             .registerNode(NodeRecord(id: 4, peerAddress: "a:1", httpAddress: "b:2", state: .draining, registeredAt: 9)),
@@ -153,6 +185,8 @@ import ParleyPlacement
             .createApp(AppCredential(appKey: "k", sealedSecret: [4], createdAt: 0), requireSignedBody: true),
             .createApp(AppCredential(appKey: "n", sealedSecret: [5], createdAt: 0), requireSignedBody: false),
             .claimNonce(scope: "k"),
+            .setConnectionBudget(appKey: "k", ConnectionBudget(requestsPerSecond: 7, burst: 9)),
+            .setConnectionBudget(appKey: "k", nil),
         ]
         for c in commands { #expect(try MetaCommand(decoding: c.encoded()) == c) }
         for o in [MetaOutcome.done, .placement(version: 7), .refusal(.notFound, "x")] {

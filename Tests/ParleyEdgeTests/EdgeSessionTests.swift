@@ -2,6 +2,7 @@ import Foundation
 import ParleyCluster
 import ParleyEdge
 import ParleyRooms
+import ParleyPlacement
 import Testing
 
 /// Sessions through real WebSockets against a real `RoomsState` cluster: auth, messages, notifications,
@@ -232,8 +233,7 @@ struct EdgeSessionTests {
     @Test("A1: the per-connection request budget answers 416 with retryAfterMs and runs nothing")
     func aConnectionOverItsRequestBudgetIsAnswered416() async throws {
         var settings = EdgeSettings.testing
-        settings.requestsPerSecond = 1
-        settings.requestBurst = 10
+        settings.requestBudget = ConnectionBudget(requestsPerSecond: 1, burst: 10)
         let server = try await Fixture.server(settings: settings)
         defer { Task { await server.stop() } }
         let (a, b) = try await server.aliceAndBobInRoom()  // hello + enter: 2 of each connection's 10
@@ -268,6 +268,61 @@ struct EdgeSessionTests {
         #expect(try await a.call("sendMessage", ["roomId": "r1", "body": "later"]).errorCode == nil)
         await a.close()
         await b.close()
+    }
+
+    /// SPEC A1 (issue 35): an app's own connection budget (`/v1/app/setBudgets`, kept in the meta group)
+    /// replaces the node's default once a connection entered one of the app's rooms; a change reaches a
+    /// connection already open within about a second; reset, the default is back. Before a connection has
+    /// an app (no enter yet) the default applies.
+    @Test("A1: an app's connection budget replaces the default, also for open connections")
+    func anAppsConnectionBudgetReplacesTheNodeDefault() async throws {
+        var settings = EdgeSettings.testing
+        settings.requestBudget = ConnectionBudget(requestsPerSecond: 1, burst: 6)
+        let server = try await Fixture.server(settings: settings)
+        defer { Task { await server.stop() } }
+        let lifted = ConnectionBudget(requestsPerSecond: 100_000, burst: 100_000)
+        #expect(server.cluster.meta(.setConnectionBudget(appKey: Fixture.app, lifted)) == .done)
+        let (a, b) = try await server.aliceAndBobInRoom()
+        /// Sends `count` at once and returns how many were answered 416.
+        func flood(_ client: TestClient, _ count: Int, from first: Int) async throws -> Int {
+            for i in 0..<count { client.send(json: ["id": first + i, "op": "sendMessage", "roomId": "r1", "body": "m\(first + i)"]) }
+            var refused = 0
+            for i in 0..<count {
+                let code = try await client.answer(Int64(first + i), timeout: .seconds(30)).errorCode
+                #expect(code == nil || code == 416)
+                if code == 416 { refused += 1 }
+            }
+            return refused
+        }
+        // The app's budget, not the node's burst of 6: 40 at once all go through.
+        #expect(try await flood(a, 40, from: 1_000) == 0)
+        // Tightened while both are connected: within about a second their next floods meet it.
+        #expect(server.cluster.meta(.setConnectionBudget(appKey: Fixture.app, ConnectionBudget(requestsPerSecond: 1, burst: 3))) == .done)
+        var tightened = false
+        for attempt in 0..<20 where !tightened {
+            tightened = try await flood(b, 10, from: 10_000 + 10 * attempt) >= 6
+            if !tightened { try await Task.sleep(for: .milliseconds(300)) }
+        }
+        #expect(tightened, "the app's new budget never reached the open connection")
+        // Reset: the node's default (a burst of 6) again. One request has the edge read it; then the bucket
+        // refills at 1 a second up to the default's burst.
+        #expect(server.cluster.meta(.setConnectionBudget(appKey: Fixture.app, nil)) == .done)
+        try await Task.sleep(for: .milliseconds(1_100))
+        _ = try await a.call("ping", [:])
+        try await Task.sleep(for: .seconds(7))
+        let began = ContinuousClock.now
+        let refused = try await flood(a, 20, from: 2_000)
+        let took = Int((ContinuousClock.now - began).components.seconds) + 1
+        #expect(refused <= 14 && refused >= 14 - took, "\(refused) of 20 refused")
+        // A connection without an app yet (hello only) has the node's default.
+        let c = try await server.client()
+        for i in 0..<20 { c.send(json: ["id": 3_000 + i, "op": "ping"]) }
+        var pingsRefused = 0
+        for i in 0..<20 where try await c.answer(Int64(3_000 + i), timeout: .seconds(30)).errorCode == 416 { pingsRefused += 1 }
+        #expect(pingsRefused >= 12, "\(pingsRefused) of 20 pings refused")
+        await a.close()
+        await b.close()
+        await c.close()
     }
 
     /// Issue 16: when the cluster ends a live connection's session (its edge's lease ran out) the client gets a

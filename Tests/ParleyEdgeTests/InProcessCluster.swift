@@ -173,6 +173,10 @@ final class InProcessCluster: EdgeCluster, Sendable {
 
     func roomAddresses(roomId: String) async -> [String] { [] }
 
+    func connectionBudget(ofApp appKey: String) async -> ConnectionBudget? {
+        state.withLock { $0.meta.connectionBudgets[appKey] }
+    }
+
     // MARK: set-up as the app server would do it
 
     @discardableResult

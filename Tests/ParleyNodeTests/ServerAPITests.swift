@@ -378,6 +378,27 @@ import ParleyPlacement
             expectRefusal(try await api.post(n[2], "/v1/room/setPolicy", ["roomId": "r1", "devicePolicy": "many"]), 400, 10414)
             #expect(room(try await api.post(n[0], "/v1/room/get", ["roomId": "r1"]))["devicePolicy"] as? String == "single")
             #expect(try await api.post(n[0], "/v1/app/setPolicy", ["enterExitNotifications": true]).data["shards"] as? Int == cluster.shards)
+            // A1 (issue 35): the app's connection request budget goes to the meta group; a bad one is refused
+            // and changes nothing; a call without it puts the node's default back (fields left out: defaults).
+            let bot = ConnectionBudget(requestsPerSecond: 5_000, burst: 8_000)
+            #expect(try await api.post(n[1], "/v1/app/setBudgets", ["connectionRequestsPerSecond": 5_000,
+                                                                    "connectionBurst": 8_000]).status == 200)
+            func everyNode(has budget: ConnectionBudget?) async throws {
+                try await cluster.eventually("every node's meta replica to hold \(String(describing: budget))", seconds: 10) {
+                    for id in cluster.ids {
+                        guard let state = try? await cluster.metaState(via: id),
+                              state.connectionBudgets[Self.appKey] == budget else { return false }
+                    }
+                    return true
+                }
+            }
+            try await everyNode(has: bot)
+            expectRefusal(try await api.post(n[2], "/v1/app/setBudgets", ["connectionRequestsPerSecond": 50,
+                                                                          "connectionBurst": 10]), 400, 10414)
+            expectRefusal(try await api.post(n[2], "/v1/app/setBudgets", ["connectionBurst": 0]), 400, 10414)
+            try await everyNode(has: bot)
+            #expect(try await api.post(n[0], "/v1/app/setBudgets", ["userMessagesPerSecond": 20]).status == 200)
+            try await everyNode(has: nil)
             #expect(room(try await api.post(n[1], "/v1/room/mute", ["roomId": "r1", "mute": true]))["muted"] as? Bool == true)
             #expect(try await api.post(n[2], "/v1/room/allowlist", ["roomId": "r1", "add": true, "accids": ["bob"]]).status == 200)
         }

@@ -23,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
 from protocol_session import ProtocolSession, kill_groups, start_nodes, wait_ready  # noqa: E402
-from signed_api import lift_message_budgets, signed  # noqa: E402
+from signed_api import lift_budgets, signed  # noqa: E402
 
 
 class Member(ProtocolSession):
@@ -113,7 +113,7 @@ def main():
         procs += started
         base = f"http://127.0.0.1:{http_ports[0]}"
         wait_ready(http_ports)
-        lift_message_budgets(base, app_key, app_secret)
+        lift_budgets(base, app_key, app_secret)
         for account in [f"w{i}" for i in range(args.writers)] + [f"reader{i}" for i in range(args.readers)]:
             signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": f"{account}-t"})
         signed(base, app_key, app_secret, "/v1/room/create", {"roomId": "busy", "creator": "reader0", "name": "Busy"})
