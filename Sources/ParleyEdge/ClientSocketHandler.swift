@@ -21,13 +21,33 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case echo
     }
 
-    /// What the edge is asked to do for the connection, one at a time and in this order.
+    /// What the edge is asked to do for the connection, in lanes (`RequestLanes`): a room's requests one at
+    /// a time in order, different rooms side by side; the connection's own events alone.
     private enum Job {
         case open
-        case text(String)
+        case request(ClientRequest)
+        case rejected(RejectedFrame)
         case refuse(ProtocolError, closeCode: UInt16)
         case idle
         case closed
+
+        /// Ops that change what the connection's later requests see (its hello, account, rooms, IM login).
+        static let barrierOps: Set<String> = ["hello", "enter", "exit", "imLogin"]
+
+        var lane: RequestLanes<Job>.Lane {
+            switch self {
+            case .open, .refuse, .idle, .closed: return .barrier
+            case .rejected: return .named("")
+            case .request(let r):
+                if Self.barrierOps.contains(r.op) { return .barrier }
+                // IM ops keep their order among themselves; room ids are app-scoped only later, but within one
+                // connection the raw id names the room.
+                if ImOp.names.contains(r.op) { return .named("\u{1}im") }
+                if r.op == "ping" { return .named("\u{1}ping") }
+                if case .string(let roomId)? = r.fields.values["roomId"] { return .named("r" + roomId) }
+                return .named("")
+            }
+        }
     }
 
     private let mode: Mode
@@ -74,11 +94,10 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var errorCounted = false
     private var needsFlush = false
 
-    private var jobs: [Job] = []
-    private var nextJob = 0
-    private var jobRunning = false
-    /// Reads wait while this many messages are queued for the edge (the client's requests are answered in order;
-    /// a client that sends faster than they are answered is slowed down by TCP, not buffered without bound).
+    /// The connection's requests for the edge, waiting or running; at most `maxRunning` run at once.
+    private var lanes = RequestLanes<Job>(maxRunning: 16)
+    /// Reads wait while this many messages are queued or running for the edge (a client that sends faster
+    /// than it is answered is slowed down by TCP, not buffered without bound).
     private let maxQueuedMessages = 32
     private var readHeld = false
 
@@ -270,7 +289,12 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         switch mode {
         case .chat:
-            enqueue(.text(text!))
+            // Decoded here, on the connection's loop, not inside the edge's actor.
+            do {
+                enqueue(.request(try ClientRequest.parse(text!)))
+            } catch {
+                enqueue(.rejected(error))
+            }
         case .echo:
             context?.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: messageIsText ? .text : .binary,
                                                                    data: bytes)), promise: nil)
@@ -399,35 +423,32 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Reads held while the edge is behind
 
     func read(context: ChannelHandlerContext) {
-        if jobs.count - nextJob >= maxQueuedMessages {
+        if lanes.count >= maxQueuedMessages {
             readHeld = true
         } else {
             context.read()
         }
     }
 
-    // MARK: Jobs for the edge, one at a time
+    // MARK: Jobs for the edge, in lanes
 
     private func enqueue(_ job: Job) {
-        jobs.append(job)
-        if !jobRunning { runNextJob() }
+        lanes.add(job, lane: job.lane)
+        runStartableJobs()
     }
 
-    private func runNextJob() {
+    private func runStartableJobs() {
         guard case .chat(let edge) = mode, let eventLoop else { return }
-        guard nextJob < jobs.count else {
-            jobs.removeAll(keepingCapacity: false)
-            nextJob = 0
-            jobRunning = false
-            if readHeld, let context {
-                readHeld = false
-                context.read()
-            }
-            return
+        for (lane, job) in lanes.startable() {
+            run(job, lane: lane, edge: edge, eventLoop: eventLoop)
         }
-        let job = jobs[nextJob]
-        nextJob += 1
-        jobRunning = true
+        if readHeld, lanes.count < maxQueuedMessages, let context {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    private func run(_ job: Job, lane: RequestLanes<Job>.Lane, edge: Edge, eventLoop: any EventLoop) {
         let me = NIOLoopBound(self, eventLoop: eventLoop)
         let socket = socket
         let connection = connection
@@ -438,8 +459,10 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .open:
                 guard let socket else { break }
                 opened = await edge.open(socket: socket, remoteHost: remoteHost)
-            case .text(let text):
-                if let connection { await edge.receive(connection, text) }
+            case .request(let request):
+                if let connection { await edge.receive(connection, request) }
+            case .rejected(let frame):
+                if let connection { await edge.reject(connection, frame) }
             case .refuse(let error, let code):
                 if let connection { await edge.refuseFrame(connection, error, closeCode: code) }
             case .idle:
@@ -453,7 +476,8 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
             eventLoop.execute {
                 let handler = me.value
                 if let number { handler.connection = number }
-                handler.runNextJob()
+                handler.lanes.finished(lane)
+                handler.runStartableJobs()
             }
         }
     }

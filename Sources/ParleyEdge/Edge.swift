@@ -171,17 +171,19 @@ public actor Edge {
         }
     }
 
-    /// Handles one text message of a connection. The connection awaits it before reading the next, so a
-    /// connection's requests are answered in order.
-    func receive(_ connection: UInt64, _ text: String) async {
+    /// A frame that did not parse as a request (decoded on the connection's event loop) is answered under
+    /// the id it had, if any.
+    func reject(_ connection: UInt64, _ frame: RejectedFrame) {
         guard let c = connections[connection], !c.closing else { return }
-        var request: ClientRequest
-        do {
-            request = try ClientRequest.parse(text)
-        } catch {
-            c.send(EventFrame.error(id: error.id, error.error))
-            return
-        }
+        c.send(EventFrame.error(id: frame.id, frame.error))
+    }
+
+    /// Handles one request of a connection (decoded on its event loop). The connection's requests of one
+    /// lane come one at a time, in order (`RequestLanes`): a room's requests are one lane, `hello`, `enter`,
+    /// `exit` and `imLogin` run alone.
+    func receive(_ connection: UInt64, _ request: ClientRequest) async {
+        var request = request
+        guard let c = connections[connection], !c.closing else { return }
         if !c.helloDone && request.op != "hello" {
             c.send(EventFrame.error(id: request.id, .helloRequired))
             return

@@ -325,6 +325,36 @@ struct EdgeSessionTests {
         await c.close()
     }
 
+    /// Issue 35 item 4: a connection's requests are pipelined — while one room's shard is stuck, the same
+    /// connection's requests for another room and its pings are answered; the stuck room's requests wait
+    /// and then apply in the order they were sent; `exit` waits for what came before it.
+    @Test("issue 35: pipelined requests — other rooms go on beside a stuck one, each room's in order")
+    func pipelinedRequestsGoOnBesideAStuckRoomAndKeepEachRoomsOrder() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        try await server.cluster.createRoom("r2", creator: "alice")
+        let a = try await server.client()
+        try await a.enter("alice")
+        try await a.enter("alice", room: "r2")
+        server.cluster.hold(room: "r2")
+        for i in 0..<5 { a.send(json: ["id": 100 + i, "op": "sendMessage", "roomId": "r2", "body": "s\(i)"]) }
+        for i in 0..<5 { a.send(json: ["id": 200 + i, "op": "sendMessage", "roomId": "r1", "body": "f\(i)"]) }
+        a.send(json: ["id": 300, "op": "ping"])
+        a.send(json: ["id": 301, "op": "exit", "roomId": "r1"])
+        for i in 0..<5 { #expect(try await a.answer(Int64(200 + i), timeout: .seconds(10)).errorCode == nil) }
+        #expect(try await a.answer(300, timeout: .seconds(10)).errorCode == nil)
+        // Still stuck: none of r2's is answered, and the exit after them waits too.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!(100..<105).contains { a.hasAnswer(Int64($0)) } && !a.hasAnswer(301))
+        server.cluster.release(room: "r2")
+        for i in 0..<5 { #expect(try await a.answer(Int64(100 + i), timeout: .seconds(10)).errorCode == nil) }
+        #expect(try await a.answer(301, timeout: .seconds(10)).errorCode == nil)
+        let history = try await a.call("fetchHistory", ["roomId": "r2", "limit": 100])
+        let bodies = history["data"]?["messages"]?.array?.compactMap { $0["body"]?.stringValue }.filter { $0.hasPrefix("s") }
+        #expect(bodies == ["s4", "s3", "s2", "s1", "s0"] || bodies == ["s0", "s1", "s2", "s3", "s4"], "\(bodies ?? [])")
+        await a.close()
+    }
+
     /// Issue 16: when the cluster ends a live connection's session (its edge's lease ran out) the client gets a
     /// `status: lost` event for the room and the edge forgets the session; when the event never reaches the
     /// edge (lost from the feed), the first request the cluster answers 13100 is preceded by that event.

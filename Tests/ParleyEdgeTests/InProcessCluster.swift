@@ -37,6 +37,8 @@ final class InProcessCluster: EdgeCluster, Sendable {
         var loseNextEnterOutcome = false
         /// Issue 18: what `everyNodeHas(.sessionTakeOver)` answers (false: a node of an older version).
         var takeOverReadable = true
+        /// Commands for these rooms (cluster ids) wait until released before they apply: a stuck shard.
+        var heldRooms: Set<String> = []
     }
 
     private let state: Mutex<State>
@@ -53,6 +55,9 @@ final class InProcessCluster: EdgeCluster, Sendable {
     private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
+        if let roomId = command.roomId {
+            while state.withLock({ $0.heldRooms.contains(roomId) }) { try await Task.sleep(for: .milliseconds(5)) }
+        }
         let (outcome, waiters) = state.withLock { s -> (ApplyOutcome, [CheckedContinuation<Void, Never>]) in
             s.shards[shard].index += 1
             let index = s.shards[shard].index
@@ -223,6 +228,10 @@ final class InProcessCluster: EdgeCluster, Sendable {
     }
 
     /// Issue 18: as if a node of the cluster ran a version without session take-overs (or again with).
+    /// Commands for `roomId` (as the cluster names it) wait until `release(room:)`.
+    func hold(room roomId: String) { state.withLock { _ = $0.heldRooms.insert(roomId) } }
+    func release(room roomId: String) { state.withLock { _ = $0.heldRooms.remove(roomId) } }
+
     func setTakeOverReadable(_ readable: Bool) { state.withLock { $0.takeOverReadable = readable } }
 
     func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { state.withLock { $0.takeOverReadable } }

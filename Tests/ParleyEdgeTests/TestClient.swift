@@ -114,6 +114,11 @@ final class TestClient: Sendable {
         return try await answer(id)
     }
 
+    /// Whether the answer to `id` has arrived and is still unread.
+    func hasAnswer(_ id: Int64) -> Bool {
+        inbox.withLock { frames in frames.contains { $0["id"] == .int(id) && $0["event"] == nil } }
+    }
+
     func answer(_ id: Int64, timeout: Duration = .seconds(5)) async throws -> JSONValue {
         try await take(timeout: timeout, what: "answer \(id)") { $0["id"] == .int(id) && $0["event"] == nil }
     }
