@@ -74,7 +74,6 @@ public final class RaftDriver: @unchecked Sendable {
             self.tickTask = self.loop.scheduleRepeatedTask(initialDelay: self.tickInterval, delay: self.tickInterval) { _ in
                 self.host.tick()
                 self.runReady()
-                self.relayEffects()
             }
             self.driving = true
             self.runReady()
@@ -162,6 +161,9 @@ public final class RaftDriver: @unchecked Sendable {
             },
             // N5: durable history older than the retention window goes once a minute.
             duty("history expiry", after: .seconds(5), every: .seconds(60)) { _ = try? $0.host.expireHistory(now: Self.now()) },
+            // Issue 19: what this node's IM shard leaders owe other shards (a message's copy for its receiver,
+            // a friend request's other side) goes out at the tick's pace; a shard with a batch in flight waits.
+            duty("IM relay", every: tickInterval) { $0.relayEffects() },
         ]
         if leaderBalance.intervalMillis > 0 && leaderBalance.transfersPerRound > 0 {
             duties.append(duty("leader balance", every: .milliseconds(leaderBalance.intervalMillis)) { $0.balanceLeaders() })
