@@ -3,7 +3,7 @@
 
     cluster/bench/client_vs_jetstream.py --parley PARLEY --nats-server NATS_SERVER --load LOAD
         [--levels 1,64] [--seconds 10] [--runs 3] [--size 100]
-    cluster/bench/client_vs_jetstream.py --parley PARLEY --baseline OLDER_PARLEY --load LOAD …
+    cluster/bench/client_vs_jetstream.py --parley PARLEY --baseline OLDER_PARLEY --load LOAD … [--per-connection 8]
 
 With `--baseline` the other side is a second Parley cluster of an older build instead of JetStream: the A/B of
 a change through the path clients take (interleaved the same way).
@@ -85,11 +85,11 @@ def prepare_parley(http_ports, app_key, app_secret, levels):
     time.sleep(3)  # the edges learn the app's users from meta, a moment behind the API
 
 
-def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None):
+def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None, per_connection=1):
     args = [load, "--mode", mode, "--servers", ",".join(servers), "--clients", str(level), "--seconds", str(seconds),
             "--size", str(size)]
     if mode == "parley":
-        args += ["--app", app_key, "--level", f"l{level}-"]
+        args += ["--app", app_key, "--level", f"l{level}-", "--per-connection", str(per_connection)]
     before = cpu_seconds(pids)
     line = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 120)
     after = cpu_seconds(pids)
@@ -113,6 +113,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--per-connection", type=int, default=1,
+                        help="Parley: writers sharing one WebSocket, their sends in flight together (1-10)")
     args = parser.parse_args()
     if not (args.nats_server or args.baseline):
         parser.error("--nats-server or --baseline")
@@ -143,12 +145,13 @@ def main():
             for level in levels:
                 if args.baseline:
                     rows.append(run_load(args.load, "parley", other_urls, level, args.seconds, args.size,
-                                         [p.pid for p in other_procs], app_key, label="baseline"))
+                                         [p.pid for p in other_procs], app_key, label="baseline",
+                                         per_connection=args.per_connection))
                 else:
                     rows.append(run_load(args.load, "jetstream", other_urls, level, args.seconds, args.size,
                                          [p.pid for p in other_procs]))
                 rows.append(run_load(args.load, "parley", ws, level, args.seconds, args.size,
-                                     [p.pid for p in parley_procs], app_key))
+                                     [p.pid for p in parley_procs], app_key, per_connection=args.per_connection))
     finally:
         kill_groups(procs)
         shutil.rmtree(work, ignore_errors=True)

@@ -2,11 +2,14 @@
 // each with one message in flight and its own room (Parley) or subject (JetStream), spread round-robin over
 // the servers, each awaiting its acknowledgement before the next: Parley's `sendMessage` answer over a
 // WebSocket (docs/protocol.md), JetStream's PubAck. Built from Debian's sources (golang-github-nats-io-go-nats-dev,
-// golang-github-gorilla-websocket-dev); prints one line of JSON per run.
+// golang-github-gorilla-websocket-dev); prints one line of JSON per run. With --per-connection K (Parley),
+// K writers share one WebSocket (one account, a room each): their requests are in flight together on it,
+// answers matched by id — a pipelined connection (issue 35 item 4).
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -42,7 +45,12 @@ func main() {
 	appKey := flag.String("app", "bench", "parley: the app key the writers enter with")
 	level := flag.String("level", "", "parley: a prefix of this run's rooms and accounts (w<i>, token w<i>-token)")
 	createStream := flag.Bool("create-stream", false, "jetstream: create the R3 file stream ROOMS (rooms.>) and exit")
+	perConnection := flag.Int("per-connection", 1, "parley: writers sharing one WebSocket (1-10: a user is in at most 10 rooms)")
 	flag.Parse()
+	if *perConnection < 1 || *perConnection > 10 {
+		fmt.Fprintln(os.Stderr, "--per-connection must be 1 … 10")
+		os.Exit(2)
+	}
 	urls := strings.Split(*servers, ",")
 	if *createStream {
 		if err := makeStream(urls[0]); err != nil {
@@ -59,6 +67,19 @@ func main() {
 	var wg sync.WaitGroup
 	ready := make(chan error, *clients)
 	start := make(chan struct{})
+	// Parley: the connections, one per --per-connection writers, each to its server round-robin.
+	var shared []*sharedConn
+	if *mode != "jetstream" {
+		for c := 0; c*(*perConnection) < *clients; c++ {
+			first := c * *perConnection
+			conn, err := dialShared(urls[c%len(urls)], *appKey, fmt.Sprintf("%sw%d", *level, first))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "connection:", err)
+				os.Exit(1)
+			}
+			shared = append(shared, conn)
+		}
+	}
 	for w := 0; w < *clients; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -68,7 +89,7 @@ func main() {
 			if *mode == "jetstream" {
 				send, err = jetStreamWriter(urls[w%len(urls)], w, body)
 			} else {
-				send, err = parleyWriter(urls[w%len(urls)], *appKey, *level, w, body, &waits)
+				send, err = parleyWriter(shared[w / *perConnection], *level, w, body, &waits)
 			}
 			ready <- err
 			if err != nil {
@@ -160,46 +181,98 @@ func jetStreamWriter(url string, w int, body string) (func() error, error) {
 	}, nil
 }
 
-// parleyWriter says hello, enters its own room as account w<i>, then sends and reads until its answer (room
-// events in between are skipped, as the JetStream publisher receives nothing). A 416 (the connection's
-// request budget) is waited out and sent again, as a client does, and counted.
-func parleyWriter(url, appKey, level string, w int, body string, waits *int64) (func() error, error) {
+// sharedConn is one WebSocket that said hello and answers its writers' calls by id (a reader goroutine hands
+// each answer to the call waiting for it; room events are skipped, as the JetStream publisher receives
+// nothing). Its account is the first of its writers'; the others' rooms are entered with it.
+type sharedConn struct {
+	conn    *websocket.Conn
+	appKey  string
+	account string
+	writeMu sync.Mutex
+	mu      sync.Mutex
+	pending map[int]chan map[string]any
+	closed  error
+	next    int64
+}
+
+func dialShared(url, appKey, account string) (*sharedConn, error) {
 	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		return nil, err
 	}
-	id := 0
-	call := func(op map[string]any) (map[string]any, error) {
-		id++
-		op["id"] = id
-		b, _ := json.Marshal(op)
-		if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
-			return nil, err
-		}
-		for {
-			_, data, err := conn.ReadMessage()
-			if err != nil {
-				return nil, err
-			}
-			var frame map[string]any
-			if json.Unmarshal(data, &frame) != nil {
-				continue
-			}
-			if _, event := frame["event"]; event {
-				continue
-			}
-			if got, ok := frame["id"].(float64); ok && int(got) == id {
-				return frame, nil
-			}
-		}
-	}
-	if _, err := call(map[string]any{"op": "hello", "versions": []int{1}}); err != nil {
+	s := &sharedConn{conn: conn, appKey: appKey, account: account, pending: map[int]chan map[string]any{}}
+	go s.read()
+	if _, err := s.call(map[string]any{"op": "hello", "versions": []int{1}}); err != nil {
 		return nil, err
 	}
-	account := fmt.Sprintf("%sw%d", level, w)
+	return s, nil
+}
+
+func (s *sharedConn) read() {
+	for {
+		_, data, err := s.conn.ReadMessage()
+		if err != nil {
+			s.mu.Lock()
+			s.closed = err
+			for id, ch := range s.pending {
+				close(ch)
+				delete(s.pending, id)
+			}
+			s.mu.Unlock()
+			return
+		}
+		var frame map[string]any
+		if json.Unmarshal(data, &frame) != nil {
+			continue
+		}
+		if _, event := frame["event"]; event {
+			continue
+		}
+		got, ok := frame["id"].(float64)
+		if !ok {
+			continue
+		}
+		s.mu.Lock()
+		ch := s.pending[int(got)]
+		delete(s.pending, int(got))
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- frame
+		}
+	}
+}
+
+func (s *sharedConn) call(op map[string]any) (map[string]any, error) {
+	id := int(atomic.AddInt64(&s.next, 1))
+	ch := make(chan map[string]any, 1)
+	s.mu.Lock()
+	if s.closed != nil {
+		s.mu.Unlock()
+		return nil, s.closed
+	}
+	s.pending[id] = ch
+	s.mu.Unlock()
+	op["id"] = id
+	b, _ := json.Marshal(op)
+	s.writeMu.Lock()
+	err := s.conn.WriteMessage(websocket.TextMessage, b)
+	s.writeMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	frame, ok := <-ch
+	if !ok {
+		return nil, errors.New("the connection closed")
+	}
+	return frame, nil
+}
+
+// parleyWriter enters its own room on its connection, then sends and awaits each answer. A 416 (the
+// connection's request budget) is waited out and sent again, as a client does, and counted.
+func parleyWriter(conn *sharedConn, level string, w int, body string, waits *int64) (func() error, error) {
 	room := fmt.Sprintf("%sroom-%d", level, w)
-	entered, err := call(map[string]any{"op": "enter", "roomId": room, "nickname": account,
-		"auth": map[string]any{"mode": "independent", "appKey": appKey, "account": account, "token": account + "-token"}})
+	entered, err := conn.call(map[string]any{"op": "enter", "roomId": room, "nickname": conn.account,
+		"auth": map[string]any{"mode": "independent", "appKey": conn.appKey, "account": conn.account, "token": conn.account + "-token"}})
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +283,7 @@ func parleyWriter(url, appKey, level string, w int, body string, waits *int64) (
 	return func() error {
 		n++
 		for {
-			answer, err := call(map[string]any{"op": "sendMessage", "roomId": room, "type": "text", "body": body,
+			answer, err := conn.call(map[string]any{"op": "sendMessage", "roomId": room, "type": "text", "body": body,
 				"clientMessageId": fmt.Sprintf("%d", n)})
 			if err != nil {
 				return err

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Issue 35: how a node's CPU splits over its threads under the client-path load — the measure of whether a
+node uses more than one core ("no single thread does more than 40 % of a node's CPU at 64 writers").
+
+    cluster/bench/thread_share.py --parley PARLEY --load LOAD [--writers 64] [--seconds 10] [--size 100]
+
+Starts 3 `parley node` processes on loopback (64 shards, fsync on), lifts the app's budgets, drives them with
+the client-path generator (`cluster/bench/client-load`: W WebSocket writers, one `sendMessage` in flight each,
+a room each, spread over the nodes), and reads every thread's user + system time from
+/proc/PID/task/TID/stat before and after the run. Prints, per node, its CPU over the run and its busiest
+threads (name, share of the node's CPU); then the largest single-thread share of any node. Bounded: one run
+of --seconds (+1 s warm-up); the nodes are killed at the end.
+"""
+import argparse
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "cluster"))
+sys.path.insert(0, os.path.join(ROOT, "cluster", "bench"))
+from client_vs_jetstream import HZ, prepare_parley, run_load  # noqa: E402
+from protocol_session import kill_groups, start_nodes, wait_ready  # noqa: E402
+
+
+def thread_ticks(pid):
+    """{tid: (name, user + system ticks)} of one process's threads."""
+    threads = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return threads
+    for tid in tids:
+        try:
+            raw = open(f"/proc/{pid}/task/{tid}/stat").read()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw.rsplit(")", 1)[1].split()
+        threads[tid] = (name, int(fields[11]) + int(fields[12]))
+    return threads
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--parley", required=True)
+    parser.add_argument("--load", required=True, help="the client-load generator")
+    parser.add_argument("--writers", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--top", type=int, default=6)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="parley-thread-share-")
+    procs = []
+    try:
+        app_key, app_secret = "bench", secrets.token_hex(16)
+        procs, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret, shards=64)
+        wait_ready(http_ports)
+        prepare_parley(http_ports, app_key, app_secret, [args.writers])
+        before = {p.pid: thread_ticks(p.pid) for p in procs}
+        result = run_load(args.load, "parley", [f"ws://127.0.0.1:{p}/ws" for p in http_ports], args.writers,
+                          args.seconds, args.size, [p.pid for p in procs], app_key)
+        after = {p.pid: thread_ticks(p.pid) for p in procs}
+    finally:
+        kill_groups(procs)
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"{args.writers} writers, {args.seconds:.0f} s: {result['opsPerSecond']:,.0f} writes/s, "
+          f"{result['cpuUsPerOp']:,.0f} µs of node CPU per write")
+    largest = 0.0
+    for n, pid in enumerate(sorted(before), start=1):
+        used = []
+        for tid, (name, ticks) in after[pid].items():
+            spent = ticks - before[pid].get(tid, (name, 0))[1]
+            if spent > 0:
+                used.append((spent, name, tid))
+        total = sum(s for s, _, _ in used)
+        if total == 0:
+            continue
+        used.sort(reverse=True)
+        largest = max(largest, used[0][0] / total)
+        print(f"node {n}: {total / HZ:.2f} s of CPU over the run ({total / HZ / (args.seconds + 1):.2f} cores), "
+              f"{len(used)} threads busy")
+        for spent, name, tid in used[:args.top]:
+            print(f"  {100 * spent / total:5.1f} %  {name} ({tid})")
+    print(json.dumps({"writers": args.writers, "largestThreadShare": round(largest, 3)}))
+
+
+if __name__ == "__main__":
+    main()
