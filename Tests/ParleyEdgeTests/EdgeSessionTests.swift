@@ -355,6 +355,34 @@ struct EdgeSessionTests {
         await a.close()
     }
 
+    /// Issue 35 item 4 / A2: pipelining is bounded — past 32 requests waiting or running the edge stops reading
+    /// the connection (what one socket read brought is still handled), so a client that floods a stuck room is
+    /// slowed by TCP, not buffered: a ping sent after 40 requests for the stuck room is not even read (not
+    /// answered) until the room moves; then every request is answered, in order.
+    @Test("issue 35: a pipelined connection holds at most 32 requests; reads wait beyond them")
+    func pipelinedRequestsAreBoundedPerConnection() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        try await server.cluster.createRoom("r2", creator: "alice")
+        let a = try await server.client()
+        try await a.enter("alice", room: "r2")
+        server.cluster.hold(room: "r2")
+        for i in 0..<40 { a.send(json: ["id": 100 + i, "op": "sendMessage", "roomId": "r2", "body": "s\(i)"]) }
+        // What one socket read brings is handled whole; the next read is not asked for.
+        try await Task.sleep(for: .milliseconds(300))
+        a.send(json: ["id": 500, "op": "ping"])
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!a.hasAnswer(500), "the ping behind 40 held requests was read")
+        server.cluster.release(room: "r2")
+        for i in 0..<40 { #expect(try await a.answer(Int64(100 + i), timeout: .seconds(10)).errorCode == nil) }
+        #expect(try await a.answer(500, timeout: .seconds(10)).errorCode == nil)
+        let history = try await a.call("fetchHistory", ["roomId": "r2", "limit": 100])
+        let bodies = history["data"]?["messages"]?.array?.compactMap { $0["body"]?.stringValue }.filter { $0.hasPrefix("s") } ?? []
+        let sent = (0..<40).map { "s\($0)" }
+        #expect(bodies == sent || bodies == sent.reversed(), "\(bodies)")
+        await a.close()
+    }
+
     /// Issue 16: when the cluster ends a live connection's session (its edge's lease ran out) the client gets a
     /// `status: lost` event for the room and the edge forgets the session; when the event never reaches the
     /// edge (lost from the feed), the first request the cluster answers 13100 is preceded by that event.
