@@ -110,10 +110,10 @@ import ParleyPlacement
         }
     }
 
-    /// 150 sends at once; how many got each answer (200 accepted, else the error code).
-    static func flood(_ send: @escaping @Sendable (Int) async throws -> Void) async -> [Int: Int] {
+    /// `count` sends at once (150 unless told); how many got each answer (200 accepted, else the error code).
+    static func flood(count: Int = 150, _ send: @escaping @Sendable (Int) async throws -> Void) async -> [Int: Int] {
         await withTaskGroup(of: Int.self) { group in
-            for i in 0..<150 {
+            for i in 0..<count {
                 group.addTask {
                     do {
                         try await send(i)

@@ -16,21 +16,7 @@ import ParleyPlacement
     /// Sends `count` messages at once and counts the answers by code (200 for a success), with the time taken.
     static func flood(_ client: ChatroomClient, room: String, count: Int, tag: String) async -> ([Int: Int], Duration) {
         let began = ContinuousClock.now
-        let answers = await withTaskGroup(of: Int.self) { group in
-            for i in 0..<count {
-                group.addTask {
-                    do {
-                        _ = try await client.sendMessage(room, body: "\(tag)-\(i)")
-                        return 200
-                    } catch let error as ChatroomError {
-                        return error.code
-                    } catch {
-                        return -1
-                    }
-                }
-            }
-            return await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
-        }
+        let answers = await BudgetRoadsTests.flood(count: count) { i in _ = try await client.sendMessage(room, body: "\(tag)-\(i)") }
         return (answers, ContinuousClock.now - began)
     }
 
