@@ -63,7 +63,12 @@ extension ImShardState {
                     attachment: [TeamUpdateTag: String] = [:], alsoTo: [String] = []) {
             let note = TeamNotification(operation: operation, source: me, targets: targets, notifyExt: notifyExt, attachment: attachment)
             let item = team.log.append(.notification(note), at: now, limits: limits)
-            outcome.events.append(TeamEvent(teamId: teamId, item: item, alsoTo: alsoTo, noAlert: []))
+            // Seed 001, team DND applies to notifications too: `none` alerts for none, `onlyManager` only for
+            // what the owner or a manager did (the operator's role when it acted).
+            let byManager = (myRole ?? .normal) >= .manager
+            let silent = team.members.filter { _, m in m.notify == .none || (m.notify == .onlyManager && !byManager) }
+                .keys.sorted()
+            outcome.events.append(TeamEvent(teamId: teamId, item: item, alsoTo: alsoTo, noAlert: silent))
         }
         func join(_ account: String) throws {
             try check(team.members.count < limits.maxTeamMembers, "\(limits.maxTeamMembers) members", .teamFull)

@@ -167,6 +167,24 @@ import ParleyIM
         #expect(messages.count == 2, "both stored for everyone")
     }
 
+    /// Issue 38 item 1: seed 001's notify states cover team notifications too — None alerts for no
+    /// notification, OnlyManager only for the owner's and managers' (the operator's role when it acted).
+    @Test("001 Team DND on notifications: None never alerts, OnlyManager only for a manager's or the owner's")
+    func teamDoNotDisturbCoversNotifications() throws {
+        var world = kite()
+        world.team("ned", "kite", .setNotifyState(.none))
+        world.team("tom", "kite", .setNotifyState(.onlyManager))
+        let byManager = try world.team("bea", "kite", .update([.name: "Kite 2"], notifyExt: "")).get()
+        #expect(byManager.events.first?.noAlert == ["ned"], "ned (None); tom (OnlyManager) is alerted by a manager")
+        let byOwner = try world.team("amy", "kite", .update([.name: "Kite 3"], notifyExt: "")).get()
+        #expect(byOwner.events.first?.noAlert == ["ned"])
+        let byNormal = try world.team("ned", "kite", .leave(notifyExt: "")).get()
+        #expect(byNormal.events.first?.noAlert == ["tom"], "tom (OnlyManager) is not alerted by a normal member's leave")
+        world.team("tom", "kite", .setNotifyState(.all))
+        let allAgain = try world.team("bea", "kite", .update([.name: "Kite 4"], notifyExt: "")).get()
+        #expect(allAgain.events.first?.noAlert == [])
+    }
+
     @Test("Team messages: sequence per team, resend answered once, N2 no client notifications, bad input 414 byte-identical")
     func teamMessages() throws {
         var world = kite()
