@@ -3,7 +3,7 @@ import ParleyRooms
 
 /// Issue 19: the team ops of the client protocol (docs/protocol.md, "Teams", seed 001). Ids are the app's own
 /// here; the edge scopes the team id and the accounts. A client never sets a notification's notifyExt (only
-/// the server API does), so none of these carries one.
+/// the server API does, seed 001): a team op that names one is refused 14208 `noPermission`, not run without it.
 enum TeamRequest {
     static let names: Set<String> = [
         "teamCreate", "teamInvite", "teamAcceptInvitation", "teamRejectInvitation", "teamApply", "teamApproveApplication",
@@ -19,6 +19,9 @@ enum TeamRequest {
     /// The op as an `ImOp` (`.team` or `.teamQuery`), ids unscoped.
     static func parse(_ request: ClientRequest) throws(ProtocolError) -> ImOp {
         let f = request.fields
+        if f.values["notifyExt"] != nil {
+            throw .cluster(ImErrorCode.noPermission.rawValue, "a notification's notifyExt is set only through the server API")
+        }
         let teamId = try ImOp.account(f, "teamId")
         if request.op == "teamQuery" {
             let limit = try f.int("limit")

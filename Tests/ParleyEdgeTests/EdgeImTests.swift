@@ -186,6 +186,12 @@ struct EdgeImTests {
         #expect(code(try await c.call("sendP2P", ["to": "nobody", "body": "x"])) == 14217)
         ok(try await c.call("teamCreate", ["teamId": "t9", "name": "T"]))
         #expect(code(try await c.call("teamInvite", ["teamId": "t9", "targets": ["bob", "nobody"]])) == 14217)
+        // Seed 001: a notification's notifyExt is the server API's alone — refused 14208, nothing run.
+        let before = try await c.call("teamQuery", ["teamId": "t9", "limit": 100])["data"]
+        #expect(code(try await c.call("teamUpdate", ["teamId": "t9", "name": "Renamed", "notifyExt": "x"])) == 14208)
+        #expect(try await c.call("teamQuery", ["teamId": "t9", "limit": 100])["data"] == before, "the refused update changed nothing")
+        ok(try await c.call("teamUpdate", ["teamId": "t9", "name": "Renamed"]))
+        #expect(try await c.call("teamQuery", ["teamId": "t9", "limit": 100])["data"]?["team"]?["name"] == .string("Renamed"))
         #expect(code(try await c.call("imLogin", ["auth": Fixture.auth("bob", mode: "im")])) == 4013)
         #expect(code(try await c.call("enter", Fixture.enter("bob"))) == 4013)
         ok(try await c.call("enter", Fixture.enter("alice")))
