@@ -88,7 +88,10 @@ public final class RaftDriver: @unchecked Sendable {
             // Neither is needed for safety (a restart applies the entries again, the leader resends the
             // commit index), but a restart is cheaper with them.
             try? self.host.writeCarried()
-            try? self.host.flushHistory()
+            // The rows are handed to the history store's own thread: wait for them, or a process that exits
+            // right after stopping leaves its history behind its log (rebuilt on the next start, but the
+            // stopped node's store is what an operator and the chaos checker read).
+            try? self.host.flushHistory(waitingForTheDisk: true)
         }
     }
 

@@ -254,10 +254,12 @@ public final class RaftHost {
         carried = later
     }
 
-    /// Writes the history rows applied so far (not synced by itself; see `NodeDatabase.commit`).
-    public func flushHistory() throws {
+    /// Writes the history rows applied so far (not synced by itself; see `NodeDatabase.commit`); with
+    /// `waitingForTheDisk`, returns once the history store wrote them (on stopping).
+    public func flushHistory(waitingForTheDisk: Bool = false) throws {
         try newEvents.writeHistory(to: database)
         ticksSinceHistoryFlush = 0
+        if waitingForTheDisk { try database.history.waitForWrites() }
     }
 
     private func takeHistory(into batch: inout StorageBatch) {
