@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -261,11 +262,22 @@ final class LocalCluster: @unchecked Sendable {
         p.standardOutput = pipe
         p.standardError = pipe
         try p.run()
+        // The output is read while the command runs: one that writes more than a pipe holds (64 KiB) would
+        // otherwise wait for a reader until the deadline killed it.
+        let output = Mutex(Data())
+        let read = DispatchSemaphore(value: 0)
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            let data = handle.readDataToEndOfFile()
+            output.withLock { $0 = data }
+            read.signal()
+        }
         let deadline = Date().addingTimeInterval(seconds)
         while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         if p.isRunning { p.terminate() }
         p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        read.wait()
+        return (p.terminationStatus, String(decoding: output.withLock { $0 }, as: UTF8.self))
     }
 
     /// Applies a meta command (apps, users) on whichever node leads the meta group.
