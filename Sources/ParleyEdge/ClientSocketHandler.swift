@@ -2,8 +2,8 @@ import NIOCore
 import NIOWebSocket
 
 /// One client WebSocket after the upgrade, on its event loop: the RFC 6455 rules (masking, reserved bits and
-/// opcodes, fragments, control frames, UTF-8, the close handshake) and the hand-off of whole messages to the
-/// edge, in order.
+/// opcodes, fragments, control frames, UTF-8, the close handshake), the decoding of whole messages into
+/// requests, and their hand-off to the edge in lanes (`RequestLanes`: a room's in order, rooms side by side).
 ///
 /// Why a plain channel handler and not a task per connection: an idle connection must cost little (issue 5's
 /// ≤ 10 KiB target). Nothing here runs while a connection is quiet; a task exists only while one of its

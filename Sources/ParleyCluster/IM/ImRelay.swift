@@ -66,8 +66,8 @@ extension RaftDriver {
                 .map { result in if case .success = result { true } else { false } }
                 .recover { _ in false }
         }.whenComplete { result in
-            // Whatever is left (a target's leader was away, a batch was cut) is relayed again by a later round (the "IM relay" duty),
-            // at once when this one made progress.
+            // Whatever is left (a target's leader was away, a batch was cut) is relayed again by a later round
+            // of the "IM relay" duty, at once when this one made progress.
             self.relay.done(source, stalled: (try? result.get()) != true)
         }
     }
