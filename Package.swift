@@ -163,6 +163,7 @@ let package = Package(
             name: "ParleyEdgeTests",
             dependencies: [
                 "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyTestSupport",
+                "ParleyJSON", "ParleyRaft",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

@@ -3,6 +3,7 @@
 node uses more than one core ("no single thread does more than 40 % of a node's CPU at 64 writers").
 
     cluster/bench/thread_share.py --parley PARLEY --load LOAD [--writers 64] [--seconds 10] [--size 100]
+                                  [--perf perf.data]
 
 Starts 3 `parley node` processes on loopback (64 shards, fsync on), lifts the app's budgets, drives them with
 the client-path generator (`cluster/bench/client-load`: W WebSocket writers, one `sendMessage` in flight each,
@@ -16,6 +17,7 @@ import json
 import os
 import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -52,6 +54,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--top", type=int, default=6)
+    parser.add_argument("--perf", help="also record node 1 with `perf record -g` during the run into this file")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="parley-thread-share-")
     procs = []
@@ -61,9 +64,17 @@ def main():
         wait_ready(http_ports)
         prepare_parley(http_ports, app_key, app_secret, [args.writers])
         before = {p.pid: thread_ticks(p.pid) for p in procs}
+        recorder = None
+        if args.perf:
+            # Node 1's whole process, call graphs by frame pointer (cheap enough not to move the figures much).
+            recorder = subprocess.Popen(["perf", "record", "-g", "-F", "1999", "-o", args.perf, "-p", str(procs[0].pid),
+                                         "--", "sleep", str(args.seconds)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         result = run_load(args.load, "parley", [f"ws://127.0.0.1:{p}/ws" for p in http_ports], args.writers,
                           args.seconds, args.size, [p.pid for p in procs], app_key)
         after = {p.pid: thread_ticks(p.pid) for p in procs}
+        if recorder:
+            recorder.wait(timeout=args.seconds + 60)
     finally:
         kill_groups(procs)
         shutil.rmtree(work, ignore_errors=True)
