@@ -39,12 +39,17 @@ class ProtocolSession:
             frame = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
             if frame.get("id") == wanted and "event" not in frame:
                 return frame
+            self.pushed(frame)
+
+    def pushed(self, frame):
+        """A frame that is not the awaited answer (an event, another call's answer): skipped here."""
 
 
 def start_nodes(parley, work, app_key, app_secret, count=3, shards=16):
     """`count` founding `parley node` processes on loopback (fsync on, one cluster secret, one server-API
     app), each in its own session (kill its group to stop it). Returns (processes, client ports, peer ports,
-    cluster secret); the logs are WORK/node-N.log."""
+    cluster secret); the logs are WORK/node-N.log. `parley`: one binary for all, or a list of one per node
+    (a rolling upgrade's middle)."""
     import os
     import secrets
     import subprocess
@@ -56,7 +61,7 @@ def start_nodes(parley, work, app_key, app_secret, count=3, shards=16):
     for i in range(count):
         log = open(os.path.join(work, f"node-{i + 1}.log"), "ab")
         procs.append(subprocess.Popen(
-            [parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
+            [parley[i] if isinstance(parley, list) else parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
              "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
              "--secret", cluster_secret, "--shards", str(shards), "--app", f"{app_key}:{app_secret}", "--drain-seconds", "0"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True))

@@ -52,7 +52,7 @@ enum MessageEndpoints {
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/message/send", Send.self) { api, b, _ in
             let message = try sendMessage(roomId: b.roomId, b.message)
-            guard case .messageSent(let seq, let time) = try await api.room(.sendMessage(message), roomId: b.roomId) else {
+            guard case .messageSent(let seq, let time, _) = try await api.room(.sendMessage(message), roomId: b.roomId) else {
                 throw APIError(.unavailable, "unexpected reply to a send")
             }
             return SentAnswer(seq: seq, time: time)

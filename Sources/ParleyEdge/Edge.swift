@@ -308,7 +308,7 @@ public actor Edge {
         case .failure(let e):
             c.send(EventFrame.error(id: id, ProtocolError.from(e)))
         case .success(let reply):
-            c.send(EventFrame.answer(id: id) { j in Self.writeReply(reply, events: outcome.events, into: &j) })
+            c.send(EventFrame.answer(id: id) { j in Self.writeReply(reply, into: &j) })
             if isExit {
                 // E11: the session's own `status: quit` comes with the exit's outcome; the feed would find the
                 // session already gone.
@@ -325,7 +325,7 @@ public actor Edge {
     }
 
     /// The answer `data` of a room command's reply.
-    static func writeReply(_ reply: RoomReply, events: [RoomEvent], into j: inout JSONText) {
+    static func writeReply(_ reply: RoomReply, into j: inout JSONText) {
         j.beginObject()
         switch reply {
         case .done, .sessionsEnded:
@@ -335,13 +335,9 @@ public actor Edge {
         case .entered(let result):
             j.key("room"); j.room(result.room)
             j.key("member"); j.member(result.member)
-        case .messageSent(let seq, let time):
+        case .messageSent(let seq, let time, let serverId):
             j.field("seq", seq)
             j.field("time", time)
-            let serverId = events.lazy.compactMap { e -> UInt64? in
-                if case .message(let m) = e.kind { return m.serverId }
-                return nil
-            }.first ?? 0
             j.field("serverId", serverId)
         case .members(let list):
             j.key("members"); j.members(list)

@@ -48,7 +48,8 @@ extension Room {
         if !m.clientMessageId.isEmpty, !sentMessages.isEmpty,
            let first = sentMessages[Self.sentKey(sender: senderId, clientMessageId: m.clientMessageId)],
            let item = historyItem(seq: first) {
-            return .messageSent(seq: first, time: item.time)
+            let serverId: UInt64 = if case .message(let sent) = item { sent.serverId } else { 0 }
+            return .messageSent(seq: first, time: item.time, serverId: serverId)
         }
         seq &+= 1
         let message = ChatMessage(
@@ -57,7 +58,7 @@ extension Room {
             type: m.type, clientMessageId: m.clientMessageId, body: m.body, ext: m.ext)
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .message(message)))
         remember(.message(message), env: env, &fx)
-        return .messageSent(seq: seq, time: now)
+        return .messageSent(seq: seq, time: now, serverId: message.serverId)
     }
 
     /// N5: history within retention, from `startTime` in the asked order, filtered by type.

@@ -59,7 +59,8 @@ extension RoomReply: BinaryCodable {
         case .done: w.write(UInt8(0))
         case .roomInfo(let v): w.write(UInt8(1)); w.write(v)
         case .entered(let v): w.write(UInt8(2)); w.write(v)
-        case .messageSent(let seq, let time): w.write(UInt8(3)); w.write(seq); w.write(time)
+        // The serverId is not in this form (peer protocol 6 and older read it so): `ApplyOutcome` carries it.
+        case .messageSent(let seq, let time, _): w.write(UInt8(3)); w.write(seq); w.write(time)
         case .members(let v): w.write(UInt8(4)); w.write(v)
         case .queueElement(let v): w.write(UInt8(5)); w.write(v)
         case .queue(let v): w.write(UInt8(6)); w.write(v)
@@ -75,7 +76,7 @@ extension RoomReply: BinaryCodable {
         case 0: self = .done
         case 1: self = .roomInfo(try r.read())
         case 2: self = .entered(try r.read())
-        case 3: self = .messageSent(seq: try r.readUInt64(), time: try r.readInt64())
+        case 3: self = .messageSent(seq: try r.readUInt64(), time: try r.readInt64(), serverId: 0)
         case 4: self = .members(try r.readArray())
         case 5: self = .queueElement(try r.read())
         case 6: self = .queue(try r.readArray())
@@ -101,6 +102,10 @@ extension RoomError: BinaryCodable {
     }
 }
 
+/// Two forms. Tags 0 and 1 (every version): the result, then every event the command caused — a message's
+/// answer carried the whole message back, its serverId read from there. Tag 2 (peer protocol 7, `compact`):
+/// a success with the message's serverId beside the reply, and no events for a message (the answer needs its
+/// ids only; the room's members get the message from the shard's feed) — issue 34.
 extension ApplyOutcome: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         switch result {
@@ -110,12 +115,48 @@ extension ApplyOutcome: BinaryCodable {
         w.write(events)
     }
 
+    /// The compact form (tag 2) of a success; a failure is written as always.
+    public func encodeCompact(to w: inout ByteWriter) {
+        guard case .success(let reply) = result else { return encode(to: &w) }
+        w.write(UInt8(2))
+        w.write(reply)
+        if case .messageSent(_, _, let serverId) = reply {
+            w.write(serverId)
+            w.write([RoomEvent]())
+        } else {
+            w.write(UInt64(0))
+            w.write(events)
+        }
+    }
+
     public init(from r: inout ByteReader) throws(CodecError) {
         switch try r.readByte() {
-        case 0: result = .success(try r.read())
-        case 1: result = .failure(try r.read())
+        case 0:
+            let reply = try r.read(RoomReply.self)
+            events = try r.readArray()
+            // The older form: a message's serverId is its event's.
+            let serverId = events.lazy.compactMap { e -> UInt64? in
+                if case .message(let m) = e.kind { return m.serverId }
+                return nil
+            }.first ?? 0
+            result = .success(reply.withServerId(serverId))
+        case 1:
+            result = .failure(try r.read())
+            events = try r.readArray()
+        case 2:
+            let reply = try r.read(RoomReply.self)
+            let serverId = try r.readUInt64()
+            events = try r.readArray()
+            result = .success(reply.withServerId(serverId))
         case let t: throw .badTag("ApplyOutcome", UInt64(t))
         }
-        events = try r.readArray()
+    }
+}
+
+extension RoomReply {
+    /// A `messageSent` read in the form without its serverId, given it; any other reply as it is.
+    func withServerId(_ serverId: UInt64) -> RoomReply {
+        guard case .messageSent(let seq, let time, 0) = self else { return self }
+        return .messageSent(seq: seq, time: time, serverId: serverId)
     }
 }

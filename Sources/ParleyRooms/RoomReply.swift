@@ -12,7 +12,9 @@ public enum RoomReply: Sendable, Hashable {
     case done
     indirect case roomInfo(RoomInfoView)
     indirect case entered(EnterResult)
-    case messageSent(seq: UInt64, time: Int64)
+    /// `serverId`: the message's id in the whole service (the log index of its command), so the sender's
+    /// answer needs nothing else of it (issue 34: a forwarded answer carries ids, not the message again).
+    case messageSent(seq: UInt64, time: Int64, serverId: UInt64)
     case members([MemberView])
     /// Q5: the removed element.
     case queueElement(QueueEntry)

@@ -16,8 +16,10 @@
 ///   blocklists), issue 33.
 /// - 6: reads the meta command `setConnectionBudget` (tag 13) and meta snapshots of version 5 (an app's
 ///   connection request budget, SPEC A1, issue 35).
+/// - 7: reads compact command answers (`ApplyOutcome`'s tag 2: a message's answer carries its ids, not the
+///   message again — issue 34); a node answers so only a call whose stream said 7 or more.
 public enum PeerProtocol {
-    public static let version = 6
+    public static let version = 7
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -43,10 +45,13 @@ public enum PeerProtocol {
         case imScreening
         /// The meta command `setConnectionBudget` (tag 13) and meta snapshot version 5.
         case connectionBudgets
+        /// Compact command answers (`ApplyOutcome` tag 2), sent only to a caller whose stream said so.
+        case compactAnswers
 
         public var version: Int {
             switch self {
             case .connectionBudgets: 6
+            case .compactAnswers: 7
             case .sessionTakeOver: 2
             case .im: 3
             case .appSigning: 4

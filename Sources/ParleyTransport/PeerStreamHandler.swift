@@ -9,6 +9,9 @@ public struct PeerRequest: Sendable {
     public var from: NodeID
     public var path: String
     public var body: [UInt8]
+    /// The peer protocol version the caller's stream said it speaks (an answer may use what it reads: issue 34's
+    /// compact command answers from 7 on).
+    public var version: Int = PeerProtocol.version
     /// The first join call of a stream opened with a join credential (made for any node, so only the node
     /// that saw it first remembers its nonce): its nonce and time, for the member to claim cluster-wide.
     public var joinCredential: JoinCredential? = nil
@@ -72,6 +75,8 @@ final class PeerStreamHandler: ChannelInboundHandler {
     /// The connection this stream belongs to, told when the stream authenticates.
     private let connection: PeerConnectionGuard?
     private var mode = Mode.awaitingHeaders
+    /// The version the stream's headers named (checked in `route`; no stream gets past it without one).
+    private var peerVersion = PeerProtocol.oldestAccepted
     private var buffer = ByteBuffer()
 
     init(settings: Settings, connection: PeerConnectionGuard? = nil) {
@@ -98,7 +103,9 @@ final class PeerStreamHandler: ChannelInboundHandler {
                 guard buffer.readableBytes <= settings.maxFrameBytes else {
                     return finish(context, status: 413, "request over \(settings.maxFrameBytes) bytes")
                 }
-                if d.endStream { answer(context, PeerRequest(from: from, path: path, body: Array(buffer: buffer))) }
+                if d.endStream {
+                    answer(context, PeerRequest(from: from, path: path, body: Array(buffer: buffer), version: peerVersion))
+                }
             case .awaitingHeaders, .finished:
                 return
             }
@@ -141,6 +148,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
             return finish(context, status: 426, "peer protocol version \(said) is not one this node talks to "
                           + "(\(PeerProtocol.oldestAccepted) to \(PeerProtocol.version)): upgrade one version at a time")
         }
+        peerVersion = version
         if path == "/raft/v1/stream" || path == "/rpc/v1/stream" {
             mode = path == "/raft/v1/stream" ? .raft(node) : .rpcStream(node, joinOnly: joinOnly)
             // Accept at once: the peer keeps writing batches on this stream. Our version goes with the answer.
@@ -148,7 +156,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: ok))), promise: nil)
         } else if path.hasPrefix("/rpc/v1/") {
             mode = .rpc(node, path)
-            if endStream { answer(context, PeerRequest(from: node, path: path, body: [])) }
+            if endStream { answer(context, PeerRequest(from: node, path: path, body: [], version: version)) }
         } else {
             finish(context, status: 404, "no such path")
         }
@@ -194,7 +202,7 @@ final class PeerStreamHandler: ChannelInboundHandler {
                 queueAnswer(context, id: id, PeerResponse(status: 403, body: Array("a token for any node opens only \(Self.joinPath)".utf8)))
                 return true
             }
-            var request = PeerRequest(from: from, path: path, body: Array(buffer: frame))
+            var request = PeerRequest(from: from, path: path, body: Array(buffer: frame), version: peerVersion)
             if joinOnly { request.joinCredential = unclaimedJoin }
             let loop = context.eventLoop
             let bound = NIOLoopBound((self, context), eventLoop: loop)

@@ -26,4 +26,28 @@ import ParleyWire
         #expect(Answer.outcomeUnknown.encoded() == unknown.bytes)
         #expect(throws: CodecError.self) { try Answer(decoding: [3]) }
     }
+
+    @Test("a message's answer is compact only for a caller of peer protocol 7 or more; an older caller gets the form it reads")
+    func compactOnlyForCallersThatReadIt() throws {
+        let message = ChatMessage(seq: 4, serverId: 77, time: 1_000, senderId: "u", senderNickname: "", senderAvatar: "",
+                                  senderRoomExt: "", type: .text, clientMessageId: "c", body: String(repeating: "b", count: 300),
+                                  ext: "")
+        let outcome = ApplyOutcome(result: .success(.messageSent(seq: 4, time: 1_000, serverId: 77)),
+                                   events: [RoomEvent(roomId: "r", seq: 4, audience: .room, kind: .message(message))])
+        let answer = Answer.applied(outcome)
+        let older = answer.encoded(forCaller: 6)
+        #expect(older == answer.encoded())
+        // What a node of version 6 reads: tag 0, RoomReply tag 3 (seq, time), then the events with the message.
+        var r = ByteReader(older)
+        #expect(try r.readByte() == 0 && r.readByte() == 0 && r.readByte() == 3)
+        #expect(try Answer(decoding: older) == answer)
+
+        let compact = answer.encoded(forCaller: 7)
+        #expect(compact.count < older.count - 300)
+        #expect(try Answer(decoding: compact) == .applied(ApplyOutcome(result: outcome.result, events: [])))
+        // Anything but `applied` is the same bytes for every caller.
+        for other: Answer in [.notLeader(2), .outcomeUnknown, .unavailable("x")] {
+            #expect(other.encoded(forCaller: 7) == other.encoded())
+        }
+    }
 }

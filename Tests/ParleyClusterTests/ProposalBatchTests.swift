@@ -44,7 +44,7 @@ import ParleyWire
         #expect(cluster.hosts[leader]!.status()[0].lastIndex == before + 1)
         // Each command got its own outcome: consecutive room sequence numbers, in the order proposed.
         let seqs = answers.map { r -> UInt64? in
-            if case .success(let o) = r, case .success(.messageSent(let seq, _)) = o.result { seq } else { nil }
+            if case .success(let o) = r, case .success(.messageSent(let seq, _, _)) = o.result { seq } else { nil }
         }
         #expect(seqs.allSatisfy { $0 != nil })
         let first = seqs[0] ?? 0

@@ -163,4 +163,36 @@ import ParleyWire
         }
         #expect(one.state.snapshot() == two.state.snapshot())
     }
+
+    @Test("Issue 34: a message's answer in the compact form carries its serverId and not the message; the older form still reads")
+    func compactAnswers() throws {
+        var shard = TestShard.populated()
+        let sent = shard.user("dave", .sendMessage(SendMessage(roomId: "r1", clientMessageId: "c1", body: String(repeating: "x", count: 500))))
+        guard case .messageSent(_, _, let serverId)? = sent.reply, case .message(let m)? = sent.events.first?.kind else {
+            Issue.record("not a message: \(sent)")
+            return
+        }
+        #expect(serverId == m.serverId && serverId > 0)
+
+        var compact = ByteWriter()
+        sent.encodeCompact(to: &compact)
+        let read = try ApplyOutcome(decoding: compact.bytes)
+        #expect(read.result == sent.result && read.events.isEmpty)
+        #expect(compact.bytes.count < 40 && sent.encoded().count > 500)
+        // The form of peer protocol 6 and older: the reply without the id, which comes from the message event.
+        let older = try ApplyOutcome(decoding: sent.encoded())
+        #expect(older == sent)
+
+        // Anything but a message keeps its events (an enter's own 301, an exit's quit); a failure reads as before.
+        let entered = shard.enter("zed")
+        #expect(!entered.events.isEmpty)
+        var enterBytes = ByteWriter()
+        entered.encodeCompact(to: &enterBytes)
+        #expect(try ApplyOutcome(decoding: enterBytes.bytes) == entered)
+        let refused = shard.run(.sendMessage(SendMessage(roomId: "r1", body: "x")), as: TestShard.session("ghost"))
+        var refusedBytes = ByteWriter()
+        refused.encodeCompact(to: &refusedBytes)
+        #expect(refusedBytes.bytes == refused.encoded())
+        #expect(try ApplyOutcome(decoding: refusedBytes.bytes) == refused)
+    }
 }

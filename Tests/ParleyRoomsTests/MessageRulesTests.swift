@@ -35,6 +35,12 @@ import Testing
         let first = shard.user("dave", .sendMessage(SendMessage(roomId: "r1", clientMessageId: "c1", body: "hello")))
         let again = shard.user("dave", .sendMessage(SendMessage(roomId: "r1", clientMessageId: "c1", body: "hello")))
         #expect(first.reply == again.reply && first.events.count == 1 && again.events.isEmpty)
+        // The answer again names the first send's message (its serverId), which the resend did not create.
+        guard case .messageSent(_, _, let serverId)? = again.reply, case .message(let m)? = first.events.first?.kind else {
+            Issue.record("not a message: \(again)")
+            return
+        }
+        #expect(serverId == m.serverId && serverId > 0)
         // Another sender, an empty id, or the app server sending as another user: distinct messages.
         let other = shard.user("erin", .sendMessage(SendMessage(roomId: "r1", clientMessageId: "c1", body: "hi")))
         #expect(other.events.count == 1 && other.reply != first.reply)

@@ -5,7 +5,7 @@ import Testing
 @Suite struct ResumeRulesTests {
     static func sent(_ shard: inout TestShard, _ n: Int) -> [UInt64] {
         (0..<n).map { i in
-            guard case .messageSent(let seq, _)? = shard.user("carol", .sendMessage(SendMessage(roomId: "r1", body: "m\(i)"))).reply
+            guard case .messageSent(let seq, _, _)? = shard.user("carol", .sendMessage(SendMessage(roomId: "r1", body: "m\(i)"))).reply
             else { return 0 }
             return seq
         }
@@ -50,7 +50,7 @@ import Testing
 
     static func sent2(_ shard: inout TestShard, _ n: Int) -> [UInt64] {
         (0..<n).map { i in
-            guard case .messageSent(let seq, _)? = shard.user("owner", .sendMessage(SendMessage(roomId: "r1", body: "m\(i)"))).reply
+            guard case .messageSent(let seq, _, _)? = shard.user("owner", .sendMessage(SendMessage(roomId: "r1", body: "m\(i)"))).reply
             else { return 0 }
             return seq
         }

@@ -68,12 +68,12 @@ cluster {{ name: bench, listen: 127.0.0.1:{route[i]}, routes: [{routes}] }}
     return procs, [f"nats://127.0.0.1:{p}" for p in client]
 
 
-def prepare_parley(http_ports, app_key, app_secret, levels):
+def prepare_parley(http_ports, app_key, app_secret, levels, budgeted=False):
     base = f"http://127.0.0.1:{http_ports[0]}"
     # Neither messages nor each connection's requests are budgeted here (A1 measures abuse, not replication);
     # a build older than peer protocol 6 keeps its fixed 100/s per connection: the generator counts the sends
     # that waited for it.
-    lift_budgets(base, app_key, app_secret)
+    lift_budgets(base, app_key, app_secret, messages=999999 if budgeted else 1000000)
     for level in levels:
         for w in range(level):
             account = f"l{level}-w{w}"
@@ -113,6 +113,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--budgeted", action="store_true",
+                        help="Parley: send budgets checked (999,999/s, never reached) instead of off, so each message "
+                             "goes to its leader by a call as in production, not inside Raft")
     parser.add_argument("--per-connection", type=int, default=1,
                         help="Parley: writers sharing one WebSocket, their sends in flight together (1-10)")
     args = parser.parse_args()
@@ -130,7 +133,7 @@ def main():
             started, http_ports, _, _ = start_nodes(binary, folder, app_key, app_secret, shards=64)
             procs.extend(started)
             wait_ready(http_ports)
-            prepare_parley(http_ports, app_key, app_secret, levels)
+            prepare_parley(http_ports, app_key, app_secret, levels, budgeted=args.budgeted)
             return started, [f"ws://127.0.0.1:{p}/ws" for p in http_ports]
         if args.baseline:
             other_procs, other_urls = parley_cluster(args.baseline, os.path.join(work, "baseline"))

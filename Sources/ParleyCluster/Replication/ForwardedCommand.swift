@@ -3,6 +3,7 @@ import ParleyRooms
 import ParleyWire
 import ParleyShardState
 import ParleyPlacement
+import ParleyTransport
 
 /// A room command sent to the node that leads its shard (`POST /rpc/v1/propose`), with the key of the
 /// server-API request it belongs to (SPEC A7), if any.
@@ -101,3 +102,17 @@ public enum GroupAnswer<Outcome: BinaryCodable & Sendable & Hashable>: Sendable,
 
 /// The answer to a forwarded room command.
 public typealias ForwardedAnswer = GroupAnswer<ApplyOutcome>
+
+extension GroupAnswer where Outcome == ApplyOutcome {
+    /// The answer's bytes for a caller that speaks peer protocol `version`: from 7 on, an applied command's
+    /// outcome in its compact form (a message's answer carries its ids, not the message again; issue 34).
+    public func encoded(forCaller version: Int) -> [UInt8] {
+        guard version >= PeerProtocol.Feature.compactAnswers.version, case .applied(let outcome) = self else {
+            return encoded()
+        }
+        var w = ByteWriter()
+        w.write(UInt8(0))
+        outcome.encodeCompact(to: &w)
+        return w.bytes
+    }
+}

@@ -268,7 +268,10 @@ public final class RaftDriver: @unchecked Sendable {
     private func forward<Outcome>(_ r: GroupRoute<Outcome>, to node: NodeID) -> EventLoopFuture<GroupAnswer<Outcome>> {
         transport.call(node, path: r.path, body: r.body).hop(to: loop).flatMapThrowing { response in
             guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
-            return try GroupAnswer<Outcome>(decoding: response.body)
+            // The node ran the call but its answer does not read here (a version this node does not know, or
+            // damage): the command may have applied, so it is not sent again.
+            guard let answer = try? GroupAnswer<Outcome>(decoding: response.body) else { return .outcomeUnknown }
+            return answer
         }
     }
 
@@ -387,14 +390,15 @@ public final class RaftDriver: @unchecked Sendable {
     static let commandCalls: [PeerCall] = [
         PeerCall(path: proposePath) { driver, request in
             guard let command = driver.shardCommand(request.body) else { return driver.refuse(400, "undecodable command") }
-            return driver.loop.flatSubmit { driver.proposeHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+            return driver.loop.flatSubmit { driver.proposeHere(command) }
+                .map { PeerResponse(status: 200, body: $0.encoded(forCaller: request.version)) }
         },
         PeerCall(path: submitPath) { driver, request in
             guard let command = driver.shardCommand(request.body) else { return driver.refuse(400, "undecodable command") }
             return driver.submit(command.command, shard: command.shard, actor: command.actor, requestKey: command.requestKey)
                 .map { ForwardedAnswer.applied($0) }
                 .recover { error in error as? RouteError == .outcomeUnknown ? .outcomeUnknown : .unavailable("\(error)") }
-                .map { PeerResponse(status: 200, body: $0.encoded()) }
+                .map { PeerResponse(status: 200, body: $0.encoded(forCaller: request.version)) }
         },
         PeerCall(path: leaderPath) { driver, request in
             var r = ByteReader(request.body)

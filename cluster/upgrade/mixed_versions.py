@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""A rolling upgrade's middle, on real processes: some nodes run the older build, the rest the newer one, and
+clients on every node send messages to rooms whose shard leaders sit on either kind of node — so commands go
+from old nodes to new leaders and from new nodes to old ones (issue 18: adjacent versions run side by side).
+
+    python3 cluster/upgrade/mixed_versions.py --old OLD_PARLEY --new NEW_PARLEY [--old-nodes 1] [--rooms 24]
+
+Checks, for every message: the sender's answer is ok and names the message's serverId (> 0), the same id its
+own copy of the message event carries (issue 34: from peer protocol 7 a forwarded answer carries the id, not
+the message); and a resend with the same clientMessageId is answered with the same seq. Bounded: 3 nodes,
+--rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
+"""
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "cluster"))
+from protocol_session import ProtocolSession, kill_groups, start_nodes, wait_ready  # noqa: E402
+from signed_api import http, signed  # noqa: E402
+
+
+class Sender(ProtocolSession):
+    """A session that keeps the message events it sees, by clientMessageId."""
+
+    def __init__(self, ws):
+        super().__init__(ws)
+        self.seen = {}
+
+    def pushed(self, frame):
+        data = frame.get("data") or {}
+        if frame.get("event") == "message" and data.get("clientMessageId"):
+            self.seen[data["clientMessageId"]] = data
+
+    async def event_for(self, client_id, timeout=10):
+        deadline = time.time() + timeout
+        while client_id not in self.seen and time.time() < deadline:
+            try:
+                self.pushed(json.loads(await asyncio.wait_for(self.ws.recv(), max(0.1, deadline - time.time()))))
+            except asyncio.TimeoutError:
+                break
+        return self.seen.get(client_id)
+
+
+async def check(ports, app_key, rooms, labels):
+    failures = []
+    sent = 0
+    for n, port in enumerate(ports):
+        for r in range(rooms):
+            account, room = f"n{n + 1}-u{r}", f"mixed-{r}"
+            s = None
+            for _ in range(3):
+                s = await Sender.open(port)
+                entered = await s.call("enter", roomId=room, nickname=account,
+                                       auth={"mode": "independent", "appKey": app_key, "account": account,
+                                             "token": f"{account}-t"})
+                if entered.get("ok"):
+                    break
+                await s.ws.close()
+                s = None
+                await asyncio.sleep(2)
+            if s is None:
+                failures.append(f"{labels[n]} node {n + 1}: enter {room} as {account}: {entered}")
+                continue
+            client_id = f"{account}-m"
+            answer = await s.call("sendMessage", roomId=room, body=f"from {labels[n]} node {n + 1}", clientMessageId=client_id)
+            sent += 1
+            data = answer.get("data") or {}
+            event = await s.event_for(client_id)
+            where = f"{labels[n]} node {n + 1}, room {room}"
+            if not answer.get("ok"):
+                failures.append(f"{where}: send refused: {answer}")
+            elif not data.get("serverId"):
+                failures.append(f"{where}: answer without a serverId: {answer}")
+            elif event is None:
+                failures.append(f"{where}: own message event never came")
+            elif event.get("serverId") != data["serverId"] or event.get("seq") != data.get("seq"):
+                failures.append(f"{where}: answer {data} names another message than the event {event}")
+            again = await s.call("sendMessage", roomId=room, body=f"from {labels[n]} node {n + 1}", clientMessageId=client_id)
+            if (again.get("data") or {}).get("seq") != data.get("seq"):
+                failures.append(f"{where}: the resend was answered {again}, the send {answer}")
+            await s.ws.close()
+    return sent, failures
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--old", required=True, help="the older parley build")
+    parser.add_argument("--new", required=True, help="the newer parley build")
+    parser.add_argument("--old-nodes", type=int, default=1, help="how many of the 3 nodes run the older build")
+    parser.add_argument("--rooms", type=int, default=24)
+    args = parser.parse_args()
+    binaries = [args.old] * args.old_nodes + [args.new] * (3 - args.old_nodes)
+    labels = ["old"] * args.old_nodes + ["new"] * (3 - args.old_nodes)
+    work = tempfile.mkdtemp(prefix="parley-mixed-")
+    procs = []
+    try:
+        app_key, app_secret = "mixed", secrets.token_hex(16)
+        procs, ports, _, _ = start_nodes(binaries, work, app_key, app_secret, shards=16)
+        wait_ready(ports)
+        base = f"http://127.0.0.1:{ports[-1]}"
+        # The app's send budgets stay on (A1): a client's message then always reaches its leader by a call
+        # between nodes, never inside Raft, so answers cross versions (unbudgeted, a follower proposes it).
+        for n in range(3):
+            for r in range(args.rooms):
+                account = f"n{n + 1}-u{r}"
+                signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": f"{account}-t"})
+        for r in range(args.rooms):
+            code, answer = signed(base, app_key, app_secret, "/v1/room/create",
+                                  {"roomId": f"mixed-{r}", "creator": "n1-u0", "name": "Mixed"})
+            if code != 200:
+                raise RuntimeError(f"room/create: {code} {answer}")
+        time.sleep(3)  # the edges learn the app's users from meta
+        sent, failures = asyncio.run(check(ports, app_key, args.rooms, labels))
+        # Which kind of node led the shards: a run where old nodes led nothing (or everything) would not have
+        # sent commands both ways.
+        led = {}
+        for n, port in enumerate(ports):
+            code, text = http(f"http://127.0.0.1:{port}/status")
+            status = json.loads(text) if code == 200 else {}
+            led[f"{labels[n]} node {n + 1}"] = sum(1 for s in status.get("shards", []) if s.get("role") == "leader")
+        print(json.dumps({"shardsLed": led}))
+        if any(v == 0 for v in led.values()):
+            failures.append(f"a node led no shard, so not every path was taken: {led}")
+    finally:
+        kill_groups(procs)
+    for f in failures:
+        print("FAIL", f)
+    print(json.dumps({"nodes": labels, "messages": sent, "failures": len(failures)}))
+    if not failures and not os.environ.get("KEEP"):
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"logs kept in {work}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
