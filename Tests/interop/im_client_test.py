@@ -8,7 +8,11 @@ both get friendChanged, A gets the FriendAdd verify); B blocks C and C's message
 never reaches B; A sends three messages that B receives in order, and a second device of B that logs in
 later syncs them in order; A makes a team B joins at once, B hears the Invite notification (live or from the
 team's log), a team message reaches B with an alert, and after B's team do-not-disturb only the alert flag
-changes. Exits 0 when every check holds, 1 otherwise (with the reason on stderr).
+changes. Then every team operation once, on a second team (invite, update of every field, managers, mute,
+an application approved, a kick, an invitation accepted, a leave, an owner transfer, a dismissal): each
+notification is decoded with the tables below — written from docs/protocol.md ("Teams": TeamItem, "IM":
+ImItem) and nothing else — and must decode completely (issue 38: a client written from the docs reads
+everything it receives). Exits 0 when every check holds, 1 otherwise (with the reason on stderr).
 """
 import asyncio
 import sys
@@ -43,6 +47,35 @@ class ImClient(Client):
             await asyncio.sleep(0.2)
         check(answer["ok"] is True and answer["data"]["account"] == account, f"imLogin {account}: {answer}")
         return answer["data"]["nextSeq"]
+
+
+# docs/protocol.md, TeamItem: NIMTeamOperationType, the attachment's NIMTeamUpdateTag keys, the modes' numbers.
+OPERATIONS = {0: "Invite", 1: "Kick", 2: "Leave", 3: "Update", 4: "Dismiss", 5: "ApplyPass", 6: "TransferOwner",
+              7: "AddManager", 8: "RemoveManager", 9: "AcceptInvitation", 10: "Mute"}
+UPDATE_TAGS = {"3": "name", "14": "intro", "15": "announcement", "16": "joinMode", "19": "avatar", "20": "inviteMode",
+               "21": "beInviteMode", "22": "updateInfoMode", "100": "muteMode", "101": "mute"}
+ON_OFF = {"1": True, "0": False}
+MODE_VALUES = {"joinMode": {"0": "noAuth", "1": "needAuth", "2": "rejectAll"},
+               "inviteMode": {"0": "manager", "1": "all"}, "updateInfoMode": {"0": "manager", "1": "all"},
+               "beInviteMode": {"0": "needAuth", "1": "noAuth"}, "muteMode": ON_OFF, "mute": ON_OFF}
+# docs/protocol.md, ImItem: a teamNotice's operation.
+TEAM_NOTICES = {0: "apply", 1: "application rejected", 2: "invite", 3: "invitation rejected"}
+
+
+def decode_notification(entry):
+    """A TeamItem notification as (operation name, {field name: value}); fails on anything the docs do not name."""
+    check(set(entry) == {"seq", "time", "kind", "operation", "source", "targets", "notifyExt", "attachment"},
+          f"fields of a team notification: {sorted(entry)}")
+    check(entry["operation"] in OPERATIONS, f"an operation the docs do not name: {entry}")
+    changes = {}
+    for key, value in entry["attachment"].items():
+        check(key in UPDATE_TAGS and isinstance(value, str), f"an attachment key the docs do not name: {entry}")
+        name = UPDATE_TAGS[key]
+        if name in MODE_VALUES:
+            check(value in MODE_VALUES[name], f"a {name} value the docs do not name: {entry}")
+            value = MODE_VALUES[name][value]
+        changes[name] = value
+    return OPERATIONS[entry["operation"]], changes
 
 
 def ok(answer, what):
@@ -107,8 +140,49 @@ async def main(app, acc_a, tok_a, acc_b, tok_b, acc_c, tok_c, url_a, url_b, url_
     check(got["alert"] is False, f"team DND changes only the alert: {got}")
     notice = await c.call("sendTeamMessage", teamId="crew", body="x", type="notification")
     check(notice["error"]["code"] == 414, f"a client's notification: {notice}")
+
+    await every_team_operation(a, b, c, acc_a, acc_b, acc_c)
     for client in (a, b, c, second):
         await client.ws.close()
+
+
+async def every_team_operation(a, b, c, acc_a, acc_b, acc_c):
+    """Each team operation once on team "deck"; B reads the log and decodes every notification from the docs."""
+    ok(await a.call("teamCreate", teamId="deck", name="Deck", beInviteMode="noAuth"), "teamCreate deck")
+    ok(await a.call("teamInvite", teamId="deck", targets=[acc_b]), "invite")
+    ok(await a.call("teamUpdate", teamId="deck", name="Deck 2", intro="about", announcement="news", avatar="d.png",
+                    joinMode="needAuth", inviteMode="all", beInviteMode="needAuth", updateInfoMode="all", muteAll=True),
+       "update")
+    ok(await a.call("teamAddManagers", teamId="deck", accounts=[acc_b]), "add manager")
+    ok(await a.call("teamRemoveManagers", teamId="deck", accounts=[acc_b]), "remove manager")
+    ok(await a.call("teamMuteMember", teamId="deck", account=acc_b, muted=True), "mute")
+    ok(await c.call("teamApply", teamId="deck", message="let me in"), "apply")
+    applied = await a.event("im", item("teamNotice", teamId="deck", source=acc_c))
+    check(TEAM_NOTICES.get(applied["item"]["operation"]) == "apply" and applied["item"]["msg"] == "let me in",
+          f"the application's notice: {applied}")
+    ok(await a.call("teamApproveApplication", teamId="deck", applicant=acc_c), "approve")
+    ok(await a.call("teamKick", teamId="deck", targets=[acc_c]), "kick")
+    ok(await a.call("teamInvite", teamId="deck", targets=[acc_c], postscript="come back"), "invite again")
+    invited = await c.event("im", item("teamNotice", teamId="deck", source=acc_a))
+    check(TEAM_NOTICES.get(invited["item"]["operation"]) == "invite" and invited["item"]["msg"] == "come back",
+          f"the invitation's notice: {invited}")
+    ok(await c.call("teamAcceptInvitation", teamId="deck"), "accept")
+    ok(await c.call("teamLeave", teamId="deck"), "leave")
+    ok(await a.call("teamTransferOwner", teamId="deck", to=acc_b), "transfer")
+
+    items = ok(await b.call("teamQuery", teamId="deck", afterSeq=0, limit=100), "teamQuery deck")["team"]["items"]
+    decoded = [decode_notification(i) for i in items if i["kind"] == "notification"]
+    want = [("Invite", {}),
+            ("Update", {"name": "Deck 2", "intro": "about", "announcement": "news", "avatar": "d.png",
+                        "joinMode": "needAuth", "inviteMode": "all", "beInviteMode": "needAuth", "updateInfoMode": "all",
+                        "muteMode": True}),
+            ("AddManager", {}), ("RemoveManager", {}), ("Mute", {"mute": True}), ("ApplyPass", {}), ("Kick", {}),
+            ("AcceptInvitation", {}), ("Leave", {}), ("TransferOwner", {})]
+    check(decoded == want, f"the team's notifications, decoded from the docs: {decoded}")
+    ok(await b.call("teamDismiss", teamId="deck"), "dismiss")
+    dismissed = await a.event("team", lambda e: e["teamId"] == "deck" and e["item"]["kind"] == "notification"
+                              and e["item"]["operation"] == 4)
+    check(decode_notification(dismissed["item"]) == ("Dismiss", {}), f"dismiss: {dismissed}")
 
 
 if __name__ == "__main__":
