@@ -23,10 +23,6 @@ extension Edge {
             connections[connection]?.send(EventFrame.error(id: id, .cluster(ImErrorCode.noSuchUser.rawValue, "no account \(account)")))
             return
         }
-        if case .team(_, .create) = op, let refusal = await teamCap(login, connection: connection) {
-            connections[connection]?.send(EventFrame.error(id: id, refusal))
-            return
-        }
         let command: ImShardCommand
         var shard = login.shard
         switch op {
@@ -157,20 +153,6 @@ extension Edge {
         connections[connection]?.send(EventFrame.answer(id: id) { j in
             j.beginObject(); j.field("account", account); j.field("nextSeq", nextSeq); j.endObject()
         })
-    }
-
-    /// Why a create is refused when the user is in `maxTeamsPerUser` teams already (nil: it may go ahead).
-    private func teamCap(_ login: ImLogin, connection: UInt64) async -> ProtocolError? {
-        guard let c = connections[connection] else { return nil }
-        let identity = login.identity(of: c, edgeId: cluster.edgeId)
-        do {
-            let read = try await cluster.submitIm(.read(.relations), account: login.scoped, shard: login.shard, actor: .session(identity))
-            guard case .success(.read(.relations(let r))) = read else { return nil }
-            guard r.teams.count >= settings.maxTeamsPerUser else { return nil }
-            return .cluster(ImErrorCode.limitExceeded.rawValue, "member of \(settings.maxTeamsPerUser) teams already")
-        } catch {
-            return ProtocolError.from(error)
-        }
     }
 
     /// The connection closed: it is no longer a device of its user here.

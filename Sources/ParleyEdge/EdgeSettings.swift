@@ -59,10 +59,6 @@ public struct EdgeSettings: Sendable, Hashable {
     public var handOffGraceMillis: Int = 15_000
     /// Serve `/ws/echo` (the Autobahn conformance cases need an echo peer); off on production nodes.
     public var servesEcho = false
-    /// Issue 19: teams a client may create while its user is a member of this many (NIM caps a user's teams
-    /// too): a client cannot make teams without end. Checked against the user's record before the create, so
-    /// creates racing each other may pass it by a few.
-    public var maxTeamsPerUser = 500
 
     public init() {}
 

@@ -17,6 +17,9 @@ public struct ImLimits: Sendable, Equatable {
     public var maxSyncItems = 500
     public var maxTeamIdBytes = 128
     public var maxTeamMembers = 2000
+    /// A user is a member of at most this many teams (seed 001's NIM limit): a command that would add a user
+    /// in this many already is refused with `limitExceeded` (14206), checked on the user's shard first.
+    public var maxTeamsPerUser = 500
     public var maxTeamNameBytes = 64
     public var maxTeamTextBytes = 1024
     public var maxNotifyExtBytes = 1024

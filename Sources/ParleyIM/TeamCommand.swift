@@ -24,6 +24,21 @@ public enum TeamCommand: Sendable, Equatable {
     case send(clientMessageId: String, type: String, body: String, ext: String)
 }
 
+extension TeamCommand {
+    /// The accounts this command may make members of the team (`actor`: who issues it): the creator, an
+    /// invitee (at once in `noAuth` be-invite mode, later by accepting), the one who accepts or applies, an
+    /// approved applicant. Their team count is checked on their own shards before it runs (`maxTeamsPerUser`).
+    public func joiningAccounts(actor: String) -> [String] {
+        switch self {
+        case .create, .acceptInvitation, .apply: [actor]
+        case .invite(let targets, _, _): Array(Set(targets)).sorted()
+        case .approveApplication(let applicant, _): [applicant]
+        case .rejectInvitation, .rejectApplication, .kick, .leave, .update, .dismiss, .transferOwner, .addManagers,
+             .removeManagers, .muteMember, .setNotifyState, .send: []
+        }
+    }
+}
+
 /// What a team command produced: the team log items (a message or notifications), who hears them, and the
 /// sequence of a message sent.
 public struct TeamOutcome: Sendable, Equatable {

@@ -19,6 +19,38 @@ extension RaftDriver {
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
                          requestKey: RequestKey? = nil,
                          deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<Result<ImApplied, ImError>> {
+        // Issue 38: a team command that adds users asks their own shards first whether they are in
+        // `maxTeamsPerUser` teams already (the team's shard cannot see that) — on every road, the edge's and the
+        // server API's, since both come here.
+        if case .team(_, let teamCommand) = command, case let joining = teamCommand.joiningAccounts(actor: account),
+           !joining.isEmpty {
+            return teamCapRefusal(joining, actor: actor, deadline: deadline).flatMap { refusal in
+                if let refusal { return self.loop.makeSucceededFuture(.failure(refusal)) }
+                return self.routeIm(command, account: account, shard: shard, actor: actor, requestKey: requestKey,
+                                    deadline: deadline)
+            }
+        }
+        return routeIm(command, account: account, shard: shard, actor: actor, requestKey: requestKey, deadline: deadline)
+    }
+
+    /// `limitExceeded` for the first of `accounts` already in `maxTeamsPerUser` teams (by a linearizable read of
+    /// its user record), nil when none is. Two joins of one user racing each other may both pass: the cap can be
+    /// passed by the joins in flight at once, never by more.
+    private func teamCapRefusal(_ accounts: [String], actor: CommandActor, deadline: NIODeadline)
+        -> EventLoopFuture<ImError?> {
+        let cap = ShardState.imLimits.maxTeamsPerUser
+        let reads = accounts.map { user in
+            routeIm(.read(.relations), account: user, shard: shard(ofUser: user), actor: actor, requestKey: nil,
+                    deadline: deadline).map { result -> ImError? in
+                guard case .success(.read(.relations(let r))) = result, r.teams.count >= cap else { return nil }
+                return ImError(.limitExceeded, "\(AppScope.local(user)) is a member of \(cap) teams already")
+            }
+        }
+        return EventLoopFuture.whenAllSucceed(reads, on: loop).map { $0.compactMap { $0 }.first }
+    }
+
+    private func routeIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
+                         requestKey: RequestKey?, deadline: NIODeadline) -> EventLoopFuture<Result<ImApplied, ImError>> {
         let request = ForwardedImCommand(shard: shard, actor: actor, account: account, command: command, requestKey: requestKey)
         return loop.flatSubmit {
             let route = GroupRoute<ShardOutcome>(
