@@ -85,25 +85,30 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     }
 
     public func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage {
-        let replicas = try await start { driver.placement(of: shard) }.get()
-        let first = feedNodes.withLockedValue { $0[shard] } ?? (replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? driver.nodeID)
-        var order = [first] + replicas.replicas.filter { $0 != first }
-        if order.isEmpty { order = [driver.nodeID] }
         var lastError: Error = EdgeClusterError.unavailable("no replica of shard \(shard)")
-        for node in order {
-            // Checked again before each call: the node may have begun stopping while this feed waited.
-            let call = try start { driver.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node) }
-            do {
-                let page = try await call.get()
-                let next = page.leader != 0 ? page.leader : node
-                feedNodes.withLockedValue { $0[shard] = next }
-                return page
-            } catch {
-                lastError = error
-            }
+        // The node that answered the last poll (or the leader it named) first, without asking the Raft loop where
+        // the shard lives: under load a feed polls many times a second, and that question was a second round
+        // trip to the Raft loop for each poll (issue 35).
+        let cached = feedNodes.withLockedValue { $0[shard] }
+        if let cached {
+            do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: cached) } catch { lastError = error }
+        }
+        let replicas = try await start { driver.placement(of: shard) }.get()
+        let first = replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? driver.nodeID
+        for node in ([first] + replicas.replicas.filter { $0 != first }) where node != cached {
+            do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: node) } catch { lastError = error }
         }
         feedNodes.withLockedValue { $0[shard] = nil }
         throw EdgeClusterError.unavailable("event feed of shard \(shard): \(lastError)")
+    }
+
+    /// One long poll of the shard's events at `node`; the node it names as the leader is asked next time.
+    private func poll(_ shard: ShardID, after cursor: UInt64?, waitMillis: Int, at node: NodeID) async throws -> ShardEventPage {
+        // Checked again before each call: the node may have begun stopping while this feed waited.
+        let call = try start { driver.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node) }
+        let page = try await call.get()
+        feedNodes.withLockedValue { $0[shard] = page.leader != 0 ? page.leader : node }
+        return page
     }
 
     public func checkToken(appKey: String, account: String, token: String) async -> TokenVerdict {
