@@ -31,6 +31,11 @@ enum TeamRequest {
         let command: TeamCommand
         switch request.op {
         case "teamCreate":
+            // Seed 001 names three team types; Parley's teams are NIM's advanced teams. A supergroup
+            // (`superTeam`) is refused, not made as an ordinary team without a word (issue 38).
+            if let type = try f.optionalString("type"), type != "advanced" {
+                throw .badValue("type", "\"advanced\" (the default) is the only team type; \(type == "superTeam" ? "supergroups are not built yet" : "no such type")")
+            }
             var info = TeamInfo(name: try f.string("name"))
             try fill(&info, f)
             command = .create(info)
