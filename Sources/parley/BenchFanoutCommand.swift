@@ -47,7 +47,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             let perNode = try await idleMemory(idle, cluster: cluster, group: clients)
             print("idle: \(idle) connections (hello only, no room) over \(nodes) edges: "
                 + perNode.map { String(format: "%.1f", $0) }.joined(separator: " / ") + " KiB per connection per node")
-            print("members  deliveries/s (median)  messages/s  p50 ms  p99 ms  KiB/member")
+            print("members  deliveries/s (median)  messages/s  p50 ms  p99 ms  KiB/member  node CPU ms/1000 deliveries")
             for level in levels {
                 try await runLevel(level, cluster: cluster, admin: admin, group: clients)
             }
@@ -122,9 +122,10 @@ struct BenchFanoutCommand: AsyncParsableCommand {
                 host: "127.0.0.1", port: cluster.layout.httpPorts[s % cluster.layout.count], group: group,
                 enterFrame: senderEnter, tally: FanoutTally(), samplesLatency: false))
         }
-        var results: [(rate: Double, sent: Double, p50: Double, p99: Double)] = []
+        var results: [(rate: Double, sent: Double, p50: Double, p99: Double, cpu: Double)] = []
         for _ in 0..<runs {
             tally.reset()
+            let cpuBefore = cluster.nodeCPUSeconds()
             let start = DispatchTime.now().uptimeNanoseconds
             try await withThrowingTaskGroup(of: Void.self) { sends in
                 var next = 0
@@ -146,11 +147,15 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             let sorted = snap.samples.sorted()
             func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[Int(p * Double(sorted.count - 1))] }
             if snap.delivered < expected { print("  warning: \(snap.delivered) of \(expected) deliveries arrived") }
+            // Issue 35: the nodes' CPU (user + system, all 3 processes) per 1,000 deliveries of this run.
+            let cpu = (cluster.nodeCPUSeconds() - cpuBefore) * 1e6 / Double(max(1, snap.delivered))
             results.append((Double(snap.delivered) / seconds, Double(messages) / (Double(sentEnd - start) / 1e9),
-                            pct(0.5), pct(0.99)))
+                            pct(0.5), pct(0.99), cpu))
         }
         let m = results.sorted { $0.rate < $1.rate }[results.count / 2]
-        print(String(format: "%7d  %21.0f  %10.0f  %6.1f  %6.1f  %13.1f", level, m.rate, m.sent, m.p50, m.p99, perConnection))
+        let cpu = results.map(\.cpu).sorted()[results.count / 2]
+        print(String(format: "%7d  %21.0f  %10.0f  %6.1f  %6.1f  %10.1f  %27.1f", level, m.rate, m.sent, m.p50, m.p99,
+                     perConnection, cpu))
         let retried = senders.reduce(0) { $0 + $1.1.budgetRetries.withLockedValue { $0 } }
         if retried > 0 { print("  (\(retried) sends waited for a connection's request budget, A1)") }
         for (channel, _) in senders { try? await channel.close() }
