@@ -14,8 +14,13 @@ public final class ClientSocket: Sendable {
         self.outbox = outbox
     }
 
-    /// One text frame's UTF-8 bytes. A fanned-out event is one buffer shared by every connection it goes to.
-    func send(_ frame: ByteBuffer) {
+    /// One text message's UTF-8 bytes (framed here, for this connection alone).
+    func send(_ payload: ByteBuffer) {
+        outbox.add(self, .text(TextFrame(payload: payload)))
+    }
+
+    /// One framed text message; a fanned-out event is one frame shared by every connection it goes to.
+    func send(_ frame: TextFrame) {
         outbox.add(self, .text(frame))
     }
 
@@ -48,7 +53,7 @@ public final class ClientSocket: Sendable {
 /// once per drain (one syscall per connection per burst, however many events the burst holds).
 final class LoopOutbox: Sendable {
     enum Write: Sendable {
-        case text(ByteBuffer)
+        case text(TextFrame)
         case close(code: UInt16, reason: String)
         case helloAccepted
     }

@@ -100,11 +100,15 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// than it is answered is slowed down by TCP, not buffered without bound).
     private let maxQueuedMessages = 32
     private var readHeld = false
+    /// Where whole frames are written past the frame encoder.
+    private let passage: FrameBytesPassage
 
     init(mode: Mode, maxMessageBytes: Int, preHelloMessageBytes: Int = 4096, fragmentedMessageBytes: Int = 8192,
          messageDeadline: TimeAmount = .seconds(10), helloDeadline: TimeAmount = .seconds(10),
-         idleTimeout: TimeAmount = .seconds(75), closeTimeout: TimeAmount = .seconds(5)) {
+         idleTimeout: TimeAmount = .seconds(75), closeTimeout: TimeAmount = .seconds(5),
+         passage: FrameBytesPassage) {
         self.mode = mode
+        self.passage = passage
         self.maxMessageBytes = maxMessageBytes
         self.preHelloMessageBytes = min(preHelloMessageBytes, maxMessageBytes)
         self.fragmentedMessageBytes = fragmentedMessageBytes
@@ -359,7 +363,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes one text frame without flushing. A connection whose unsent bytes stay above the high water mark
     /// after a flush cannot keep up: it is closed (1008) and nothing more is queued for it.
-    func write(text frame: ByteBuffer) {
+    func write(text frame: TextFrame) {
         guard let context, !closeSent, !failed else { return }
         if !context.channel.isWritable {
             context.flush()
@@ -373,7 +377,9 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
         }
-        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: frame)), promise: nil)
+        // The frame is whole already: it goes in past the frame encoder (`FrameBytesPassage`).
+        guard let passage = passage.context else { return }
+        passage.write(NIOAny(IOData.byteBuffer(frame.bytes)), promise: nil)
         needsFlush = true
     }
 

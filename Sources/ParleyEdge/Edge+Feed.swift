@@ -80,14 +80,14 @@ extension Edge {
         var kicked = false
         if case .kicked = event.kind { kicked = true }
         if case .status(.lost) = event.kind { kicked = true }
-        let frame = ByteBuffer(string: EventFrame.encode(event))
+        let frame = TextFrame(EventFrame.encode(event))
         for connection in targets.sorted() {
             write(frame, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection)
         }
     }
 
     /// Writes (or buffers, while the session's enter is in flight) one encoded event.
-    private func write(_ frame: ByteBuffer, seq: UInt64, kicked: Bool, roomId: String, connection: UInt64) {
+    private func write(_ frame: TextFrame, seq: UInt64, kicked: Bool, roomId: String, connection: UInt64) {
         guard var session = rooms[roomId]?.sessions[connection], let c = connections[connection] else { return }
         if session.buffering {
             session.buffer.append((seq, frame, kicked))
@@ -126,7 +126,7 @@ extension Edge {
         var gapIndex = 0
         func flushGaps(upTo seq: UInt64) {
             while gapIndex < gaps.count, gaps[gapIndex].0 < seq {
-                let frame = ByteBuffer(string: EventFrame.gap(roomId: roomId, from: gaps[gapIndex].0, to: gaps[gapIndex].1))
+                let frame = TextFrame(EventFrame.gap(roomId: roomId, from: gaps[gapIndex].0, to: gaps[gapIndex].1))
                 for connection in room.sessions.keys.sorted() {
                     write(frame, seq: 0, kicked: false, roomId: roomId, connection: connection)
                 }
@@ -135,7 +135,7 @@ extension Edge {
         }
         for item in items {
             flushGaps(upTo: item.seq)
-            let frame = ByteBuffer(string: EventFrame.encode(item, roomId: roomId))
+            let frame = TextFrame(EventFrame.encode(item, roomId: roomId))
             for connection in room.sessions.keys.sorted() {
                 write(frame, seq: item.seq, kicked: false, roomId: roomId, connection: connection)
             }

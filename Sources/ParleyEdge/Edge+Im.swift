@@ -197,13 +197,13 @@ extension Edge {
                         if isMember { await follow(team: team, connection: n) } else { unfollow(team: team, connection: n) }
                     }
                 }
-                let frame = ByteBuffer(string: EventFrame.im(e))
+                let frame = TextFrame(EventFrame.im(e))
                 for n in devices.sorted() { connections[n]?.send(frame) }
             case .team(let e, let members):
                 let silent = Set(e.noAlert)
                 for account in Set(members + e.alsoTo).sorted() {
                     guard let devices = imSessions[account] else { continue }
-                    let frame = ByteBuffer(string: EventFrame.team(e, alert: !silent.contains(account)))
+                    let frame = TextFrame(EventFrame.team(e, alert: !silent.contains(account)))
                     for n in devices.sorted() { connections[n]?.send(frame) }
                 }
             }

@@ -165,11 +165,16 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         try channel.pipeline.syncOperations.addHandler(
             FrameDeadline(limit: .milliseconds(Int64(settings.frameMillis)), expired: { metrics?.closed("frameTooSlow") }),
             position: .before(decoder))
+        // Whole frames framed once for many connections (`TextFrame`) are written in past the frame encoder.
+        let passage = FrameBytesPassage()
+        let encoder = try channel.pipeline.syncOperations.handler(type: WebSocketFrameEncoder.self)
+        try channel.pipeline.syncOperations.addHandler(passage, position: .before(encoder))
         try channel.pipeline.syncOperations.addHandler(
             ClientSocketHandler(mode: mode, maxMessageBytes: maxMessage, preHelloMessageBytes: settings.preHelloMessageBytes,
                                 fragmentedMessageBytes: settings.fragmentedMessageBytes,
                                 messageDeadline: .milliseconds(Int64(settings.messageMillis)),
-                                helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis)), idleTimeout: idle))
+                                helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis)), idleTimeout: idle,
+                                passage: passage))
     }
 }
 

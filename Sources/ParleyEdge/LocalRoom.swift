@@ -20,7 +20,7 @@ struct LocalSession {
     /// While the enter (and a resume's replay) is in flight, events wait here so the answer and the replayed
     /// items reach the client first.
     var buffering = true
-    var buffer: [(seq: UInt64, frame: ByteBuffer, kicked: Bool)] = []
+    var buffer: [(seq: UInt64, frame: TextFrame, kicked: Bool)] = []
     /// Room-wide events at or below this seq happened before the session (or were replayed); they are skipped.
     var floor: UInt64 = 0
     /// An exit is in flight: events addressed to the session wait for the exit's answer, which carries them
@@ -51,10 +51,14 @@ struct ClientConnection {
     var im: ImLogin?
 
     func send(_ text: String) {
-        send(ByteBuffer(string: text))
+        socket.send(TextFrame(text))
     }
 
     func send(_ frame: ByteBuffer) {
+        socket.send(frame)
+    }
+
+    func send(_ frame: TextFrame) {
         socket.send(frame)
     }
 }
