@@ -164,6 +164,8 @@ let package = Package(
             dependencies: [
                 "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyTestSupport",
                 "ParleyJSON", "ParleyRaft",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
