@@ -790,9 +790,12 @@ def main():
             statuses[status] = statuses.get(status, 0) + 1
         ended = sorted(t for _, t in refused if t is not None)
         # 0: the node closed while this client was still sending its body, so the kernel answered the rest
-        # with a reset, which can overtake the 401 (the close is the point: nothing more is read).
+        # with a reset, which can overtake the 401 (the close is the point: nothing more is read). At least half
+        # must be such refusals of the signature (401, or its close overtaking it) rather than 429s of the
+        # unverified-body bound; how many resets overtake a 401 depends on the machine's load at the moment
+        # (697 401s and 172 resets in one run of session 21, 840 and none in the next).
         check("3 × 500 bad-signature bodies are each refused (401, 429 past the unverified-body bound, or reset)",
-              set(statuses) <= {401, 429, 0} and statuses.get(401, 0) >= 750, f"statuses {statuses}")
+              set(statuses) <= {401, 429, 0} and statuses.get(401, 0) + statuses.get(0, 0) >= 750, f"statuses {statuses}")
         check("3 × 500 bad-signature bodies are each closed within 10 s", len(ended) == 1500 and ended[-1] < 10,
               f"{len(ended)}/1500 ended; median {ended[len(ended) // 2] if ended else 0:.2f} s, "
               f"slowest {ended[-1] if ended else 0:.2f} s")
