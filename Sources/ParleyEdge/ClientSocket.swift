@@ -14,11 +14,6 @@ public final class ClientSocket: Sendable {
         self.outbox = outbox
     }
 
-    /// One text message's UTF-8 bytes (framed here, for this connection alone).
-    func send(_ payload: ByteBuffer) {
-        outbox.add(self, .text(TextFrame(payload: payload)))
-    }
-
     /// One framed text message; a fanned-out event is one frame shared by every connection it goes to.
     func send(_ frame: TextFrame) {
         outbox.add(self, .text(frame))

@@ -54,10 +54,6 @@ struct ClientConnection {
         socket.send(TextFrame(text))
     }
 
-    func send(_ frame: ByteBuffer) {
-        socket.send(frame)
-    }
-
     func send(_ frame: TextFrame) {
         socket.send(frame)
     }

@@ -8,13 +8,6 @@ import NIOCore
 struct TextFrame: Sendable {
     let bytes: ByteBuffer
 
-    init(payload: ByteBuffer) {
-        var out = Self.header(length: payload.readableBytes)
-        var body = payload
-        out.writeBuffer(&body)
-        bytes = out
-    }
-
     /// Framed straight from the text (one buffer, no copy in between).
     init(_ text: String) {
         var out = Self.header(length: text.utf8.count)

@@ -135,11 +135,14 @@ extension ApplyOutcome: BinaryCodable {
             let reply = try r.read(RoomReply.self)
             events = try r.readArray()
             // The older form: a message's serverId is its event's.
-            let serverId = events.lazy.compactMap { e -> UInt64? in
+            if case .messageSent(_, _, 0) = reply, let serverId = events.lazy.compactMap({ e -> UInt64? in
                 if case .message(let m) = e.kind { return m.serverId }
                 return nil
-            }.first ?? 0
-            result = .success(reply.withServerId(serverId))
+            }).first {
+                result = .success(reply.withServerId(serverId))
+            } else {
+                result = .success(reply)
+            }
         case 1:
             result = .failure(try r.read())
             events = try r.readArray()
