@@ -126,6 +126,9 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     /// SPEC T1: whether the client port speaks TLS itself (`--tls-cert`; HTTPS and WSS). Nil from a node
     /// older than this field.
     public var clientEncrypted: Bool?
+    /// Issue 35: the event loops this node's Raft groups run on (`--raft-loops`; shard s on loop s % N). Nil
+    /// from a node older than this field, which ran them on one.
+    public var raftLoops: Int?
     public var shardCount: Int
     public var healthy: Bool
     public var peers: [Peer]

@@ -22,6 +22,9 @@ public final class LocalNodeProcesses: @unchecked Sendable {
         /// SPEC T1: every node serves TLS on its client port with this certificate chain and key (one pair
         /// for all, made for `localhost`), and names itself `localhost:PORT` to clients (`--advertise`).
         public var clientTLS: (certificate: String, key: String)?
+        /// Issue 35: node `id` runs `raftLoops[(id - 1) % count]` Raft loops (`--raft-loops`); empty: the default.
+        /// The integration tests mix one and two, so every cluster they start runs both.
+        public var raftLoops: [Int] = []
 
         public init(count: Int, httpPorts: [Int], peerPorts: [Int], dataDirectory: String, secret: String, shards: Int) {
             precondition(httpPorts.count == count && peerPorts.count == count)
@@ -75,6 +78,7 @@ public final class LocalNodeProcesses: @unchecked Sendable {
                 // `--drain-seconds` in `extraArguments` wins.
                 "--drain-seconds", "0"]
             + (layout.opsPorts.isEmpty ? [] : ["--ops-listen", "127.0.0.1:\(layout.opsPorts[Int(id) - 1])"])
+            + (layout.raftLoops.isEmpty ? [] : ["--raft-loops", "\(layout.raftLoops[(Int(id) - 1) % layout.raftLoops.count])"])
             + (layout.clientTLS.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key,
                                        "--advertise", "localhost:\(layout.httpPorts[Int(id) - 1])"] } ?? [])
             + layout.extraArguments

@@ -34,7 +34,7 @@ extension NodeRuntime {
             let seconds = max(0.001, elapsed / .seconds(1))
             let taken = metrics.edge.window.take()
             let figures = await edge.withLockedValue({ $0 })?.figures
-            let leaders = (try? await driver.status().get())?.filter { $0.role == .leader }.count ?? 0
+            let leaders = (try? await raft.status().get())?.filter { $0.role == .leader }.count ?? 0
             activity.record(.init(time: Int64(Date().timeIntervalSince1970 * 1000),
                                   connections: figures?.connections ?? 0, sessions: figures?.sessions ?? 0,
                                   leaders: leaders, messagesPerSecond: Self.hundredths(Double(taken.messages) / seconds),

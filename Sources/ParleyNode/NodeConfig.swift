@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ParleyCluster
 import ParleyRaft
 import ParleyTransport
@@ -58,6 +59,12 @@ public struct NodeConfig: Sendable, Equatable {
     public var tickMillis = 50
     public var electionTicks = 10
     public var quiesceAfterTicks: Int? = 100
+    /// Issue 35: the event loops the node's Raft groups run on (`--raft-loops`); shard `s` on loop `s % K`
+    /// (docs/cores.md). Nil: one per two cores — Raft did about 60 % of a node's work at 64 writers and the
+    /// edge the rest, so half the cores go to each; on a 2-core machine one loop, which measured best there.
+    public var raftLoops: Int?
+    /// The Raft loops this node runs.
+    public var raftLoopCount: Int { min(raftLoops ?? max(1, System.coreCount / 2), max(1, shardCount)) }
     /// Issue 17: how often the meta leader evens out shard leaders, and how many transfers a round asks for
     /// (`--leader-balance-ms`, 0 = off).
     public var leaderBalance = LeaderBalanceSettings()
@@ -164,6 +171,7 @@ public struct NodeConfig: Sendable, Equatable {
         guard secret.utf8.count >= 8 else { throw NodeConfigError.invalid("--secret must be at least 8 bytes") }
         guard shardCount > 0, replicationFactor > 0 else { throw NodeConfigError.invalid("shards and replicas must be > 0") }
         guard tickMillis > 0, electionTicks > 1 else { throw NodeConfigError.invalid("tick settings out of range") }
+        if let k = raftLoops, !(1...256).contains(k) { throw NodeConfigError.invalid("--raft-loops must be 1 … 256") }
     }
 }
 

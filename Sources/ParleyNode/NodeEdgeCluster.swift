@@ -14,7 +14,7 @@ import ParleyPlacement
 /// tokens and edge addresses from the meta group, reachability from the peer links.
 public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     public let edgeId: String
-    private let driver: RaftDriver
+    private let raft: RaftLoops
     private let transport: PeerTransport
     /// Where each shard's feed is polled; moves to the leader a page names, or to the next replica on failure.
     private let feedNodes = NIOLockedValueBox<[ShardID: NodeID]>([:])
@@ -26,16 +26,16 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// Opens app secrets and digests tokens (the meta group holds neither in clear).
     public let metaSecrets: MetaSecrets
 
-    public init(driver: RaftDriver, transport: PeerTransport, boot: UInt64, metaSecrets: MetaSecrets) {
-        self.driver = driver
+    public init(raft: RaftLoops, transport: PeerTransport, boot: UInt64, metaSecrets: MetaSecrets) {
+        self.raft = raft
         self.metaSecrets = metaSecrets
         self.transport = transport
-        edgeId = "n\(driver.nodeID).\(boot)"
+        edgeId = "n\(raft.nodeID).\(boot)"
     }
 
-    public var shardCount: Int { driver.shardMap.shardCount }
+    public var shardCount: Int { raft.shardMap.shardCount }
 
-    public func shard(ofRoom roomId: String) -> ShardID { driver.shardMap.shard(ofRoom: roomId) }
+    public func shard(ofRoom roomId: String) -> ShardID { raft.shardMap.shard(ofRoom: roomId) }
 
     /// Set when the node stops: the edge's tasks that outlive its connections (feeds, slot releases) then get
     /// an error at once instead of scheduling work on Raft's event loop after it shut down (a promise NIO
@@ -55,7 +55,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     }
 
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
-        try await routed { driver.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout) }
+        try await routed { raft.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout) }
     }
 
     /// A routed command's failure as the edge reports it.
@@ -73,14 +73,14 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         }
     }
 
-    public func shard(ofUser account: String) -> ShardID { driver.shard(ofUser: account) }
+    public func shard(ofUser account: String) -> ShardID { raft.shard(ofUser: account) }
 
-    public func shard(ofTeam teamId: String) -> ShardID { driver.shard(ofTeam: teamId) }
+    public func shard(ofTeam teamId: String) -> ShardID { raft.shard(ofTeam: teamId) }
 
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
         -> Result<ImApplied, ImError> {
         try await routed {
-            driver.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + commandTimeout)
+            raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + commandTimeout)
         }
     }
 
@@ -93,8 +93,8 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         if let cached {
             do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: cached) } catch { lastError = error }
         }
-        let replicas = try await start { driver.placement(of: shard) }.get()
-        let first = replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? driver.nodeID
+        let replicas = try await start { raft.placement(of: shard) }.get()
+        let first = replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? raft.nodeID
         for node in ([first] + replicas.replicas.filter { $0 != first }) where node != cached {
             do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: node) } catch { lastError = error }
         }
@@ -105,7 +105,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// One long poll of the shard's events at `node`; the node it names as the leader is asked next time.
     private func poll(_ shard: ShardID, after cursor: UInt64?, waitMillis: Int, at node: NodeID) async throws -> ShardEventPage {
         // Checked again before each call: the node may have begun stopping while this feed waited.
-        let call = try start { driver.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node) }
+        let call = try start { raft.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node) }
         let page = try await call.get()
         feedNodes.withLockedValue { $0[shard] = page.leader != 0 ? page.leader : node }
         return page
@@ -139,7 +139,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
     public func roomAddresses(roomId: String) async -> [String] {
         guard let state = await metaState(maxAge: metaMaxAge) else { return [] }
-        var reachable: Set<NodeID> = [driver.nodeID]
+        var reachable: Set<NodeID> = [raft.nodeID]
         for link in await transport.linkStatus() where link.connected { reachable.insert(link.peer) }
         return EdgeDirectory.addresses(forRoom: roomId, nodes: Array(state.nodes.values), reachable: reachable)
     }
@@ -154,7 +154,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     private func metaState(maxAge: TimeInterval) async -> MetaState? {
         let cached = meta.withLockedValue { $0 }
         if let state = cached.state, Date().timeIntervalSince(cached.fetched) <= maxAge { return state }
-        guard let call = try? start({ driver.metaState() }), let fresh = try? await call.get() else { return cached.state }
+        guard let call = try? start({ raft.metaState() }), let fresh = try? await call.get() else { return cached.state }
         meta.withLockedValue { $0 = (fresh, Date()) }
         return fresh
     }

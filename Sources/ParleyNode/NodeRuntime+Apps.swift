@@ -14,7 +14,7 @@ extension NodeRuntime {
         let secrets = MetaSecrets(clusterSecret: config.secret)
         var toldWaiting = false
         while !pending.isEmpty && !Task.isCancelled {
-            if let meta = try? await driver.metaState().get() {
+            if let meta = try? await raft.metaState().get() {
                 for key in pending.keys.sorted() where meta.apps[key] != nil { pending[key] = nil }
                 let everyNodeReadsIt = pending.isEmpty ? false : await edgeCluster.everyNodeHas(.appSigning)
                 if !pending.isEmpty && !everyNodeReadsIt && !toldWaiting {
@@ -23,7 +23,7 @@ extension NodeRuntime {
                 }
                 for key in pending.keys.sorted() where everyNodeReadsIt {
                     let app = secrets.app(key, secret: pending[key]!)
-                    switch try? await driver.submitMeta(.createApp(app, requireSignedBody: true)).get() {
+                    switch try? await raft.submitMeta(.createApp(app, requireSignedBody: true)).get() {
                     case .done?:
                         logger.info("registered server-API app", metadata: ["appKey": "\(key)"])
                         pending[key] = nil

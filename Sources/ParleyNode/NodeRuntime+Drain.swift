@@ -17,7 +17,7 @@ extension NodeRuntime {
         var reported = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
-            guard let state = try? await driver.ownRegistryState().get() else { continue }
+            guard let state = try? await raft.ownRegistryState().get() else { continue }
             // A removed node's clients go too: its replicas are moving off and it will be stopped.
             let now = state != .active
             if now != draining {
@@ -28,7 +28,7 @@ extension NodeRuntime {
             let open = await edge.handOffRound()
             if ContinuousClock.now - reported >= .seconds(10) {
                 reported = .now
-                let led = (try? await driver.status().get())?.filter { $0.role == .leader }.count ?? 0
+                let led = (try? await raft.status().get())?.filter { $0.role == .leader }.count ?? 0
                 logger.info("draining", metadata: ["connectionsLeft": "\(open)", "shardsLed": "\(led)"])
             }
         }
@@ -62,19 +62,19 @@ extension NodeRuntime {
         func othersActive(_ state: MetaState) -> Bool {
             state.nodes.values.contains { $0.state == .active && $0.id != config.id }
         }
-        guard let state = try? await driver.metaState().get(), state.nodes[config.id]?.state == .active,
+        guard let state = try? await raft.metaState().get(), state.nodes[config.id]?.state == .active,
               othersActive(state) else { return }
-        let marked = try? await driver.submitMeta(.setNodeState(config.id, .draining), deadline: .now() + .seconds(3)).get()
+        let marked = try? await raft.submitMeta(.setNodeState(config.id, .draining), deadline: .now() + .seconds(3)).get()
         guard marked == .done else { return }
         FileManager.default.createFile(atPath: drainedForStopFile.path, contents: Data())
         logger.notice("stopping: draining first", metadata: ["forAtMost": "\(config.drainSeconds) s"])
         while ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(500))
             let open = await edgeConnections()
-            let led = (try? await driver.status().get())?.filter { $0.role == .leader }.count ?? 0
+            let led = (try? await raft.status().get())?.filter { $0.role == .leader }.count ?? 0
             if open == 0 && led == 0 { break }
             // Nowhere to hand anything (the whole cluster is stopping).
-            if let state = try? await driver.metaState().get(), !othersActive(state) { break }
+            if let state = try? await raft.metaState().get(), !othersActive(state) { break }
         }
         let open = await edgeConnections()
         logger.notice("drained; stopping", metadata: ["connectionsLeft": "\(open)"])
@@ -91,10 +91,10 @@ extension NodeRuntime {
     func undrainAfterStop(drainedBefore: Bool) async {
         guard drainedBefore else { return }
         for _ in 0..<50 where !Task.isCancelled {
-            if let state = try? await driver.metaState().get(), state.nodes[config.id]?.state != .draining {
+            if let state = try? await raft.metaState().get(), state.nodes[config.id]?.state != .draining {
                 break
             }
-            if (try? await driver.submitMeta(.setNodeState(config.id, .active)).get()) == .done {
+            if (try? await raft.submitMeta(.setNodeState(config.id, .active)).get()) == .done {
                 logger.notice("active again after the drain that preceded the last stop")
                 break
             }

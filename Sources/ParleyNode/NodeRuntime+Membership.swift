@@ -62,7 +62,7 @@ extension NodeRuntime {
         var current: [NodeID: NodeConfig.Address] = [:]
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(2))
-            guard let state = try? await driver.metaState().get() else { continue }
+            guard let state = try? await raft.metaState().get() else { continue }
             var peers: [NodeID: NodeConfig.Address] = [:]
             // Removed nodes too: one may still lead a group it is moving off, and its followers must answer it.
             // Dropped ones are gone: every group moved off them.

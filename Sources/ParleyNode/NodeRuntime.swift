@@ -14,7 +14,7 @@ import ServiceLifecycle
 import ParleyTransport
 import ParleyPlacement
 
-/// One running node: its database, the peer transport, the Raft driver with every shard replica placed
+/// One running node: its database, the peer transport, the Raft loops with every shard replica placed
 /// here, and the HTTP port with `/status`. `run()` serves until a graceful shutdown (SIGTERM / SIGINT).
 public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public let config: NodeConfig
@@ -23,7 +23,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     private let network: MultiThreadedEventLoopGroup
     private let raftLoop: MultiThreadedEventLoopGroup
     public let transport: PeerTransport
-    public let driver: RaftDriver
+    /// The node's Raft groups, on `config.raftLoopCount` loops.
+    public let raft: RaftLoops
     /// The edge's view of the cluster (commands, event feeds, tokens, addresses).
     public let edgeCluster: NodeEdgeCluster
     /// The client edge, once `run()` has made it (its figures go on `/status`).
@@ -55,26 +56,27 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let database = try NodeDatabase(path: config.dataDirectory + "/node.sqlite", durable: config.durable,
                                         metrics: metrics.factory)
         network = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))
-        raftLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        // The transport and the driver call each other; the reference is set once both exist.
+        raftLoop = MultiThreadedEventLoopGroup(numberOfThreads: config.raftLoopCount)
+        // The transport and the Raft loops call each other; the reference is set once both exist.
         let ref = DriverReference()
         var peerConfig = PeerTransport.Config(nodeID: config.id, host: config.peerListen.host,
                                               port: config.peerListen.port, secret: config.secret)
         peerConfig.maxFrameBytes = 64 << 20
         peerConfig.tls = config.peerTLS
-        // Peer connections live on the Raft loop: a batch from a peer is stepped, and the cycle's messages
-        // are written, without a hop between threads (each hop was a wake-up on the command's path).
+        // Peer connections live on the Raft loops: a batch from a peer is stepped, and the cycle's messages
+        // are written, without a hop between threads (each hop was a wake-up on the command's path) — on a
+        // node with one loop always; with several, when the link's loop is the loop of the batch's groups.
         transport = try await PeerTransport(
             config: peerConfig, group: raftLoop,
-            onRaft: { from, batch in ref.driver?.receive(from: from, batch) },
+            onRaft: { from, batch in ref.raft?.receive(from: from, batch) },
             onRequest: { request, loop in
                 if request.path == NodeRuntime.statusPath, let status = ref.status {
                     return loop.makeFutureWithTask { PeerResponse(status: 200, body: await status()) }
                 }
-                return ref.driver?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))
+                return ref.raft?.handle(request) ?? loop.makeSucceededFuture(PeerResponse(status: 503, body: []))
             },
-            onPeerDown: { peer in ref.driver?.peerUnreachable(peer) },
-            onPeerUp: { peer in ref.driver?.peerReachable(peer) }, metrics: metrics.factory, logger: logger)
+            onPeerDown: { peer in ref.raft?.peerUnreachable(peer) },
+            onPeerUp: { peer in ref.raft?.peerReachable(peer) }, metrics: metrics.factory, logger: logger)
         // Issue 17: a node that joined a running cluster knows its founders and peers from the cluster (through
         // `--join` the first time, from the data folder after), not from `--peers`.
         var founders = config.peers.keys.sorted()
@@ -99,23 +101,27 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         for (id, address) in peerAddresses where id != config.id { peers[id] = (address.host, address.port) }
         await transport.setPeers(peers)
 
-        var raft = RaftConfig(id: config.id, electionTick: config.electionTicks, heartbeatTick: 1,
-                              quiesceAfterTicks: config.quiesceAfterTicks)
-        raft.maxInflightBytes = 32 << 20
+        var groupConfig = RaftConfig(id: config.id, electionTick: config.electionTicks, heartbeatTick: 1,
+                                     quiesceAfterTicks: config.quiesceAfterTicks)
+        groupConfig.maxInflightBytes = 32 << 20
         var hostConfig = RaftHost.Config(
             nodeID: config.id, nodes: founders,
             shardMap: ShardMap(shardCount: config.shardCount, replicationFactor: config.replicationFactor),
-            raft: raft, boot: UInt64(Date().timeIntervalSince1970 * 1000))
+            raft: groupConfig, boot: UInt64(Date().timeIntervalSince1970 * 1000))
         hostConfig.founding = founding
         let transport = self.transport
         let factory = metrics.factory
-        driver = try RaftDriver(loop: raftLoop.next(), transport: transport,
-                                tickInterval: .milliseconds(Int64(config.tickMillis)),
-                                leaderBalance: config.leaderBalance, moves: config.moves) { send, publish in
-            try RaftHost(config: hostConfig, database: database, send: send, publish: publish, metrics: factory)
+        let firstStart = try database.groupIDs().isEmpty
+        raft = try RaftLoops(loops: Array(raftLoop.makeIterator()), transport: transport,
+                             tickInterval: .milliseconds(Int64(config.tickMillis)),
+                             leaderBalance: config.leaderBalance, moves: config.moves) { partition, send, publish in
+            var partConfig = hostConfig
+            partConfig.partition = partition
+            return try RaftHost(config: partConfig, database: database, send: send, publish: publish, metrics: factory,
+                                firstStart: firstStart)
         }
-        ref.driver = driver
-        edgeCluster = NodeEdgeCluster(driver: driver, transport: transport, boot: hostConfig.boot,
+        ref.raft = raft
+        edgeCluster = NodeEdgeCluster(raft: raft, transport: transport, boot: hostConfig.boot,
                                       metaSecrets: MetaSecrets(clusterSecret: config.secret))
         ref.status = { [weak self] in
             guard let self else { return [] }
@@ -125,8 +131,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
 
     /// Serves the HTTP port and drives Raft until asked to stop.
     public func run() async throws {
-        driver.start()
-        let hosted = try await driver.status().get().count
+        raft.start()
+        let hosted = try await raft.status().get().count
         let drainedBefore = FileManager.default.fileExists(atPath: drainedForStopFile.path)
         // The node's background work, services of the one ServiceGroup below (issue 34). Listed before the
         // listeners, so a graceful shutdown (which goes in reverse order) stops serving first and these after.
@@ -140,7 +146,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             NodeBackgroundService("following the registry") { await self.followRegistry() },
             NodeBackgroundService("following drains") { await self.followDrain() },
             NodeBackgroundService("sampling activity") { await self.sampleActivity() },
-        ].map(\.configuration) + driver.duties.map { NodeBackgroundService(every: $0).configuration }
+        ].map(\.configuration) + raft.duties.map { NodeBackgroundService(every: $0).configuration }
         logger.info("node started", metadata: [
             "node": "\(config.id)", "http": "\(config.listen)", "peer": "\(config.peerListen)", "shards": "\(hosted)",
             "peerTLS": "\(config.peerTLS != nil)", "clientTLS": "\(config.clientTLS != nil)",
@@ -158,7 +164,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         ObservabilityRoutes.add(to: opsRouter, source: self)
         StatusRoutes.addProbes(to: router, source: self)
         if opsRouter !== router { StatusRoutes.addProbes(to: opsRouter, source: self) }
-        ServerAPI(backend: NodeServerAPIBackend(driver: driver, edges: edgeCluster),
+        ServerAPI(backend: NodeServerAPIBackend(raft: raft, edges: edgeCluster),
                   legacyRoomsApp: config.legacyRoomsApp, logger: logger, metrics: metrics.factory).add(to: router)
         // Client WebSockets (`/ws`) are upgraded on the same port and then served by NIO handlers (EdgeHTTPChannel).
         var edgeSettings = EdgeSettings()
@@ -194,7 +200,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         }
         logger.info("node stopping", metadata: ["node": "\(config.id)"])
         edgeCluster.close()
-        try await driver.stop().get()
+        try await raft.stop().get()
         await transport.shutdown()
         // Nothing of the edge's starts on Raft's loop after `edgeCluster.close()` (it schedules under the lock
         // `close` takes), so the loop stops now, not after a wait for late tasks.
@@ -212,18 +218,18 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         while !Task.isCancelled {
             do {
                 if !registered {
-                    if case .refused(_, let why) = try await driver.submitMeta(.registerNode(me)).get() {
+                    if case .refused(_, let why) = try await raft.submitMeta(.registerNode(me)).get() {
                         logger.error("meta refused this node's registration", metadata: ["why": "\(why)"])
                         return
                     }
                     registered = true
                     logger.info("registered in the meta group")
                 }
-                guard let meta = try await driver.metaState().get() else { throw RouteError.peerRefused(0) }
+                guard let meta = try await raft.metaState().get() else { throw RouteError.peerRefused(0) }
                 if meta.placementVersion > 0 || membershipFile != nil { return }
                 let nodes = founders
-                let table = (0..<config.shardCount).map { driver.shardMap.replicas(of: $0, nodes: nodes) }
-                switch try await driver.submitMeta(.setPlacement(expectedVersion: 0, replicas: table)).get() {
+                let table = (0..<config.shardCount).map { raft.shardMap.replicas(of: $0, nodes: nodes) }
+                switch try await raft.submitMeta(.setPlacement(expectedVersion: 0, replicas: table)).get() {
                 case .placement(let version):
                     logger.info("installed the placement table", metadata: ["version": "\(version)"])
                     return
@@ -248,12 +254,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         var failureLogged = false
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
-            if let failure = driver.failure, !failureLogged {
+            if let failure = raft.failure, !failureLogged {
                 // The disk failed, or a committed entry cannot be read by this version: /healthz says so too.
                 failureLogged = true
                 logger.critical("this node stopped driving Raft", metadata: ["why": "\(failure)"])
             }
-            guard let shards = try? await driver.status().get() else { continue }
+            guard let shards = try? await raft.status().get() else { continue }
             let leaderless = Set(shards.filter { $0.leader == 0 }.map(\.shard))
             switch watch.observe(leaderless: leaderless, hosted: shards.count, at: .now) {
             case .stuck(let count, let hosted, let duration)?:
@@ -277,17 +283,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
 
     public func shard(ofRoom roomID: String) -> Int? {
         let local = AppScope.local(roomID)
-        return local.isEmpty || local.utf8.count > 128 || roomID.utf8.count > 256 ? nil : driver.shardMap.shard(ofRoom: roomID)
+        return local.isEmpty || local.utf8.count > 128 || roomID.utf8.count > 256 ? nil : raft.shardMap.shard(ofRoom: roomID)
     }
 
     public func placement(ofShard shard: Int) async throws -> ShardPlacementReport {
-        let p = try await driver.placement(of: shard).get()
+        let p = try await raft.placement(of: shard).get()
         return ShardPlacementReport(shard: p.shard, replicas: p.replicas, leader: p.leader)
     }
 
     public func statusReport(withDigests: Bool) async -> NodeStatusReport {
-        let shards = (try? await driver.status().get()) ?? []
-        let digests = withDigests ? ((try? await driver.stateDigests().get()) ?? [:]) : [:]
+        let shards = (try? await raft.status().get()) ?? []
+        let digests = withDigests ? ((try? await raft.stateDigests().get()) ?? [:]) : [:]
         let links = await transport.linkStatus()
         var edgeFigures: NodeStatusReport.Edge?
         if let edge = self.edge.withLockedValue({ $0 }) {
@@ -295,9 +301,9 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             edgeFigures = .init(connections: f.connections, sessions: f.sessions, feeds: f.feeds,
                                 fanoutEvents: f.fanoutEvents, fanoutDeliveries: f.fanoutDeliveries)
         }
-        let moves = (try? await driver.movesInProgress().get()) ?? []
-        let metaState = try? await driver.metaState().get()
-        let metaLeader = try? await driver.metaLeader().get()
+        let moves = (try? await raft.movesInProgress().get()) ?? []
+        let metaState = try? await raft.metaState().get()
+        let metaLeader = try? await raft.metaLeader().get()
         let meta = metaState.flatMap { $0 }.map { m in
             NodeStatusReport.Meta(
                 leader: metaLeader.flatMap { $0 }, placementVersion: m.placementVersion,
@@ -319,7 +325,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             node: config.id, version: ParleyNodeVersion.string, uptimeSeconds: Date().timeIntervalSince(started),
             httpAddress: "\(config.listen)", peerAddress: "\(config.peerListen)", peerEncrypted: config.peerTLS != nil,
             shardCount: config.shardCount,
-            healthy: driver.failure == nil,
+            healthy: raft.failure == nil,
             peers: links.map { link in
                 .init(id: link.peer, address: config.peers[link.peer].map { "\($0)" }
                           ?? metaState.flatMap { $0 }?.nodes[link.peer]?.peerAddress ?? "",
@@ -347,6 +353,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         report.replicasToFill = toFill
         report.peerProtocol = PeerProtocol.version
         report.clientEncrypted = config.clientTLS != nil
+        report.raftLoops = raft.drivers.count
         report.activity = activity.all
         return report
     }
@@ -367,10 +374,10 @@ public enum ParleyNodeVersion {
     public static let string = "0.1.0"
 }
 
-/// Late-bound pointer from the transport's callbacks to the driver.
+/// Late-bound pointer from the transport's callbacks to the raft.
 private final class DriverReference: @unchecked Sendable {
     // Written once during start-up, before any peer can reach the transport's callbacks with data.
-    var driver: RaftDriver?
+    var raft: RaftLoops?
     /// This node's `/status` as JSON, for `/rpc/v1/status`.
     var status: (@Sendable () async -> [UInt8])?
 }

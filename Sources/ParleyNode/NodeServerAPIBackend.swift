@@ -10,25 +10,25 @@ import ParleyPlacement
 /// The server API's view of this node: commands go through the Raft driver to their leaders (as the app
 /// server), the meta state is this node's replica or a fetched copy.
 struct NodeServerAPIBackend: ServerAPIBackend {
-    let driver: RaftDriver
+    let raft: RaftLoops
     let edges: NodeEdgeCluster
 
     var metaSecrets: MetaSecrets { edges.metaSecrets }
 
-    var shardCount: Int { driver.shardMap.shardCount }
+    var shardCount: Int { raft.shardMap.shardCount }
 
-    func shard(ofRoom roomId: String) -> Int { driver.shardMap.shard(ofRoom: roomId) }
+    func shard(ofRoom roomId: String) -> Int { raft.shardMap.shard(ofRoom: roomId) }
 
     func submit(_ command: RoomCommand, shard: Int, requestKey: RequestKey?) async throws -> ApplyOutcome {
-        try await driver.submit(command, shard: shard, actor: .appServer, requestKey: requestKey).get()
+        try await raft.submit(command, shard: shard, actor: .appServer, requestKey: requestKey).get()
     }
 
     func submitMeta(_ command: MetaCommand, requestKey: RequestKey?) async throws -> MetaOutcome {
-        try await driver.submitMeta(command, requestKey: requestKey).get()
+        try await raft.submitMeta(command, requestKey: requestKey).get()
     }
 
     func metaState() async throws -> MetaState {
-        guard let state = try await driver.metaState().get() else {
+        guard let state = try await raft.metaState().get() else {
             throw RouteError.noLeader(what: "the meta group", last: "no meta replica answered")
         }
         return state
@@ -40,14 +40,14 @@ struct NodeServerAPIBackend: ServerAPIBackend {
         await edges.roomAddresses(roomId: roomId)
     }
 
-    func shard(ofUser account: String) -> Int { driver.shard(ofUser: account) }
+    func shard(ofUser account: String) -> Int { raft.shard(ofUser: account) }
 
-    func shard(ofTeam teamId: String) -> Int { driver.shard(ofTeam: teamId) }
+    func shard(ofTeam teamId: String) -> Int { raft.shard(ofTeam: teamId) }
 
     func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { await edges.everyNodeHas(feature) }
 
     func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws
         -> Result<ImApplied, ImError> {
-        try await driver.submitIm(command, account: account, shard: shard, actor: .appServer, requestKey: requestKey).get()
+        try await raft.submitIm(command, account: account, shard: shard, actor: .appServer, requestKey: requestKey).get()
     }
 }

@@ -78,6 +78,17 @@ public struct StorageBatch: Sendable, Equatable {
         }
     }
 
+    /// Takes in another Raft loop's batch, to go in the same transaction (issue 35, `GroupCommit`): the loops
+    /// hold different groups, so no group is written twice.
+    public mutating func join(_ other: StorageBatch) {
+        for (group, write) in other.writes {
+            precondition(!writes.contains { $0.group == group }, "group \(group) in two loops' batches")
+            update(group) { $0 = write }
+        }
+        history += other.history
+        deleteUnneededLogRows += other.deleteUnneededLogRows
+    }
+
     /// Changes the pending write of `group` in place (creating it if needed).
     public mutating func update(_ group: GroupID, _ change: (inout GroupWrite) -> Void) {
         if let i = writes.firstIndex(where: { $0.group == group }) {

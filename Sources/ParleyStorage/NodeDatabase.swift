@@ -43,6 +43,10 @@ public final class NodeDatabase: Sendable {
     /// Transactions `commit` has written since the database was opened (tests count them; the commit-time
     /// histogram's count on /metrics is the same figure).
     public var transactionsWritten: Int { transactions.withLock { $0 } }
+    /// The node's Raft loops' batches that meet in one transaction (issue 35).
+    private let groupCommit = GroupCommit()
+    /// Transactions that carried more than one Raft loop's batch.
+    public var joinedTransactions: Int { groupCommit.joinedCount }
 
     public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance,
                 rewriteAfterRows: Int64 = 131_072, checkpointFrames: Int = NodeDatabase.checkpointPages) throws {
@@ -324,6 +328,14 @@ public final class NodeDatabase: Sendable {
         if batch.writes.contains(where: { $0.write.snapshot != nil }) { try history.waitForWrites() }
         try history.throwIfWriteFailed()
         guard batch.deleteUnneededLogRows > 0 || batch.writes.contains(where: { !$0.write.isEmpty }) else { return }
+        var logWrites = batch
+        logWrites.history = []
+        try groupCommit.commit(logWrites) { try writeTransaction($0) }
+    }
+
+    /// `commit`'s transaction: the log, hard states and snapshots of one Raft loop's batch, or of several
+    /// loops' batches joined (`GroupCommit`), and the freed rows it may delete.
+    private func writeTransaction(_ batch: StorageBatch) throws {
         unopenedRows.withLock { $0 = nil }
         let start = ContinuousClock.now
         defer { commitTime.record(duration: ContinuousClock.now - start) }

@@ -16,12 +16,24 @@ public struct StorageTorture {
 
     public let database: NodeDatabase
     public let groupCount: Int
+    /// This writer's share of the groups when several write one database at once, as a node's Raft loops do
+    /// (issue 35): group `g` is writer `(g - 1) % writers`'s.
+    public let writer: Int
+    public let writers: Int
     private var random: SplitMix64
 
-    public init(database: NodeDatabase, groups: Int, seed: UInt64) {
+    public init(database: NodeDatabase, groups: Int, seed: UInt64, writer: Int = 0, of writers: Int = 1) {
+        precondition(writers >= 1 && (0..<writers).contains(writer))
         self.database = database
         self.groupCount = groups
+        self.writer = writer
+        self.writers = writers
         self.random = SplitMix64(seed: seed)
+    }
+
+    /// The groups this writer writes.
+    private var ownGroups: [GroupID] {
+        (1...GroupID(groupCount)).filter { Int(($0 - 1) % GroupID(writers)) == writer }
     }
 
     /// The payload of an entry is a function of where it sits, so a torn or misplaced entry is visible.
@@ -38,7 +50,8 @@ public struct StorageTorture {
     public mutating func run(cycles: Int? = nil, report: ([Durable]) -> Void) throws {
         var logs: [GroupID: DurableGroupLog] = [:]
         let held = Set(try database.groupIDs())
-        for g in 1...GroupID(groupCount) {
+        let own = ownGroups
+        for g in own {
             logs[g] = held.contains(g) ? try database.openGroup(g)
                                        : try database.createGroup(g, bootstrap: ConfState(voters: [1, 2, 3]))
         }
@@ -46,7 +59,7 @@ public struct StorageTorture {
         while cycles.map({ done < $0 }) ?? true {
             var batch = StorageBatch()
             var touched: [Durable] = []
-            for g in 1...GroupID(groupCount) where random.next(upperBound: 2) == 0 {
+            for g in own where random.next(upperBound: 2) == 0 {
                 let log = logs[g]!
                 touched.append(try step(log))
                 // Now and then a group writes its live entries again, as one that pins old rows does.

@@ -27,6 +27,8 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Replicas per shard (default 3).") var replicas: Int?
     @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
     var tickMillis: Int?
+    @Option(name: .customLong("raft-loops"), help: "Event loops the node's Raft groups run on, shard s on loop s % N (default: one per core).")
+    var raftLoops: Int?
     @Option(help: "Join a running cluster through the peer address (host:port) of any of its nodes; the node learns its peers from the cluster, and later starts need no --join.")
     var join: String?
     @Option(name: .customLong("leader-balance-ms"), help: "How often the meta leader evens out shard leaders across nodes (default 1000; 0 = off).")
@@ -88,6 +90,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let s = value("shards", shards.map(String.init)).flatMap(Int.init) { nodeConfig.shardCount = s }
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
+        if let k = value("raft-loops", raftLoops.map(String.init)) {
+            guard let n = Int(k), (1...256).contains(n) else { throw ValidationError("--raft-loops must be 1 … 256") }
+            nodeConfig.raftLoops = n
+        }
         if let j = value("join", join), !j.isEmpty {
             guard let address = NodeConfig.Address(Substring(j)) else { throw ValidationError("--join must be host:port (a member's peer address)") }
             nodeConfig.join = address

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import ParleyStorage
 
 /// `parley storage …`: tools for a node's database.
@@ -56,15 +57,38 @@ struct StorageCommand: ParsableCommand {
         @Option(help: "Groups to write.") var groups = 8
         @Option(help: "Seed of the writer's choices.") var seed: UInt64 = 1
         @Option(help: "Stop after this many batches.") var cycles: Int?
+        @Option(help: "Writers at once, each on its own thread with its share of the groups, over one database (as a node's Raft loops write it).")
+        var writers = 1
 
         func run() throws {
-            var torture = StorageTorture(database: try NodeDatabase(path: data), groups: groups, seed: seed)
-            try torture.run(cycles: cycles) { durable in
-                var out = ""
-                for d in durable { out += "durable \(d.group) \(d.commit) \(d.lastIndex) \(d.lastTerm)\n" }
-                out += "batch\n"
-                FileHandle.standardOutput.write(Data(out.utf8))
+            guard writers >= 1, writers <= groups else { throw ValidationError("--writers must be 1 … --groups") }
+            let database = try NodeDatabase(path: data)
+            // Each writer's batch report goes out whole: the reader takes a batch's lines up to its `batch`.
+            let output = Mutex(())
+            let failure = Mutex<String?>(nil)
+            let done = DispatchGroup()
+            for w in 0..<writers {
+                done.enter()
+                Thread { [groups, seed, cycles, writers] in
+                    defer { done.leave() }
+                    var torture = StorageTorture(database: database, groups: groups, seed: seed &+ UInt64(w) &* 7919,
+                                                 writer: w, of: writers)
+                    do {
+                        try torture.run(cycles: cycles) { durable in
+                            var out = ""
+                            for d in durable { out += "durable \(d.group) \(d.commit) \(d.lastIndex) \(d.lastTerm)\n" }
+                            out += "batch\n"
+                            output.withLock { _ in FileHandle.standardOutput.write(Data(out.utf8)) }
+                        }
+                    } catch {
+                        failure.withLock { $0 = $0 ?? "writer \(w): \(error)" }
+                    }
+                }.start()
             }
+            done.wait()
+            if let failed = failure.withLock({ $0 }) { throw ValidationError(failed) }
+            // On stderr, so the reports on stdout stay what the crash test reads.
+            FileHandle.standardError.write(Data("transactions \(database.transactionsWritten), of them joining several writers' batches \(database.joinedTransactions)\n".utf8))
         }
     }
 

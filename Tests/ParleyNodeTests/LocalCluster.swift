@@ -29,7 +29,7 @@ final class LocalCluster: @unchecked Sendable {
 
     init(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
          opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil,
-         clientCertificate: (certificate: String, key: String)? = nil) throws {
+         clientCertificate: (certificate: String, key: String)? = nil, raftLoops: [Int] = [1, 2]) throws {
         self.shards = shards
         self.clientTLS = clientTLS
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-\(UUID().uuidString)")
@@ -46,6 +46,9 @@ final class LocalCluster: @unchecked Sendable {
         layout.environment = environment
         layout.founders = founders
         layout.clientTLS = clientCertificate
+        // Issue 35: every cluster a test starts mixes nodes with one Raft loop and with two (shards split
+        // over two loops, peers' batches and calls handed to the loop of their shard).
+        layout.raftLoops = raftLoops
         if opsListeners { layout.opsPorts = Array(ports[(2 * size)...]) }
         nodes = LocalNodeProcesses(executable: try LocalNodeProcesses.parleyExecutable(), layout: layout)
     }
@@ -180,6 +183,11 @@ final class LocalCluster: @unchecked Sendable {
                 try await Task.sleep(for: .milliseconds(200))
             }
         }
+    }
+
+    /// A peer call to node `via`, as a cluster tool makes it.
+    func call(_ path: String, body: [UInt8], via id: UInt64) async throws -> PeerResponse {
+        try await clientTransport().call(id, path: path, body: body).get()
     }
 
     /// Sends a room command to node `via`, which routes it to the shard's leader.
@@ -342,7 +350,7 @@ final class LocalCluster: @unchecked Sendable {
 /// Runs `body` on a fresh cluster and always stops its processes, whether `body` passes or throws.
 func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] = [], clientTLS: PeerTLS? = nil,
                       opsListeners: Bool = false, environment: [String: String] = [:], founders: Int? = nil,
-                      clientCertificate: (certificate: String, key: String)? = nil,
+                      clientCertificate: (certificate: String, key: String)? = nil, raftLoops: [Int] = [1, 2],
                       _ body: (LocalCluster) async throws -> Void) async throws {
     // At most a few clusters at once: every suite starts its own, and a machine of two cores running a dozen
     // clusters at once starved the tests that time an election or a client's connect.
@@ -350,7 +358,7 @@ func withLocalCluster(size: Int = 3, shards: Int = 16, extraArguments: [String] 
     defer { Task { await ClusterSlots.shared.release() } }
     let cluster = try LocalCluster(size: size, shards: shards, extraArguments: extraArguments, clientTLS: clientTLS,
                                    opsListeners: opsListeners, environment: environment, founders: founders,
-                                   clientCertificate: clientCertificate)
+                                   clientCertificate: clientCertificate, raftLoops: raftLoops)
     // The tests' own sessions live on edge "it-edge": keep its lease.
     let alive = cluster.keepEdgeAlive("it-edge")
     do {

@@ -69,7 +69,8 @@ def log(*words):
 class Cluster:
     """N nodes, each `parley node` in its own namespace, and the faults done to them."""
 
-    def __init__(self, parley, size, work, secret, app_secret):
+    def __init__(self, parley, size, work, secret, app_secret, raft_loops=(1,)):
+        self.raft_loops = list(raft_loops)
         self.parley, self.size, self.work = parley, size, work
         self.secret, self.app_secret = secret, app_secret
         self.ids = list(range(1, size + 1))
@@ -115,7 +116,9 @@ class Cluster:
                 "--app-file", app_file,
                 # Faults stop nodes by kill -9 and the run's end stops all at once: no drain on SIGTERM here
                 # (tests/ParleyNodeTests/DrainIntegrationTests covers it).
-                "--drain-seconds", "0"]
+                "--drain-seconds", "0",
+                # Issue 35: the nodes' Raft loops, from --raft-loops in turn (a cluster mixing one and two).
+                "--raft-loops", str(self.raft_loops[(i - 1) % len(self.raft_loops)])]
         out = open(os.path.join(self.work, f"node-{i}.log"), "ab")
         self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.expected_exit.discard(i)
@@ -464,7 +467,8 @@ def one_schedule(args, seed):
     schedule = Schedule(seed, args.nodes, args.load_seconds)
     log(f"schedule seed {seed} ({args.nodes} nodes): {schedule.describe()}")
     work = tempfile.mkdtemp(prefix="parley-chaos-")
-    cluster = Cluster(args.parley, args.nodes, work, secrets.token_hex(16), secrets.token_hex(16))
+    cluster = Cluster(args.parley, args.nodes, work, secrets.token_hex(16), secrets.token_hex(16),
+                      raft_loops=[int(x) for x in args.raft_loops.split(",")])
     result = {"seed": seed, "nodes": args.nodes, "faults": [f["kind"] for f in schedule.faults]}
     home = os.open("/proc/self/ns/net", os.O_RDONLY)
     try:
@@ -524,6 +528,8 @@ def main():
                         help="seconds after the heal by which every shard must have a leader")
     parser.add_argument("--budget-minutes", type=float, default=10)
     parser.add_argument("--report", help="write the figures as JSON here")
+    parser.add_argument("--raft-loops", default="1,2",
+                        help="each node's Raft loops in turn (node i: the ((i - 1) mod n)-th); default mixes 1 and 2")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("chaos needs root (network namespaces, nft)")
@@ -545,7 +551,7 @@ def main():
                 log("   ", problem)
             log(f"   node logs kept in {result.get('logs')}")
             log(f"   replay: sudo python3 cluster/chaos/run.py --parley {args.parley} --nodes {args.nodes} "
-                f"--load-seconds {args.load_seconds} --replay {seed}")
+                f"--load-seconds {args.load_seconds} --raft-loops {args.raft_loops} --replay {seed}")
         else:
             log(f"  ok: {result['acked']} acknowledged, recovery {result['recovery']:.2f} s, "
                 f"{result['reconnects']} reconnects, {result['told_lost']} told lost")

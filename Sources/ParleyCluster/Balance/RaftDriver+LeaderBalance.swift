@@ -27,7 +27,10 @@ public struct LeaderBalanceSettings: Sendable, Hashable {
 extension RaftDriver {
     static let leadsPath = "/rpc/v1/leads"
     static let transferPath = "/rpc/v1/transfer"
-    static let balanceCalls = [leadsPath, transferPath].map { PeerCall(path: $0) { driver, request in driver.handleBalanceCall(request) } }
+    static let balanceCalls = [
+        PeerCall(path: leadsPath) { driver, request in driver.handleBalanceCall(request) },
+        PeerCall(path: transferPath, shard: PeerCall.leadingShard) { driver, request in driver.handleBalanceCall(request) },
+    ]
     private static let balanceCallTimeout = TimeAmount.milliseconds(800)
 
     /// Every shard as the nodes that may lead it see it: the shards each node leads, from every placement
@@ -40,7 +43,7 @@ extension RaftDriver {
                 : Self.placementNodes(founders: host.config.nodes, state: $0)
         } ?? host.config.nodes
         let views = nodes.map { node -> EventLoopFuture<(NodeID, [LeaderBalance.Shard])?> in
-            if node == nodeID { return loop.makeSucceededFuture((node, host.ledShards())) }
+            if node == nodeID { return nodeLedShards().map { (node, $0) } }
             return transport.call(node, path: Self.leadsPath, body: [], timeout: Self.balanceCallTimeout).hop(to: loop)
                 .flatMapThrowing { response -> (NodeID, [LeaderBalance.Shard])? in
                     guard response.status == 200 else { return nil }
@@ -53,6 +56,12 @@ extension RaftDriver {
             let claims = Dictionary(grouping: answered.flatMap(\.1), by: \.shard)
             return (answered.map(\.0), claims.values.compactMap { $0.count == 1 ? $0[0] : nil })
         }
+    }
+
+    /// The shards this node leads, over all its Raft loops (on `loop`).
+    func nodeLedShards() -> EventLoopFuture<[LeaderBalance.Shard]> {
+        guard partition.count > 1, let loops else { return loop.makeSucceededFuture(host.ledShards()) }
+        return loops.ledShards().hop(to: loop)
     }
 
     /// One round, on `loop`: nothing unless this node leads the meta group and the last round has ended.
@@ -74,8 +83,11 @@ extension RaftDriver {
     private func askTransfer(_ t: LeaderBalance.Transfer) {
         host.countBalanceTransferAsked()
         if t.from == nodeID {
-            _ = host.transferLeadership(shard: t.shard, to: t.to)
-            scheduleReady()
+            let leader = elsewhere(t.shard) ?? self
+            leader.loop.execute {
+                _ = leader.host.transferLeadership(shard: t.shard, to: t.to)
+                leader.scheduleReady()
+            }
             return
         }
         var w = ByteWriter()
@@ -87,7 +99,7 @@ extension RaftDriver {
     /// `/rpc/v1/leads` and `/rpc/v1/transfer`.
     func handleBalanceCall(_ request: PeerRequest) -> EventLoopFuture<PeerResponse> {
         if request.path == Self.leadsPath {
-            return loop.submit { PeerResponse(status: 200, body: Self.encodeLeads(self.host.ledShards())) }
+            return loop.flatSubmit { self.nodeLedShards() }.map { PeerResponse(status: 200, body: Self.encodeLeads($0)) }
         }
         var r = ByteReader(request.body)
         guard let shard = try? r.readInt(), let to = try? r.readUInt64(), r.isAtEnd,

@@ -161,7 +161,7 @@ extension RaftDriver {
     static let membershipCalls = [
         PeerCall(path: joinPath) { driver, request in driver.handleJoin(request.joinCredential) },
         PeerCall(path: removePath) { driver, request in driver.handleRemove(request.body) },
-        PeerCall(path: membersPath) { driver, request in driver.handleMembers(request.body) },
+        PeerCall(path: membersPath, shard: PeerCall.leadingGroup) { driver, request in driver.handleMembers(request.body) },
     ]
 
     /// `/rpc/v1/members`: whether this node leads a group, and the members it applied.

@@ -61,6 +61,9 @@ extension RaftDriver {
     /// `waitMillis` for some. Renews `edgeId`'s lease on that replica. Fails when the node holds no replica.
     public func events(shard: ShardID, after cursor: LogIndex?, edgeId: String, waitMillis: Int,
                        at node: NodeID) -> EventLoopFuture<ShardEventPage> {
+        if let other = elsewhere(shard) {
+            return other.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node).hop(to: loop)
+        }
         let poll = EventPoll(shard: shard, cursor: cursor, edgeId: edgeId,
                              waitMillis: min(max(0, waitMillis), Self.maxPollWaitMillis))
         if node == nodeID { return loop.flatSubmit { self.pollHere(poll) } }
@@ -128,7 +131,7 @@ extension RaftDriver {
     }
 
     static let eventsPath = "/rpc/v1/events"
-    static let feedCalls = [PeerCall(path: eventsPath) { driver, request in driver.handleEventPoll(request.body) }]
+    static let feedCalls = [PeerCall(path: eventsPath, shard: PeerCall.leadingShard) { driver, request in driver.handleEventPoll(request.body) }]
 
     func handleEventPoll(_ body: [UInt8]) -> EventLoopFuture<PeerResponse> {
         guard let poll = try? EventPoll(decoding: body), (0..<shardMap.shardCount).contains(poll.shard),

@@ -8,7 +8,7 @@ import ParleyPlacement
 /// Issue 19: IM commands on the shards' groups, wherever their leaders are (docs/im.md).
 extension RaftDriver {
     static let imProposePath = "/rpc/v1/im/propose"
-    static let imCalls = [PeerCall(path: imProposePath) { driver, request in driver.handleImPropose(request.body) }]
+    static let imCalls = [PeerCall(path: imProposePath, shard: PeerCall.leadingShard) { driver, request in driver.handleImPropose(request.body) }]
 
     /// The shard of a user's IM state and of a team.
     public func shard(ofUser account: String) -> ShardID { shardMap.shard(ofUser: account) }
@@ -51,6 +51,10 @@ extension RaftDriver {
 
     private func routeIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
                          requestKey: RequestKey?, deadline: NIODeadline) -> EventLoopFuture<Result<ImApplied, ImError>> {
+        if let other = elsewhere(shard) {
+            return other.routeIm(command, account: account, shard: shard, actor: actor, requestKey: requestKey,
+                                 deadline: deadline).hop(to: loop)
+        }
         let request = ForwardedImCommand(shard: shard, actor: actor, account: account, command: command, requestKey: requestKey)
         return loop.flatSubmit {
             let route = GroupRoute<ShardOutcome>(

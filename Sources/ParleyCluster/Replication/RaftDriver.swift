@@ -8,9 +8,10 @@ import ParleyRaftWire
 import ParleyShardState
 import ParleyPlacement
 
-/// Runs a node's `RaftHost` on one event loop: ticks it on a timer, feeds it peers' batches, runs its ready
-/// loop whenever there is work, and routes commands to shard leaders (here or on another node), retrying
-/// when leadership moves. Everything that touches the host happens on `loop`.
+/// Runs one of a node's `RaftHost`s (its loop's partition of the groups, `RaftLoops`) on one event loop:
+/// ticks it on a timer, feeds it peers' batches, runs its ready loop whenever there is work, and routes
+/// commands to shard leaders (here or on another node), retrying when leadership moves. Everything that
+/// touches the host happens on `loop`.
 public final class RaftDriver: @unchecked Sendable {
     public let loop: EventLoop
     let host: RaftHost
@@ -42,6 +43,11 @@ public final class RaftDriver: @unchecked Sendable {
     public private(set) var sendsOverBudget = 0
     /// Issue 19: the IM effects this node's shard leaders are relaying.
     let relay = ImRelayBook()
+    /// The node's drivers, one per Raft loop (issue 35), for what another loop's groups answer; set by
+    /// `RaftLoops` before the driver starts.
+    weak var loops: RaftLoops?
+    /// The groups this driver's host holds of the node's.
+    let partition: HostPartition
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
@@ -60,6 +66,7 @@ public final class RaftDriver: @unchecked Sendable {
             transport.send(to: peer, batch)
         }
         host = try makeHost({ peer, batch in pacer.send(peer, batch) }, publish)
+        partition = host.config.partition
         host.historyPages.loop = loop
         pacer.sentBytes = host.metrics.snapshotBytesSent
         snapshots = pacer
@@ -68,6 +75,18 @@ public final class RaftDriver: @unchecked Sendable {
 
     public var nodeID: NodeID { host.config.nodeID }
     public var shardMap: ShardMap { host.config.shardMap }
+
+    /// The driver of `shard`'s loop when that is not this one (issue 35): what reaches this driver about
+    /// another loop's shard is handed there, and its answer comes back to this loop.
+    func elsewhere(_ shard: ShardID) -> RaftDriver? {
+        guard partition.count > 1, !partition.holds(shard: shard), (0..<shardMap.shardCount).contains(shard) else {
+            return nil
+        }
+        return loops?.driver(for: shard)
+    }
+
+    /// The first loop's driver, which holds the meta group, when this is another.
+    var metaDriver: RaftDriver? { partition.holdsMeta ? nil : loops?.drivers.first }
 
     public func start() {
         loop.execute {
@@ -197,8 +216,11 @@ public final class RaftDriver: @unchecked Sendable {
     /// 10406 if that request applied already, whichever node it came through.
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, requestKey: RequestKey? = nil,
                        deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
+        if let other = elsewhere(shard) {
+            return other.submit(command, shard: shard, actor: actor, requestKey: requestKey, deadline: deadline).hop(to: loop)
+        }
         let request = ForwardedCommand(shard: shard, actor: actor, command: command, requestKey: requestKey)
-        // Peers' calls arrive on this loop (the transport runs on it): no task to hop over.
+        // Peers' calls mostly arrive on this loop (the transport runs on the Raft loops): no task to hop over.
         if loop.inEventLoop { return attempt(request, deadline) }
         return loop.flatSubmit { self.attempt(request, deadline) }
     }
@@ -303,6 +325,9 @@ public final class RaftDriver: @unchecked Sendable {
     /// Applies a change to the meta group wherever its leader is.
     public func submitMeta(_ command: MetaCommand, requestKey: RequestKey? = nil,
                            deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<MetaOutcome> {
+        if let first = metaDriver {
+            return first.submitMeta(command, requestKey: requestKey, deadline: deadline).hop(to: loop)
+        }
         let request = ForwardedMetaCommand(command: command, requestKey: requestKey)
         return loop.flatSubmit {
             self.route(GroupRoute<MetaOutcome>(
@@ -363,16 +388,8 @@ public final class RaftDriver: @unchecked Sendable {
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Serves a peer's or the cluster tool's RPC: the one call of `peerCalls` registered for its path.
-    public func handle(_ request: PeerRequest) -> EventLoopFuture<PeerResponse> {
-        guard let call = Self.peerCalls[request.path] else {
-            return loop.makeSucceededFuture(PeerResponse.text(404, "no such call"))
-        }
-        return call.serve(self, request)
-    }
-
-    /// Every RPC the driver serves, by path, from the lists each concern keeps; a path listed twice stops
-    /// the node at start (`PeerCall.table`).
+    /// Every RPC the driver serves, by path, from the lists each concern keeps (`RaftLoops.handle` finds a
+    /// request's call and its loop here); a path listed twice stops the node at start (`PeerCall.table`).
     static let peerCalls = PeerCall.table(commandCalls + feedCalls + imCalls + balanceCalls + membershipCalls + drainCalls)
 
     static let proposePath = "/rpc/v1/propose"
@@ -388,19 +405,19 @@ public final class RaftDriver: @unchecked Sendable {
     /// - `leader`: the leader this node knows for a shard;
     /// - `meta/state`: this node's copy of the meta state (for nodes that hold no meta replica).
     static let commandCalls: [PeerCall] = [
-        PeerCall(path: proposePath) { driver, request in
+        PeerCall(path: proposePath, shard: PeerCall.leadingShard) { driver, request in
             guard let command = driver.shardCommand(request.body) else { return driver.refuse(400, "undecodable command") }
             return driver.loop.flatSubmit { driver.proposeHere(command) }
                 .map { PeerResponse(status: 200, body: $0.encoded(forCaller: request.version)) }
         },
-        PeerCall(path: submitPath) { driver, request in
+        PeerCall(path: submitPath, shard: PeerCall.leadingShard) { driver, request in
             guard let command = driver.shardCommand(request.body) else { return driver.refuse(400, "undecodable command") }
             return driver.submit(command.command, shard: command.shard, actor: command.actor, requestKey: command.requestKey)
                 .map { ForwardedAnswer.applied($0) }
                 .recover { error in error as? RouteError == .outcomeUnknown ? .outcomeUnknown : .unavailable("\(error)") }
                 .map { PeerResponse(status: 200, body: $0.encoded(forCaller: request.version)) }
         },
-        PeerCall(path: leaderPath) { driver, request in
+        PeerCall(path: leaderPath, shard: PeerCall.leadingShard) { driver, request in
             var r = ByteReader(request.body)
             guard let shard = try? r.readInt(), r.isAtEnd else { return driver.refuse(400, "bad shard") }
             return driver.loop.submit {
@@ -437,7 +454,8 @@ public final class RaftDriver: @unchecked Sendable {
 
     /// The meta state: this node's replica, or a copy fetched from a meta replica.
     public func metaState() -> EventLoopFuture<MetaState?> {
-        loop.flatSubmit {
+        if let first = metaDriver { return first.metaState().hop(to: loop) }
+        return loop.flatSubmit {
             if let state = self.host.metaState { return self.loop.makeSucceededFuture(state) }
             return self.fetchMeta(from: self.metaCandidates()[...]).map { state in
                 if let state { self.fetchedMeta = state }
@@ -468,7 +486,10 @@ public final class RaftDriver: @unchecked Sendable {
     }
 
     /// The meta leader this node knows of (0 = none; nil when it holds no meta replica).
-    public func metaLeader() -> EventLoopFuture<NodeID?> { loop.submit { self.host.metaLeader } }
+    public func metaLeader() -> EventLoopFuture<NodeID?> {
+        if let first = metaDriver { return first.metaLeader().hop(to: loop) }
+        return loop.submit { self.host.metaLeader }
+    }
 
     // MARK: Placement
 
@@ -482,7 +503,8 @@ public final class RaftDriver: @unchecked Sendable {
     /// Answers "which node leads shard S": from this node's own replica when it holds one, else by asking
     /// the shard's replicas in turn.
     public func placement(of shard: ShardID) -> EventLoopFuture<ShardPlacement> {
-        loop.flatSubmit {
+        if let other = elsewhere(shard) { return other.placement(of: shard).hop(to: loop) }
+        return loop.flatSubmit {
             let replicas = self.host.replicaNodes(of: shard)
             if let leader = self.host.leader(of: shard) {
                 return self.loop.makeSucceededFuture(ShardPlacement(shard: shard, replicas: replicas, leader: leader))

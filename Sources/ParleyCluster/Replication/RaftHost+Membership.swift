@@ -77,6 +77,7 @@ extension RaftHost {
         let group = envelope.group
         let shard = config.shardMap.shard(ofGroup: group)
         guard shard != nil || (group == ShardMap.metaGroup && meta == nil) else { return nil }
+        guard config.partition.holds(group: group, shardMap: config.shardMap) else { return nil }
         if let retired = retiredGroups[group], hostTicks - retired < Self.retiredTicks { return nil }
         switch envelope.message.kind {
         case .append, .heartbeat, .snapshot: break

@@ -75,6 +75,9 @@ public final class RaftHost {
         /// `nodes` gives it: the cluster's first nodes do. A node that joins a running cluster founds nothing;
         /// its replicas are created when a group's leader first reaches it, and filled by a snapshot.
         public var founding = true
+        /// The groups this host holds of the node's (issue 35: one host per Raft loop); the others go to the
+        /// node's other hosts, which share its database.
+        public var partition = HostPartition.whole
 
         public init(nodeID: NodeID, nodes: [NodeID], shardMap: ShardMap = ShardMap(), raft: RaftConfig? = nil,
                     limits: RoomLimits = RoomLimits(), boot: UInt64) {
@@ -134,8 +137,10 @@ public final class RaftHost {
     /// The meta placement table as last fetched, on a node that holds no meta replica.
     public var placementHint: [[NodeID]]?
 
-    /// Opens (or, on first start, creates) every group placed on this node.
+    /// Opens (or, on first start, creates) every group placed on this node (of `config.partition`).
     /// - Parameters:
+    ///   - firstStart: whether the node's database held no group before any of its hosts opened it (the
+    ///     node's other hosts may have founded theirs already); nil: read it here (one host per node).
     ///   - send: hands one peer the cycle's messages for it (all groups in one batch).
     ///   - publish: receives the room events of each applied command, per shard, in log order.
     ///   - metrics: where proposals, commits, elections and applied commands are counted (the node's
@@ -143,7 +148,7 @@ public final class RaftHost {
     public init(config: Config, database: NodeDatabase,
                 send: @escaping (NodeID, [RaftEnvelope]) -> Void,
                 publish: @escaping (ShardID, [RoomEvent]) -> Void,
-                metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws {
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance, firstStart: Bool? = nil) throws {
         self.config = config
         self.database = database
         historyPages = HistoryPages(database: database)
@@ -152,10 +157,10 @@ public final class RaftHost {
         self.metrics = RaftMetrics(factory: metrics)
         historyFlush = HistoryFlushPolicy(everyTicks: config.historyFlushTicks)
         let held = Set(try database.groupIDs())
-        let founding = held.isEmpty && config.founding
+        let founding = (firstStart ?? held.isEmpty) && config.founding
         var order: [ShardID] = []
         var all: [HostedGroup] = []
-        for shard in 0..<config.shardMap.shardCount {
+        for shard in 0..<config.shardMap.shardCount where config.partition.holds(shard: shard) {
             let group = config.shardMap.group(of: shard)
             let log: DurableGroupLog
             if held.contains(group) {
@@ -172,7 +177,8 @@ public final class RaftHost {
             all.append(replica)
         }
         let metaMembers = config.shardMap.metaReplicas(nodes: config.nodes)
-        if held.contains(ShardMap.metaGroup) || (founding && metaMembers.contains(config.nodeID)) {
+        if config.partition.holdsMeta,
+           held.contains(ShardMap.metaGroup) || (founding && metaMembers.contains(config.nodeID)) {
             let log = held.contains(ShardMap.metaGroup) ? try database.openGroup(ShardMap.metaGroup)
                 : try database.createGroup(ShardMap.metaGroup, bootstrap: ConfState(voters: metaMembers))
             let replica = try GroupReplica<MetaState>(group: ShardMap.metaGroup, log: log,
