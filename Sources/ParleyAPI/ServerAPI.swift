@@ -297,6 +297,16 @@ public struct ServerAPI: Sendable {
         try await meta(.setConnectionBudget(appKey: app, budget))
     }
 
+    /// W1: the app's webhooks, kept in the meta group (nil: none). Until every node reads them (a rolling
+    /// upgrade) an app that sets some is answered 503, and removing none writes nothing.
+    func setWebhooks(_ settings: WebhookSettings?, app: String) async throws {
+        if settings == nil, try await backend.metaState().webhooks[app] == nil { return }
+        guard await backend.everyNodeHas(.webhooks) else {
+            throw APIError(.unavailable, "a node of the cluster does not read webhooks yet (a rolling upgrade); retry once every node runs this version")
+        }
+        try await meta(.setWebhooks(appKey: app, settings))
+    }
+
     func meta(_ command: MetaCommand) async throws {
         if case .refused(let code, let message) = try await backend.submitMeta(command,
                                                                                 requestKey: SignedRequest.current?.key(for: "meta")) {

@@ -29,4 +29,10 @@ public protocol ServerAPIBackend: Sendable {
     /// Applies an IM command for `account` on `shard`'s leader, as the app server.
     func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws
         -> Result<ImApplied, ImError>
+    /// W1: the webhook targets this node calls (`--webhook-allow`).
+    var webhookTargets: WebhookTargetRule { get }
+}
+
+extension ServerAPIBackend {
+    public var webhookTargets: WebhookTargetRule { .publicOnly }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import ParleyCluster
 import ParleyRaft
 import ParleyTransport
+import ParleyPlacement
 
 /// Everything a node needs to start, from flags, a config file or the environment.
 public struct NodeConfig: Sendable, Equatable {
@@ -59,6 +60,8 @@ public struct NodeConfig: Sendable, Equatable {
     public var tickMillis = 50
     public var electionTicks = 10
     public var quiesceAfterTicks: Int? = 100
+    /// SPEC W1: the webhook targets this node calls beyond public addresses (`--webhook-allow`).
+    public var webhookTargets = WebhookTargetRule.publicOnly
     /// Issue 35: the event loops the node's Raft groups run on (`--raft-loops`); shard `s` on loop `s % K`
     /// (docs/cores.md). Nil: one per two cores — Raft did about 60 % of a node's work at 64 writers and the
     /// edge the rest, so half the cores go to each; on a 2-core machine one loop, which measured best there.

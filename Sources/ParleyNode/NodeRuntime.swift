@@ -164,7 +164,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         ObservabilityRoutes.add(to: opsRouter, source: self)
         StatusRoutes.addProbes(to: router, source: self)
         if opsRouter !== router { StatusRoutes.addProbes(to: opsRouter, source: self) }
-        ServerAPI(backend: NodeServerAPIBackend(raft: raft, edges: edgeCluster),
+        ServerAPI(backend: NodeServerAPIBackend(raft: raft, edges: edgeCluster, webhookTargets: config.webhookTargets),
                   legacyRoomsApp: config.legacyRoomsApp, logger: logger, metrics: metrics.factory).add(to: router)
         // Client WebSockets (`/ws`) are upgraded on the same port and then served by NIO handlers (EdgeHTTPChannel).
         var edgeSettings = EdgeSettings()

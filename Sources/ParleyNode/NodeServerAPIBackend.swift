@@ -12,6 +12,7 @@ import ParleyPlacement
 struct NodeServerAPIBackend: ServerAPIBackend {
     let raft: RaftLoops
     let edges: NodeEdgeCluster
+    let webhookTargets: WebhookTargetRule
 
     var metaSecrets: MetaSecrets { edges.metaSecrets }
 

@@ -119,6 +119,9 @@ public enum MetaCommand: Sendable, Hashable {
     /// SPEC A1: the app's connection request budget (nil: back to the node's default). Written only once
     /// every node reads it (`PeerProtocol.Feature.connectionBudgets`).
     case setConnectionBudget(appKey: String, ConnectionBudget?)
+    /// SPEC W1: the app's webhooks (nil: none). Written only once every node reads it
+    /// (`PeerProtocol.Feature.webhooks`).
+    case setWebhooks(appKey: String, WebhookSettings?)
 }
 
 /// What applying a meta command did.
@@ -157,6 +160,8 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     public private(set) var users: [String: UserRecord] = [:]
     /// A1: the apps whose connections have a request budget of their own (`ConnectionBudget`).
     public private(set) var connectionBudgets: [String: ConnectionBudget] = [:]
+    /// W1: the apps' webhooks.
+    public private(set) var webhooks: [String: WebhookSettings] = [:]
 
     /// Field limits of user records.
     public static let maxAccountBytes = 128
@@ -239,6 +244,7 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             guard apps.removeValue(forKey: key) != nil else { return .refusal(.notFound, "no app \(key)") }
             users = users.filter { $0.value.appKey != key }
             connectionBudgets[key] = nil
+            webhooks[key] = nil
             return .done
         case .createUser(let user):
             guard users[user.key] == nil else { return .refusal(.alreadyExists, "the account \(user.account) exists") }
@@ -280,6 +286,11 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             }
             connectionBudgets[key] = budget
             return .done
+        case .setWebhooks(let key, let settings):
+            guard apps[key] != nil else { return .refusal(.notFound, "no app \(key)") }
+            if let problem = settings?.problem { return .refusal(.badParameter, problem) }
+            webhooks[key] = settings
+            return .done
         }
     }
 
@@ -293,12 +304,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     /// 3 adds the apps that require signed bodies; 4 holds sealed secrets and token digests, where 2 and 3
     /// held them in clear (not read any more: docs/operations.md, "Upgrades"); 5 adds the connection budgets
     /// after the signed-body apps. A state without connection budgets is still written as 4, so a node that
-    /// reads only 4 takes it during a rolling upgrade (budgets exist only once every node reads 5).
-    public static let snapshotVersion: UInt8 = 5
+    /// reads only 4 takes it during a rolling upgrade (budgets exist only once every node reads 5); 6 adds the
+    /// webhooks after the budgets (written only when an app has webhooks, which exist once every node reads 6).
+    public static let snapshotVersion: UInt8 = 6
 
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
-        w.write(connectionBudgets.isEmpty ? UInt8(4) : Self.snapshotVersion)
+        w.write(!webhooks.isEmpty ? UInt8(6) : !connectionBudgets.isEmpty ? UInt8(5) : UInt8(4))
         w.write(UInt64(nodes.count))
         for id in nodes.keys.sorted() { w.write(nodes[id]!) }
         w.write(placementVersion)
@@ -311,9 +323,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         let signed = apps.keys.sorted().filter { apps[$0]!.requiresSignedBody }
         w.write(UInt64(signed.count))
         for key in signed { w.write(key) }
-        if !connectionBudgets.isEmpty {
+        if !connectionBudgets.isEmpty || !webhooks.isEmpty {
             w.write(UInt64(connectionBudgets.count))
             for key in connectionBudgets.keys.sorted() { w.write(key); w.write(connectionBudgets[key]!) }
+        }
+        if !webhooks.isEmpty {
+            w.write(UInt64(webhooks.count))
+            for key in webhooks.keys.sorted() { w.write(key); w.write(webhooks[key]!) }
         }
         return w.bytes
     }
@@ -321,7 +337,7 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     public init(restoring bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         let v = try r.readByte()
-        guard v == 4 || v == Self.snapshotVersion else { throw CodecError.badVersion(v) }
+        guard (4...Self.snapshotVersion).contains(v) else { throw CodecError.badVersion(v) }
         for _ in 0..<(try r.readCount()) {
             let n = try r.read(NodeRecord.self)
             nodes[n.id] = n
@@ -350,6 +366,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
                 let key = try r.readString()
                 guard apps[key] != nil else { throw CodecError.badTag("connection budget app", 0) }
                 connectionBudgets[key] = try r.read(ConnectionBudget.self)
+            }
+        }
+        if v >= 6 {
+            for _ in 0..<(try r.readCount()) {
+                let key = try r.readString()
+                guard apps[key] != nil else { throw CodecError.badTag("webhook app", 0) }
+                webhooks[key] = try r.read(WebhookSettings.self)
             }
         }
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
@@ -432,6 +455,9 @@ extension MetaCommand: BinaryCodable {
         case .setConnectionBudget(let app, let budget):
             w.write(UInt8(13)); w.write(app); w.write(budget != nil)
             if let budget { w.write(budget) }
+        case .setWebhooks(let app, let settings):
+            w.write(UInt8(14)); w.write(app); w.write(settings != nil)
+            if let settings { w.write(settings) }
         }
     }
 
@@ -460,6 +486,9 @@ extension MetaCommand: BinaryCodable {
         case 13:
             let app = try r.readString()
             self = .setConnectionBudget(appKey: app, try r.readBool() ? try r.read(ConnectionBudget.self) : nil)
+        case 14:
+            let app = try r.readString()
+            self = .setWebhooks(appKey: app, try r.readBool() ? try r.read(WebhookSettings.self) : nil)
         case let t: throw .badTag("MetaCommand", UInt64(t))
         }
     }

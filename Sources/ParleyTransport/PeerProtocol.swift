@@ -18,8 +18,10 @@
 ///   connection request budget, SPEC A1, issue 35).
 /// - 7: reads compact command answers (`ApplyOutcome`'s tag 2: a message's answer carries its ids, not the
 ///   message again — issue 34); a node answers so only a call whose stream said 7 or more.
+/// - 8: reads the meta command `setWebhooks` (tag 14) and meta snapshots of version 6 (an app's webhooks,
+///   SPEC W1, issue 36).
 public enum PeerProtocol {
-    public static let version = 7
+    public static let version = 8
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -47,11 +49,14 @@ public enum PeerProtocol {
         case connectionBudgets
         /// Compact command answers (`ApplyOutcome` tag 2), sent only to a caller whose stream said so.
         case compactAnswers
+        /// The meta command `setWebhooks` (tag 14) and meta snapshot version 6.
+        case webhooks
 
         public var version: Int {
             switch self {
             case .connectionBudgets: 6
             case .compactAnswers: 7
+            case .webhooks: 8
             case .sessionTakeOver: 2
             case .im: 3
             case .appSigning: 4

@@ -34,6 +34,8 @@ struct DevCommand: AsyncParsableCommand {
         FileManager.default.createFile(atPath: appFile, contents: Data("\(Self.devAppKey):\(appSecret)\n".utf8),
                                        attributes: [.posixPermissions: 0o600])
         layout.extraArguments += ["--app-file", appFile]
+        // A local cluster's webhooks go to a receiver on this machine (cluster/webhooks/receiver.py).
+        layout.extraArguments += ["--webhook-allow", "127.0.0.1,::1,localhost"]
         let certificates = DevCertificates(folder: data + "/tls")
         if tls {
             try certificates.prepare()

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import ParleyNode
+import ParleyPlacement
 
 /// `parley node`: run one node. Every option can also come from the environment (`PARLEY_ID`,
 /// `PARLEY_LISTEN`, …) or a config file of `name = value` lines (`--config`); a flag wins over the
@@ -27,6 +28,8 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Replicas per shard (default 3).") var replicas: Int?
     @Option(name: .customLong("tick-ms"), help: "Raft tick in milliseconds (default 50; election after 10–20 ticks).")
     var tickMillis: Int?
+    @Option(name: .customLong("webhook-allow"), help: "Webhook targets this node calls beyond public addresses: host names, addresses and CIDR ranges, comma-separated, or `any` (default: none — loopback, private and link-local targets are refused).")
+    var webhookAllow: String?
     @Option(name: .customLong("raft-loops"), help: "Event loops the node's Raft groups run on, shard s on loop s % N (default: one per core).")
     var raftLoops: Int?
     @Option(help: "Join a running cluster through the peer address (host:port) of any of its nodes; the node learns its peers from the cluster, and later starts need no --join.")
@@ -90,6 +93,12 @@ struct NodeCommand: AsyncParsableCommand {
         if let s = value("shards", shards.map(String.init)).flatMap(Int.init) { nodeConfig.shardCount = s }
         if let r = value("replicas", replicas.map(String.init)).flatMap(Int.init) { nodeConfig.replicationFactor = r }
         if let t = value("tick-ms", tickMillis.map(String.init)).flatMap(Int.init) { nodeConfig.tickMillis = t }
+        if let w = value("webhook-allow", webhookAllow) {
+            guard let rule = WebhookTargetRule(parsing: w) else {
+                throw ValidationError("--webhook-allow takes host names, addresses and CIDR ranges, comma-separated, or any")
+            }
+            nodeConfig.webhookTargets = rule
+        }
         if let k = value("raft-loops", raftLoops.map(String.init)) {
             guard let n = Int(k), (1...256).contains(n) else { throw ValidationError("--raft-loops must be 1 … 256") }
             nodeConfig.raftLoops = n
