@@ -30,7 +30,7 @@ public struct APIError: Error, Sendable, Equatable {
         switch error.code {
         case .badParameter, .unknownOperation, .malformedCommand: status = .badRequest
         case .noPermission, .inBlocklist, .muted, .roomMuted, .anonymousCannotSend, .tempMuted, .globallyMuted,
-             .notEntered:
+             .notEntered, .rejectedByApp, .uncheckedByApp:
             status = .forbidden
         case .roomNotFound, .memberNotFound, .queueElementNotFound: status = .notFound
         case .historyGone: status = .gone

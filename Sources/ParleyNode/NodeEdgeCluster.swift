@@ -55,7 +55,12 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     }
 
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
-        try await routed { raft.submit(command, shard: shard, actor: actor, deadline: .now() + commandTimeout) }
+        // W3: a message its app checks first may wait for the app server that long on top.
+        var timeout = commandTimeout
+        if case .sendMessage(let m) = command, let check = raft.preSend?.checkMillis(roomId: m.roomId) {
+            timeout = timeout + .milliseconds(Int64(check))
+        }
+        return try await routed { raft.submit(command, shard: shard, actor: actor, deadline: .now() + timeout) }
     }
 
     /// A routed command's failure as the edge reports it.

@@ -25,6 +25,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
     public let transport: PeerTransport
     /// The node's Raft groups, on `config.raftLoopCount` loops.
     public let raft: RaftLoops
+    /// SPEC W3: the calls to app servers before a message in a checked room is stored.
+    let webhooks: WebhookCaller
     /// The edge's view of the cluster (commands, event feeds, tokens, addresses).
     public let edgeCluster: NodeEdgeCluster
     /// The client edge, once `run()` has made it (its figures go on `/status`).
@@ -112,14 +114,17 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let transport = self.transport
         let factory = metrics.factory
         let firstStart = try database.groupIDs().isEmpty
+        let webhooks = WebhookCaller(group: network, rule: config.webhookTargets, legacyRoomsApp: config.legacyRoomsApp,
+                                     logger: logger)
+        self.webhooks = webhooks
         raft = try RaftLoops(loops: Array(raftLoop.makeIterator()), transport: transport,
                              tickInterval: .milliseconds(Int64(config.tickMillis)),
-                             leaderBalance: config.leaderBalance, moves: config.moves) { partition, send, publish in
+                             leaderBalance: config.leaderBalance, moves: config.moves, makeHost: { partition, send, publish in
             var partConfig = hostConfig
             partConfig.partition = partition
             return try RaftHost(config: partConfig, database: database, send: send, publish: publish, metrics: factory,
                                 firstStart: firstStart)
-        }
+        }, preSend: webhooks)
         ref.raft = raft
         edgeCluster = NodeEdgeCluster(raft: raft, transport: transport, boot: hostConfig.boot,
                                       metaSecrets: MetaSecrets(clusterSecret: config.secret))
@@ -201,6 +206,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         logger.info("node stopping", metadata: ["node": "\(config.id)"])
         edgeCluster.close()
         try await raft.stop().get()
+        await webhooks.shutdown()
         await transport.shutdown()
         // Nothing of the edge's starts on Raft's loop after `edgeCluster.close()` (it schedules under the lock
         // `close` takes), so the loop stops now, not after a wait for late tasks.

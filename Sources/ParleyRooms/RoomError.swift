@@ -53,6 +53,12 @@ public enum RoomErrorCode: Int, Sendable, CaseIterable {
     /// A1: the sender's or the room's message budget is spent (NIM's frequency-control code); decided by the
     /// shard leader before proposing, so nothing was written. The message says when to retry.
     case sendRateLimited = 416
+    /// SPEC W3: the app server's pre-send callback rejected the message; nothing was stored. The message
+    /// carries the app's own code and reason.
+    case rejectedByApp = 13113
+    /// SPEC W3: the app server's pre-send callback did not answer usably (a timeout, an error, a malformed
+    /// answer) and the app refuses unchecked messages (`onFailure: refuse`); nothing was stored.
+    case uncheckedByApp = 13114
 }
 
 /// A failed command: a stable code and a human-readable message.

@@ -23,7 +23,7 @@ import Testing
             #expect(try await get(1) == nil)
             let settings: [String: Any] = [
                 "url": "http://127.0.0.1:9/parley", "events": ["room.message", "room.enter", "im.p2p"],
-                "preSend": ["rooms": ["lobby", "stage"], "im": true], "timeoutMillis": 1_500, "onFailure": "refuse",
+                "preSend": ["rooms": ["lobby", "stage"]], "timeoutMillis": 1_500, "onFailure": "refuse",
             ]
             let set = try await Self.api.post(cluster.http(1), "/v1/app/setWebhooks", settings)
             #expect(set.status == 200, "\(set.json)")
@@ -34,7 +34,7 @@ import Testing
                     return w["url"] as? String == "http://127.0.0.1:9/parley"
                         && w["events"] as? [String] == ["im.p2p", "room.enter", "room.message"]
                         && (w["preSend"] as? [String: Any])?["rooms"] as? [String] == ["lobby", "stage"]
-                        && (w["preSend"] as? [String: Any])?["im"] as? Bool == true
+                        && (w["preSend"] as? [String: Any])?["im"] as? Bool == false
                         && w["timeoutMillis"] as? Int == 1_500 && w["onFailure"] as? String == "refuse"
                         && w["enabled"] as? Bool == true
                 }
@@ -53,6 +53,7 @@ import Testing
                 ["url": "https://hooks.example.com/", "preSend": ["rooms": "some"]],
                 ["url": "https://hooks.example.com/", "preSend": ["rooms": [] as [String]]],
                 ["events": ["room.message"]],
+                ["url": "https://hooks.example.com/", "preSend": ["rooms": "all", "im": true]],  // not built yet
             ]
             for body in refused {
                 let answer = try await Self.api.post(cluster.http(2), "/v1/app/setWebhooks", body)

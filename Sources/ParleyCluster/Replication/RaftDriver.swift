@@ -48,6 +48,8 @@ public final class RaftDriver: @unchecked Sendable {
     weak var loops: RaftLoops?
     /// The groups this driver's host holds of the node's.
     let partition: HostPartition
+    /// SPEC W3: where a client's message in a room its app checks is shown to the app server first.
+    var preSend: (any PreSendGate)?
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
@@ -348,19 +350,35 @@ public final class RaftDriver: @unchecked Sendable {
     private func proposeHere(_ request: ForwardedCommand,
                              then completion: @escaping ProposalCompletion) {
         loop.preconditionInEventLoop()
-        if request.isBudgeted, case .sendMessage(let m) = request.command, case .session(let sender) = request.actor,
-           case let budget = host.sendBudget(shard: request.shard, roomId: m.roomId), !budget.isUnlimited {
-            // A1 on every road (issue 34): a budgeted command is appended only by its shard's leader, after its
-            // check. A follower — reached by a node with no replica, which asks replicas in ranked order, or by
-            // one whose replica knew no leader — would pass it on inside Raft, past the budget: it answers with
-            // the leader it knows instead, and the caller goes there.
-            guard host.isLeader(of: request.shard) else {
-                return completion(.failure(.notLeader(leader: host.leader(of: request.shard) ?? 0)))
+        if case .sendMessage(let m) = request.command, case .session(let sender) = request.actor {
+            let budget = request.isBudgeted ? host.sendBudget(shard: request.shard, roomId: m.roomId) : SendBudget.unlimited
+            let gate = preSend.flatMap { $0.checkMillis(roomId: m.roomId) != nil ? $0 : nil }
+            if !budget.isUnlimited || gate != nil {
+                // A1 on every road (issue 34): a budgeted command is appended only by its shard's leader, after its
+                // check. A follower — reached by a node with no replica, which asks replicas in ranked order, or by
+                // one whose replica knew no leader — would pass it on inside Raft, past the budget: it answers with
+                // the leader it knows instead, and the caller goes there. So does a message its app checks
+                // before it is stored (W3): only the leader asks the app server, once the budget is charged.
+                guard host.isLeader(of: request.shard) else {
+                    return completion(.failure(.notLeader(leader: host.leader(of: request.shard) ?? 0)))
+                }
+                if !budget.isUnlimited,
+                   let wait = throttle.admit(roomId: m.roomId, userId: sender.userId, budget: budget, now: Self.now()) {
+                    sendsOverBudget += 1
+                    host.countOverBudget(request.command)
+                    return completion(.success(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: [])))
+                }
             }
-            if let wait = throttle.admit(roomId: m.roomId, userId: sender.userId, budget: budget, now: Self.now()) {
-                sendsOverBudget += 1
-                host.countOverBudget(request.command)
-                return completion(.success(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: [])))
+            if let gate, let verdict = gate.verdict(on: m, sender: sender, eventLoop: loop) {
+                // Only this message waits: the loop goes on, and the answer proposes it (or refuses it) here.
+                verdict.hop(to: loop).whenComplete { result in
+                    let v = (try? result.get()) ?? .unchecked(why: "the check failed")
+                    if let refusal = v.refusal { return completion(.success(ApplyOutcome(result: .failure(refusal), events: []))) }
+                    self.host.propose(.sendMessage(v.applied(to: m)), shard: request.shard, actor: request.actor,
+                                      timestamp: Self.now(), requestKey: request.requestKey, completion: completion)
+                    self.scheduleReady()
+                }
+                return
             }
         }
         host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now(),

@@ -17,6 +17,8 @@ public final class RaftLoops: Sendable {
     public let drivers: [RaftDriver]
     public let shardMap: ShardMap
     public let nodeID: NodeID
+    /// SPEC W3: the node's webhook caller, which shard leaders ask about messages in checked rooms.
+    public let preSend: (any PreSendGate)?
 
     /// One driver per loop of `loops`. `makeHost` builds each loop's host for its partition; `firstStart`
     /// says whether the database held no group before any host opened it (only then are groups founded).
@@ -25,7 +27,7 @@ public final class RaftLoops: Sendable {
                 moves: ReplicaMoveSettings = ReplicaMoveSettings(),
                 makeHost: (_ partition: HostPartition, _ send: @escaping (NodeID, [RaftEnvelope]) -> Void,
                            _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
-                edgeLeaseMillis: Int64 = 6_000) throws {
+                edgeLeaseMillis: Int64 = 6_000, preSend: (any PreSendGate)? = nil) throws {
         precondition(!loops.isEmpty)
         let k = loops.count
         // The node's allowances are shared out: each loop moves its own groups' replicas and sends their
@@ -41,7 +43,11 @@ public final class RaftLoops: Sendable {
         }
         shardMap = drivers[0].shardMap
         nodeID = drivers[0].nodeID
-        for d in drivers { d.loops = self }
+        self.preSend = preSend
+        for d in drivers {
+            d.loops = self
+            d.preSend = preSend
+        }
     }
 
     /// The driver of the loop that holds `shard` (the first for a shard out of range: it refuses it).

@@ -1,0 +1,188 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import ParleyAPI
+import ParleyCluster
+import ParleyPlacement
+import ParleyRooms
+import ParleyTransport
+
+/// SPEC W3 on a node: asks an app server about a client's message before it is stored (docs/webhooks.md,
+/// "Pre-send moderation"). The apps' webhook settings and secrets come from the meta group (`update`, each
+/// time the node reads its registry); the calls go through AsyncHTTPClient (keep-alive, TLS, a connection pool
+/// per target), signed like the server API, and never follow a redirect. A call that does not answer within
+/// the app's `timeoutMillis`, answers anything but 200 with a verdict, answers more than `maxAnswerBytes`, or
+/// goes to a target the node does not call (`WebhookTargetRule`, checked against the addresses the name
+/// resolves to) gets the app's `onFailure`.
+final class WebhookCaller: PreSendGate, @unchecked Sendable {
+    private struct App {
+        var settings: WebhookSettings
+        var secret: String
+    }
+
+    private let client: HTTPClient
+    private let rule: WebhookTargetRule
+    private let legacyRoomsApp: String?
+    private let logger: Logger
+    private let apps = NIOLockedValueBox<[String: App]>([:])
+    private let failures: RateLimitedWarning
+    static let maxAnswerBytes = 64 << 10
+
+    init(group: EventLoopGroup, rule: WebhookTargetRule, legacyRoomsApp: String?, logger: Logger) {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.connectionPool = .init(idleTimeout: .seconds(60))
+        client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
+        self.rule = rule
+        self.legacyRoomsApp = legacyRoomsApp
+        self.logger = logger
+        failures = RateLimitedWarning(logger: logger, message: "a pre-send callback failed; the app's onFailure applied")
+    }
+
+    func shutdown() async { try? await client.shutdown() }
+
+    /// Takes the apps' webhooks and secrets from the meta state.
+    func update(from state: MetaState, secrets: MetaSecrets) {
+        var out: [String: App] = [:]
+        for (key, settings) in state.webhooks where settings.enabled {
+            guard let app = state.apps[key], let secret = secrets.open(app.sealedSecret, appKey: key) else { continue }
+            out[key] = App(settings: settings, secret: secret)
+        }
+        let before = apps.withLockedValue { all in defer { all = out }; return all.mapValues(\.settings) }
+        if before != out.mapValues(\.settings) {
+            logger.info("webhooks", metadata: ["apps": "\(out.keys.sorted())", "of": "\(state.webhooks.count)"])
+        }
+    }
+
+    /// The app whose room `roomId` (a scoped id) is, and that app's settings if it checks this room.
+    private func app(ofRoom roomId: String) -> (key: String, app: App)? {
+        let namespace = AppScope.namespace(of: roomId)
+        let key = namespace.isEmpty ? (legacyRoomsApp ?? "") : namespace
+        guard let app = apps.withLockedValue({ $0[key] }),
+              app.settings.checksBeforeSending(roomId: AppScope.local(roomId)) else { return nil }
+        return (key, app)
+    }
+
+    func checkMillis(roomId: String) -> Int? { app(ofRoom: roomId)?.app.settings.timeoutMillis }
+
+    func verdict(on message: SendMessage, sender: SessionIdentity, eventLoop: EventLoop) -> EventLoopFuture<PreSendVerdict>? {
+        guard let (key, app) = app(ofRoom: message.roomId) else { return nil }
+        let promise = eventLoop.makePromise(of: PreSendVerdict.self)
+        let settings = app.settings
+        let settled = NIOLockedValueBox(false)
+        let failures = self.failures
+        // The first of the answer and the timeout settles the verdict.
+        @Sendable func settle(_ verdict: PreSendVerdict?, failure why: String = "") {
+            guard settled.withLockedValue({ done in defer { done = true }; return !done }) else { return }
+            if let verdict { return promise.succeed(verdict) }
+            failures.happened(["app": "\(key)", "why": "\(why)"])
+            promise.succeed(settings.onFailure == .allow ? .allow : .unchecked(why: why))
+        }
+        let call = Task {
+            do {
+                settle(try await self.ask(app, key: key, message: message, sender: sender))
+            } catch {
+                settle(nil, failure: "\(error)")
+            }
+        }
+        // The app's timeout bounds the whole call (connect, answer and body); the call is cancelled after it.
+        let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(settings.timeoutMillis))) {
+            call.cancel()
+            settle(nil, failure: "no answer within \(settings.timeoutMillis) ms")
+        }
+        promise.futureResult.whenComplete { _ in timeout.cancel() }
+        return promise.futureResult
+    }
+
+    private struct Question: Encodable {
+        var type = "preSend"
+        var appKey: String
+        var roomId: String
+        var from: String
+        var clientMessageId: String
+        var msgType: Int
+        var body: String
+        var ext: String
+        var time: Int64
+    }
+
+    private struct Answer: Decodable {
+        var action: String
+        var code: Int?
+        var reason: String?
+        var body: String?
+        var ext: String?
+    }
+
+    enum CallError: Error, CustomStringConvertible {
+        case refusedTarget(String)
+        case status(UInt)
+        case malformed(String)
+
+        var description: String {
+            switch self {
+            case .refusedTarget(let why): why
+            case .status(let code): "the app server answered HTTP \(code)"
+            case .malformed(let why): "the app server's answer is not a verdict (\(why))"
+            }
+        }
+    }
+
+    private func ask(_ app: App, key: String, message: SendMessage, sender: SessionIdentity) async throws -> PreSendVerdict {
+        guard let target = WebhookTarget(url: app.settings.url) else { throw CallError.refusedTarget("a malformed url") }
+        try Self.checkAddresses(of: target, rule: rule)
+        let question = Question(appKey: key, roomId: AppScope.local(message.roomId), from: AppScope.local(sender.userId),
+                                clientMessageId: message.clientMessageId, msgType: Int(message.type.rawValue),
+                                body: message.body, ext: message.ext, time: Int64(Date().timeIntervalSince1970 * 1000))
+        let body = try JSONEncoder().encode(question)
+        var request = HTTPClientRequest(url: app.settings.url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        let path = URL(string: app.settings.url).map { $0.path.isEmpty ? "/" : $0.path } ?? "/"
+        for (name, value) in RequestSignature.signedHeaders(appKey: key, secret: app.secret, nonce: UUID().uuidString,
+                                                            curTime: Int64(Date().timeIntervalSince1970), path: path, body: body) {
+            request.headers.add(name: name, value: value)
+        }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await client.execute(request, timeout: .milliseconds(Int64(app.settings.timeoutMillis)))
+        guard response.status == .ok else { throw CallError.status(response.status.code) }
+        let bytes = try await response.body.collect(upTo: Self.maxAnswerBytes)
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(buffer: bytes)) else {
+            throw CallError.malformed("not JSON with an action")
+        }
+        switch answer.action {
+        case "allow": return .allow
+        case "reject":
+            let reason = String((answer.reason ?? "").prefix(256))
+            return .reject(appCode: answer.code ?? 0, reason: reason)
+        case "replace":
+            guard answer.body != nil || answer.ext != nil else { throw CallError.malformed("a replace with neither body nor ext") }
+            return .replace(body: answer.body, ext: answer.ext)
+        default: throw CallError.malformed("unknown action \(answer.action.prefix(32))")
+        }
+    }
+
+    /// Refuses a target whose name resolves to an address the rule does not allow (or that does not resolve).
+    static func checkAddresses(of target: WebhookTarget, rule: WebhookTargetRule) throws {
+        if let refusal = rule.refusal(target) { throw CallError.refusedTarget(refusal) }
+        if IPAddress(parsing: target.host) != nil { return }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(target.host, nil, &hints, &list) == 0, let first = list else {
+            throw CallError.refusedTarget("\(target.host) does not resolve")
+        }
+        defer { freeaddrinfo(first) }
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let e = entry {
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if getnameinfo(e.pointee.ai_addr, e.pointee.ai_addrlen, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0,
+               let address = IPAddress(parsing: String(cString: host)), let refusal = rule.refusal(address, named: target.host) {
+                throw CallError.refusedTarget(refusal)
+            }
+            entry = e.pointee.ai_next
+        }
+    }
+}
