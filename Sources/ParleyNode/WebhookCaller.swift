@@ -146,9 +146,9 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         var request = HTTPClientRequest(url: app.settings.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
-        let path = URL(string: app.settings.url).map { $0.path.isEmpty ? "/" : $0.path } ?? "/"
         for (name, value) in RequestSignature.signedHeaders(appKey: key, secret: app.secret, nonce: UUID().uuidString,
-                                                            curTime: Int64(Date().timeIntervalSince1970), path: path, body: body) {
+                                                            curTime: Int64(Date().timeIntervalSince1970), path: target.path,
+                                                            body: body) {
             request.headers.add(name: name, value: value)
         }
         request.body = .bytes(ByteBuffer(bytes: body))

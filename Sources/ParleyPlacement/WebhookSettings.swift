@@ -71,10 +71,9 @@ public struct WebhookSettings: Sendable, Hashable {
     /// (`WebhookTargetRule`), not the replicated state's.
     public var problem: String? {
         guard (1...Self.maxURLBytes).contains(url.utf8.count) else { return "url must be 1 … \(Self.maxURLBytes) bytes" }
-        guard let target = WebhookTarget(url: url) else {
+        guard WebhookTarget(url: url) != nil else {
             return "url must be http:// or https:// with a host, and no user, password or fragment"
         }
-        _ = target
         guard Self.timeoutRange.contains(timeoutMillis) else {
             return "timeoutMillis must be \(Self.timeoutRange.lowerBound) … \(Self.timeoutRange.upperBound)"
         }
@@ -106,6 +105,8 @@ public struct WebhookTarget: Sendable, Hashable {
     /// Lower-cased; an IPv6 literal without its brackets.
     public var host: String
     public var port: Int
+    /// The path the call is signed over (without the query; "/" when the URL names none).
+    public var path: String
 
     /// Nil for anything but `http(s)://host[:port][/path][?query]` (no user info, no fragment).
     public init?(url: String) {
@@ -124,6 +125,9 @@ public struct WebhookTarget: Sendable, Hashable {
             return nil
         }
         let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        let afterAuthority = rest.dropFirst(authority.count)
+        let pathPart = afterAuthority.prefix { $0 != "?" }
+        path = pathPart.isEmpty ? "/" : String(pathPart)
         guard !authority.isEmpty, !authority.contains("@") else { return nil }
         var hostPart = Substring(authority)
         var portText: Substring?

@@ -14,7 +14,7 @@ final class GroupCommit: @unchecked Sendable {
     private var writing = false
     private var nextTicket: UInt64 = 0
     /// Transactions that carried more than one loop's batch (for tests and the benchmarks' notes).
-    private(set) var joinedTransactions = 0
+    private var joinedTransactions = 0
 
     /// Writes `batch` with whatever else is waiting, through `write`; returns when it is written.
     func commit(_ batch: StorageBatch, write: (StorageBatch) throws -> Void) throws {

@@ -129,5 +129,7 @@ import ParleyPlacement
         #expect(WebhookTargetRule(parsing: "bad host!") == nil)
         #expect(target("HTTPS://Hooks.Example.COM/").host == "hooks.example.com")
         #expect(target("http://h/").port == 80 && target("https://h/").port == 443 && target("http://h:81").port == 81)
+        #expect(target("http://h:81").path == "/" && target("https://h/a/b?x=1").path == "/a/b"
+                && target("http://[::1]:9/p?q").path == "/p")
     }
 }
