@@ -7,6 +7,8 @@ public final class ClientSocket: Sendable {
     let eventLoop: any EventLoop
     private let handler: NIOLoopBound<ClientSocketHandler>
     private let outbox: LoopOutbox
+    /// What the connection's loop and the edge both know of its sessions.
+    let sessions = ConnectionSessions()
 
     init(handler: ClientSocketHandler, eventLoop: any EventLoop, outbox: LoopOutbox) {
         self.handler = NIOLoopBound(handler, eventLoop: eventLoop)

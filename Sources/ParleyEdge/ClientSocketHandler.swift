@@ -31,15 +31,12 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case idle
         case closed
 
-        /// Ops that change what the connection's later requests see (its hello, account, rooms, IM login).
-        static let barrierOps: Set<String> = ["hello", "enter", "exit", "imLogin"]
-
         var lane: RequestLanes<Job>.Lane {
             switch self {
             case .open, .refuse, .idle, .closed: return .barrier
             case .rejected: return .named("")
             case .request(let r):
-                if Self.barrierOps.contains(r.op) { return .barrier }
+                if Edge.barrierOps.contains(r.op) { return .barrier }
                 // IM ops keep their order among themselves; room ids are app-scoped only later, but within one
                 // connection the raw id names the room.
                 if ImOp.names.contains(r.op) { return .named("\u{1}im") }
@@ -456,6 +453,16 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func run(_ job: Job, lane: RequestLanes<Job>.Lane, edge: Edge, eventLoop: any EventLoop) {
         let me = NIOLoopBound(self, eventLoop: eventLoop)
+        // Issue 35 item 3: most requests are answered here, on the connection's loop, with no actor hop.
+        if case .request(let request) = job, let connection, let socket,
+           let answered = edge.receiveOnLoop(connection, socket: socket, request, loop: eventLoop) {
+            answered.whenComplete { _ in
+                let handler = me.value
+                handler.lanes.finished(lane)
+                handler.runStartableJobs()
+            }
+            return
+        }
         let socket = socket
         let connection = connection
         let remoteHost = remoteHost

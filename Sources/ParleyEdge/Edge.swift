@@ -39,8 +39,8 @@ public actor Edge {
     /// (each keeps that shard's feed running).
     var imSessions: [String: Set<UInt64>] = [:]
     var imHolds: [ShardID: Int] = [:]
-    /// A1: the request budgets of the apps whose connections this edge holds, as last read (`AppRequestBudget`).
-    var requestBudgets: [String: AppRequestBudget] = [:]
+    /// A1: the request budgets of the apps whose connections this edge holds, as last read.
+    nonisolated let requestBudgets: AppRequestBudgets
 
     /// Where the edge's figures go on `/metrics` (nil: nowhere, as in tests).
     let metrics: EdgeMetrics?
@@ -58,6 +58,7 @@ public actor Edge {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
+        requestBudgets = AppRequestBudgets(cluster: cluster, fallback: settings.requestBudget)
         refusedLogins = RateLimitedWarning(logger: logger, message: "refused client logins")
         connectionErrors = RateLimitedWarning(logger: logger, message: "closed client connections on an error")
         heldBackTakeOvers = RateLimitedWarning(
@@ -76,10 +77,6 @@ public actor Edge {
 
     /// A C5 take-over entered as a plain enter (some node does not read it yet): logged, rate-limited.
     func takeOverHeldBack() { heldBackTakeOvers.happened([:]) }
-
-    func countOverBudget() {
-        metrics?.requestsOverBudget.increment()
-    }
 
     /// Counts one room event fanned out to `deliveries` local sessions.
     func countFanout(deliveries: Int) {
@@ -101,7 +98,7 @@ public actor Edge {
     func open(socket: ClientSocket, remoteHost: String = "?") -> UInt64 {
         nextConnection += 1
         let n = nextConnection
-        var c = ClientConnection(number: n, sessionId: "\(cluster.edgeId)#\(n)", socket: socket)
+        var c = ClientConnection(number: n, sessionId: Self.sessionId(edgeId: cluster.edgeId, connection: n), socket: socket)
         c.remoteHost = remoteHost
         connections[n] = c
         updateGauges()
@@ -178,65 +175,60 @@ public actor Edge {
         c.send(EventFrame.error(id: frame.id, frame.error))
     }
 
-    /// Handles one request of a connection (decoded on its event loop). The connection's requests of one
-    /// lane come one at a time, in order (`RequestLanes`): a room's requests are one lane, `hello`, `enter`,
-    /// `exit` and `imLogin` run alone.
+    /// Handles one request of a connection (decoded on its event loop) that its loop did not answer itself
+    /// (`receiveOnLoop`): the barriers (`hello`, `enter`, `exit`, `imLogin`) and whatever comes before
+    /// `hello` or while the connection closes. The connection's requests of one lane come one at a time, in
+    /// order (`RequestLanes`): a room's requests are one lane, `hello`, `enter`, `exit` and `imLogin` run alone.
     func receive(_ connection: UInt64, _ request: ClientRequest) async {
-        var request = request
         guard let c = connections[connection], !c.closing else { return }
-        if !c.helloDone && request.op != "hello" {
-            c.send(EventFrame.error(id: request.id, .helloRequired))
-            return
-        }
-        // A1: every request counts against the connection's budget, before any work is done for it.
-        if let wait = takeRequestToken(c) {
-            countOverBudget()
-            c.send(EventFrame.error(id: request.id, .tooManyRequests(retryAfterMillis: wait)))
-            return
-        }
-        // A8: the room id names a room of the connection's app (of the app an enter authenticates for).
-        if let app = request.op == "enter" ? Self.appKey(ofEnter: request.fields) : c.account?.appKey {
-            do {
-                request.fields = try request.fields.scopingRoomId(to: AppScope.namespace(ofApp: app,
-                                                                                       legacyApp: settings.legacyRoomsApp))
-            } catch {
-                c.send(EventFrame.error(id: request.id, error))
-                return
-            }
-        }
         let op: ClientOp
         do {
-            op = try ClientOp(request)
+            op = try admit(c.shared, request)
         } catch {
             c.send(EventFrame.error(id: request.id, error))
             return
         }
+        await run(connection, id: request.id, op)
+    }
+
+    /// What every request passes before its op runs, in order: `hello` first (A9), the connection's budget
+    /// (A1, before any work is done for it), the room id scoped to the connection's app (A8; to the app an
+    /// enter authenticates for), the op and its fields (A6). Reads only what the connection's loop also knows.
+    nonisolated func admit(_ sessions: ConnectionSessions, _ request: ClientRequest) throws(ProtocolError) -> ClientOp {
+        var request = request
+        let (helloDone, app) = sessions.read { ($0.helloDone, $0.account?.appKey) }
+        if !helloDone && request.op != "hello" { throw .helloRequired }
+        if let wait = takeRequestToken(sessions) {
+            metrics?.requestsOverBudget.increment()
+            throw .tooManyRequests(retryAfterMillis: wait)
+        }
+        if let app = request.op == "enter" ? Self.appKey(ofEnter: request.fields) : app {
+            request.fields = try request.fields.scopingRoomId(
+                to: AppScope.namespace(ofApp: app, legacyApp: settings.legacyRoomsApp))
+        }
+        return try ClientOp(request)
+    }
+
+    /// Runs an admitted op on the actor.
+    func run(_ connection: UInt64, id: Int64, _ op: ClientOp) async {
+        guard let c = connections[connection] else { return }
         switch op {
         case .hello(let versions):
-            hello(c, id: request.id, versions: versions)
-        case .ping:
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            c.send(EventFrame.answer(id: request.id) { j in
-                j.beginObject(); j.field("time", now); j.endObject()
-            })
-        case .authMode(let roomId):
-            guard let account = c.account, c.rooms.contains(roomId) else {
-                c.send(EventFrame.error(id: request.id, .cluster(RoomErrorCode.notEntered.rawValue, "not in the room")))
-                return
-            }
-            c.send(EventFrame.answer(id: request.id) { j in
-                j.beginObject(); j.field("authMode", account.mode.protocolName); j.endObject()
-            })
+            hello(c, id: id, versions: versions)
+        case .ping, .authMode:
+            c.send(Self.answer(id: id, op, c.shared.read { $0 }))
         case .enter(let enter):
             let began = ContinuousClock.now
-            await self.enter(connection, id: request.id, enter)
+            await self.enter(connection, id: id, enter)
+            metrics?.answered(since: began, message: false)
+        case .room(let roomId, .exit):
+            let began = ContinuousClock.now
+            await exit(connection, id: id, roomId: roomId)
             metrics?.answered(since: began, message: false)
         case .room(let roomId, let command):
-            let began = ContinuousClock.now
-            let tookMessage = await roomCommand(connection, id: request.id, roomId: roomId, command)
-            metrics?.answered(since: began, message: tookMessage)
+            _ = try? await roomCommand(c.socket, connection: connection, id: id, roomId: roomId, command).get()
         case .im(let op):
-            await im(connection, id: request.id, op)
+            await im(connection, id: id, op)
         }
     }
 
@@ -272,56 +264,50 @@ public actor Edge {
         })
     }
 
-    /// Any room op but enter: the session must be in the room on this connection (13100). True when it was a
-    /// message the room took.
-    @discardableResult
-    private func roomCommand(_ connection: UInt64, id: Int64, roomId: String, _ command: RoomCommand) async -> Bool {
-        guard let c = connections[connection] else { return false }
+    /// E11: the session leaves the room; its own `status: quit` comes with the exit's outcome (the feed would
+    /// find the session already gone).
+    private func exit(_ connection: UInt64, id: Int64, roomId: String) async {
+        guard let c = connections[connection] else { return }
         guard let account = c.account, c.rooms.contains(roomId), let shard = rooms[roomId]?.shard else {
             c.send(EventFrame.error(id: id, .cluster(RoomErrorCode.notEntered.rawValue, "not in the room")))
-            return false
+            return
         }
         let identity = SessionIdentity(userId: account.userId, authMode: account.mode, sessionId: c.sessionId,
                                        edgeId: cluster.edgeId)
-        let isExit: Bool
-        if case .exit = command { isExit = true } else { isExit = false }
-        if isExit { rooms[roomId]?.sessions[connection]?.exiting = true }
+        rooms[roomId]?.sessions[connection]?.exiting = true
         let outcome: ApplyOutcome
         do {
-            outcome = try await cluster.submit(command, shard: shard, actor: .session(identity))
+            outcome = try await cluster.submit(.exit(roomId: roomId), shard: shard, actor: .session(identity))
         } catch {
-            if isExit { rooms[roomId]?.sessions[connection]?.exiting = false }
+            rooms[roomId]?.sessions[connection]?.exiting = false
             connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
-            return false
+            return
         }
-        if isExit, outcome.errorCode != nil { rooms[roomId]?.sessions[connection]?.exiting = false }
-        guard let c = connections[connection] else { return false }
+        guard let c = connections[connection] else { return }
         switch outcome.result {
-        case .failure(let e) where e.code == .notEntered && !isExit:
-            // The cluster no longer holds this session (its edge lease ran out and the `lost` status did not
-            // reach this connection, or has not yet): the client hears that it is out before the refusal, and
-            // the edge forgets the session (issue 16: never a bare 13100 for a room the client believes in).
-            c.send(EventFrame.encode(RoomEvent(roomId: roomId, seq: 0, audience: .sessions([c.sessionId]),
-                                               kind: .status(.lost))))
-            c.send(EventFrame.error(id: id, ProtocolError.from(e)))
-            leave(connection, roomId: roomId)
         case .failure(let e):
+            rooms[roomId]?.sessions[connection]?.exiting = false
             c.send(EventFrame.error(id: id, ProtocolError.from(e)))
         case .success(let reply):
             c.send(EventFrame.answer(id: id) { j in Self.writeReply(reply, into: &j) })
-            if isExit {
-                // E11: the session's own `status: quit` comes with the exit's outcome; the feed would find the
-                // session already gone.
-                for event in outcome.events where event.roomId == roomId {
-                    if case .sessions(let ids) = event.audience, ids.contains(c.sessionId) {
-                        c.send(EventFrame.encode(event))
-                    }
+            for event in outcome.events where event.roomId == roomId {
+                if case .sessions(let ids) = event.audience, ids.contains(c.sessionId) {
+                    c.send(EventFrame.encode(event))
                 }
-                leave(connection, roomId: roomId)
             }
-            if case .messageSent = reply { return true }
+            leave(connection, roomId: roomId)
         }
-        return false
+    }
+
+    /// The cluster no longer holds this session (its edge lease ran out and the `lost` status did not reach
+    /// this connection, or has not yet): the client hears that it is out before the refusal, and the edge
+    /// forgets the session (issue 16: never a bare 13100 for a room the client believes in).
+    func lost(_ connection: UInt64, id: Int64, roomId: String, _ refusal: RoomError) {
+        guard let c = connections[connection] else { return }
+        c.send(EventFrame.encode(RoomEvent(roomId: roomId, seq: 0, audience: .sessions([c.sessionId]),
+                                           kind: .status(.lost))))
+        c.send(EventFrame.error(id: id, ProtocolError.from(refusal)))
+        leave(connection, roomId: roomId)
     }
 
     /// The answer `data` of a room command's reply.

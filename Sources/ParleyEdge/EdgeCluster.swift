@@ -1,3 +1,4 @@
+import NIOCore
 import ParleyCluster
 import ParleyIM
 import ParleyRooms
@@ -16,6 +17,10 @@ public protocol EdgeCluster: Sendable {
 
     /// Routes a command to the shard's leader and returns the applied outcome. Throws `EdgeClusterError`.
     func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome
+
+    /// The same, answered on `loop` (a client connection's, which then needs no task or actor hop: issue 35).
+    func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
+        -> EventLoopFuture<ApplyOutcome>
 
     /// The shard's applied events after `cursor` (nil = start from the present: an empty page whose cursor is
     /// the replica's current applied index), waiting up to `waitMillis` for at least one. Every call also
@@ -55,6 +60,11 @@ public protocol EdgeCluster: Sendable {
 }
 
 extension EdgeCluster {
+    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
+        -> EventLoopFuture<ApplyOutcome> {
+        loop.makeFutureWithTask { try await submit(command, shard: shard, actor: actor) }
+    }
+
     /// One process, one version.
     public func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { true }
 }

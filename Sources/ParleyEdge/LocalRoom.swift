@@ -28,27 +28,47 @@ struct LocalSession {
     var exiting = false
 }
 
-/// One connection's state on the edge.
+/// One connection's state on the edge. What the connection's event loop also reads (hello, closing, account,
+/// rooms, request bucket) lives in its `ConnectionSessions`, shared with that loop (issue 35 item 3).
 struct ClientConnection {
     let number: UInt64
     let sessionId: String
     let socket: ClientSocket
     /// The client's IP address (login throttling).
     var remoteHost = "?"
-    var helloDone = false
-    var closing = false
+    var shared: ConnectionSessions { socket.sessions }
+    var helloDone: Bool {
+        get { shared.read(\.helloDone) }
+        nonmutating set { shared.change { $0.helloDone = newValue } }
+    }
+    var closing: Bool {
+        get { shared.read(\.closing) }
+        nonmutating set { shared.change { $0.closing = newValue } }
+    }
     /// Set by the first successful enter; every later enter must use the same account and mode (4013).
-    var account: (userId: String, mode: AuthMode, appKey: String)?
+    var account: (userId: String, mode: AuthMode, appKey: String)? {
+        get { shared.read(\.account) }
+        nonmutating set { shared.change { $0.account = newValue } }
+    }
     /// Rooms entered or being entered.
-    var rooms: Set<String> = []
+    var rooms: Set<String> {
+        get { shared.read(\.rooms) }
+        nonmutating set { shared.change { $0.rooms = newValue } }
+    }
     /// Rooms whose E3 slot (on the user's home shard) this connection holds.
     var slots: Set<String> = []
-    /// A1: the connection's request bucket (its app's `ConnectionBudget`), made with its first request.
-    var requests: TokenBucket?
     /// C5: when this draining edge told the client to move (its sessions then end late, in silence).
     var handedOffAt: ContinuousClock.Instant?
     /// Issue 19: the connection's IM login (`imLogin`), once it succeeded.
-    var im: ImLogin?
+    var im: ImLogin? {
+        didSet { if im?.appKey != oldValue?.appKey { shared.change { $0.imApp = im?.appKey } } }
+    }
+
+    init(number: UInt64, sessionId: String, socket: ClientSocket) {
+        self.number = number
+        self.sessionId = sessionId
+        self.socket = socket
+    }
 
     func send(_ text: String) {
         socket.send(TextFrame(text))

@@ -55,12 +55,28 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     }
 
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
-        // W3: a message its app checks first may wait for the app server that long on top.
+        try await routed { raft.submit(command, shard: shard, actor: actor, deadline: deadline(of: command)) }
+    }
+
+    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
+        -> EventLoopFuture<ApplyOutcome> {
+        do {
+            return try start { raft.submit(command, shard: shard, actor: actor, deadline: deadline(of: command)) }
+                .hop(to: loop)
+                .flatMapErrorThrowing { throw Self.edgeError($0) }
+        } catch {
+            return loop.makeFailedFuture(error)
+        }
+    }
+
+    /// How long a command may take from now; a message its app checks first (W3) may wait for the app server
+    /// that long on top.
+    private func deadline(of command: RoomCommand) -> NIODeadline {
         var timeout = commandTimeout
         if case .sendMessage(let m) = command, let check = raft.preSend?.checkMillis(roomId: m.roomId) {
             timeout = timeout + .milliseconds(Int64(check))
         }
-        return try await routed { raft.submit(command, shard: shard, actor: actor, deadline: .now() + timeout) }
+        return .now() + timeout
     }
 
     /// A routed command's failure as the edge reports it.
@@ -68,13 +84,22 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         let future = try start(call)
         do {
             return try await future.get()
-        } catch RouteError.outcomeUnknown {
-            // The leader changed mid-flight: the command may have applied, so this is a timeout, not "unavailable".
-            throw EdgeClusterError.timedOut
-        } catch RouteError.noLeader(let what, let last) {
-            throw EdgeClusterError.unavailable("no leader for \(what): \(last)")
         } catch {
-            throw EdgeClusterError.unavailable("\(error)")
+            throw Self.edgeError(error)
+        }
+    }
+
+    private static func edgeError(_ error: any Error) -> EdgeClusterError {
+        switch error {
+        case RouteError.outcomeUnknown:
+            // The leader changed mid-flight: the command may have applied, so this is a timeout, not "unavailable".
+            return .timedOut
+        case RouteError.noLeader(let what, let last):
+            return .unavailable("no leader for \(what): \(last)")
+        case let e as EdgeClusterError:
+            return e
+        default:
+            return .unavailable("\(error)")
         }
     }
 
