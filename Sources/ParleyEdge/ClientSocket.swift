@@ -6,7 +6,7 @@ import Synchronization
 public final class ClientSocket: Sendable {
     let eventLoop: any EventLoop
     private let handler: NIOLoopBound<ClientSocketHandler>
-    private let outbox: LoopOutbox
+    let outbox: LoopOutbox
     /// What the connection's loop and the edge both know of its sessions.
     let sessions = ConnectionSessions()
 
@@ -70,6 +70,18 @@ final class LoopOutbox: Sendable {
         if first { eventLoop.execute { self.drain() } }
     }
 
+    /// Several writes at once (one page of a shard's events for this loop's connections): one lock, at most
+    /// one drain scheduled, and each connection's frames of the page go out in one flush.
+    func add(contentsOf writes: [(ClientSocket, Write)]) {
+        guard !writes.isEmpty else { return }
+        let first = pending.withLock { queue in
+            let wasEmpty = queue.isEmpty
+            queue.append(contentsOf: writes)
+            return wasEmpty
+        }
+        if first { eventLoop.execute { self.drain() } }
+    }
+
     private func drain() {
         let batch = pending.withLock { queue in
             var taken: [(ClientSocket, Write)] = []
@@ -92,5 +104,25 @@ final class LoopOutboxes: Sendable {
             all[ObjectIdentifier(loop)] = made
             return made
         }
+    }
+}
+
+/// Frames the edge gathered for many connections (one page of a shard's feed), handed to each event loop's
+/// outbox at once when the page is done or before the edge awaits anything (so nothing it sends meanwhile
+/// overtakes them).
+struct GatheredWrites {
+    private var byLoop: [ObjectIdentifier: (outbox: LoopOutbox, writes: [(ClientSocket, LoopOutbox.Write)])] = [:]
+
+    mutating func add(_ frame: TextFrame, to socket: ClientSocket) {
+        let key = ObjectIdentifier(socket.outbox)
+        if byLoop[key] == nil { byLoop[key] = (socket.outbox, []) }
+        byLoop[key]!.writes.append((socket, .text(frame)))
+    }
+
+    /// Hands everything gathered to the outboxes and starts empty.
+    mutating func handOver() {
+        guard !byLoop.isEmpty else { return }
+        for (_, loop) in byLoop { loop.outbox.add(contentsOf: loop.writes) }
+        byLoop = [:]
     }
 }

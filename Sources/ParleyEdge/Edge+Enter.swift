@@ -58,7 +58,7 @@ extension Edge {
         connections[connection] = conn
         let shard = cluster.shard(ofRoom: request.roomId)
         var room = rooms[request.roomId] ?? LocalRoom(shard: shard)
-        room.sessions[connection] = LocalSession(userId: userId, sessionId: conn.sessionId)
+        room.sessions[connection] = LocalSession(userId: userId, sessionId: conn.sessionId, socket: conn.socket)
         rooms[request.roomId] = room
         updateGauges()
 

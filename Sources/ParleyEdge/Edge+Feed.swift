@@ -40,11 +40,16 @@ extension Edge {
             for event in batch.events {
                 await route(event)
             }
-            if !batch.im.isEmpty { await deliverIm(batch.im) }
+            if !batch.im.isEmpty {
+                gathered.handOver()
+                await deliverIm(batch.im)
+            }
             let kicked = kickedInBatch
             kickedInBatch = []
             for (connection, roomId) in kicked { leave(connection, roomId: roomId) }
         }
+        // The page's frames go to each loop at once: a connection gets all of them in one flush.
+        gathered.handOver()
     }
 
     /// One event: dedupe and gap-fill room-wide events by seq, then write the encoded bytes (once for all
@@ -62,41 +67,42 @@ extension Edge {
             rooms[event.roomId]?.lastSeq = event.seq
         }
         guard let room = rooms[event.roomId] else { return }
-        let targets: [UInt64]
-        switch event.audience {
-        case .room:
-            targets = Array(room.sessions.keys)
-        case .users(let ids):
-            let users = Set(ids)
-            targets = room.sessions.filter { users.contains($0.value.userId) }.map(\.key)
-        case .sessions(let ids):
-            let sids = Set(ids)
-            targets = room.sessions.filter { sids.contains($0.value.sessionId) }.map(\.key)
-        }
-        guard !targets.isEmpty else { return }
-        countFanout(deliveries: targets.count)
         // E9 / issue 16: after a kick or a `lost` status the session is out of the room; the edge forgets it
         // once the batch is written (the client, told, decides whether to re-enter).
         var kicked = false
         if case .kicked = event.kind { kicked = true }
         if case .status(.lost) = event.kind { kicked = true }
-        let frame = TextFrame(EventFrame.encode(event))
-        for connection in targets.sorted() {
-            write(frame, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection)
+        var frame: TextFrame?
+        var deliveries = 0
+        func deliver(_ connection: UInt64, _ session: LocalSession) {
+            if frame == nil { frame = TextFrame(EventFrame.encode(event)) }
+            deliveries += 1
+            write(frame!, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection, session)
         }
+        switch event.audience {
+        case .room:
+            for (connection, session) in room.sessions { deliver(connection, session) }
+        case .users(let ids):
+            let users = Set(ids)
+            for (connection, session) in room.sessions where users.contains(session.userId) { deliver(connection, session) }
+        case .sessions(let ids):
+            let sids = Set(ids)
+            for (connection, session) in room.sessions where sids.contains(session.sessionId) { deliver(connection, session) }
+        }
+        if deliveries > 0 { countFanout(deliveries: deliveries) }
     }
 
-    /// Writes (or buffers, while the session's enter is in flight) one encoded event.
-    private func write(_ frame: TextFrame, seq: UInt64, kicked: Bool, roomId: String, connection: UInt64) {
-        guard var session = rooms[roomId]?.sessions[connection], let c = connections[connection] else { return }
+    /// Writes (or buffers, while the session's enter is in flight) one encoded event. `session` is the
+    /// session as the room held it when the event came (only this call changes it meanwhile).
+    private func write(_ frame: TextFrame, seq: UInt64, kicked: Bool, roomId: String, connection: UInt64,
+                       _ session: LocalSession) {
         if session.buffering {
-            session.buffer.append((seq, frame, kicked))
-            rooms[roomId]?.sessions[connection] = session
+            rooms[roomId]?.sessions[connection]?.buffer.append((seq, frame, kicked))
             return
         }
         guard seq == 0 || seq > session.floor else { return }
         if session.exiting && seq == 0 { return }
-        c.send(frame)
+        gathered.add(frame, to: session.socket)
         // E9: a kicked session has left the room (after this batch); the connection stays open for its other rooms.
         if kicked { kickedInBatch.append((connection, roomId)) }
     }
@@ -105,6 +111,8 @@ extension Edge {
     /// holds becomes a `gap` event. `before` nil = everything history has.
     func fill(roomId: String, after: UInt64, before: UInt64?) async {
         guard let shard = rooms[roomId]?.shard else { return }
+        gathered.handOver()  // before the edge awaits: nothing sent meanwhile may overtake them
+        defer { gathered.handOver() }
         let result = await history(roomId: roomId, shard: shard, after: after, upTo: before.map { $0 - 1 } ?? 0)
         var expected = after + 1
         var items: [HistoryItem] = []
@@ -127,8 +135,8 @@ extension Edge {
         func flushGaps(upTo seq: UInt64) {
             while gapIndex < gaps.count, gaps[gapIndex].0 < seq {
                 let frame = TextFrame(EventFrame.gap(roomId: roomId, from: gaps[gapIndex].0, to: gaps[gapIndex].1))
-                for connection in room.sessions.keys.sorted() {
-                    write(frame, seq: 0, kicked: false, roomId: roomId, connection: connection)
+                for (connection, session) in room.sessions {
+                    write(frame, seq: 0, kicked: false, roomId: roomId, connection: connection, session)
                 }
                 gapIndex += 1
             }
@@ -136,8 +144,8 @@ extension Edge {
         for item in items {
             flushGaps(upTo: item.seq)
             let frame = TextFrame(EventFrame.encode(item, roomId: roomId))
-            for connection in room.sessions.keys.sorted() {
-                write(frame, seq: item.seq, kicked: false, roomId: roomId, connection: connection)
+            for (connection, session) in room.sessions {
+                write(frame, seq: item.seq, kicked: false, roomId: roomId, connection: connection, session)
             }
             rooms[roomId]?.lastSeq = item.seq
         }

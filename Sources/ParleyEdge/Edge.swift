@@ -32,6 +32,8 @@ public actor Edge {
     /// Sessions kicked by the batch being delivered; they leave once the whole batch is out, so the events the
     /// same entry addressed to them after the kick (RC `status: destroyed`) still reach them.
     var kickedInBatch: [(connection: UInt64, roomId: String)] = []
+    /// The frames of the page being delivered, per event loop (`GatheredWrites`).
+    var gathered = GatheredWrites()
     /// E3 room slots this edge's sessions hold, per home shard. The home shard counts this edge among those
     /// with sessions, so its feed is polled (renewing the lease there) while any slot is held.
     var slotHolds: [ShardID: Int] = [:]

@@ -17,6 +17,8 @@ struct LocalRoom {
 struct LocalSession {
     let userId: String
     let sessionId: String
+    /// Where the session's frames go (its connection's).
+    let socket: ClientSocket
     /// While the enter (and a resume's replay) is in flight, events wait here so the answer and the replayed
     /// items reach the client first.
     var buffering = true
