@@ -142,7 +142,41 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     /// Issue 18: the last minutes of this node's activity, oldest first, one sample every
     /// `activityIntervalSeconds` (the dashboard's charts).
     public var activity: [Activity]?
+    /// SPEC W5: the pre-send checks (W3) this node made for each app since it started (absent: none, or a node
+    /// older than this field). Only a shard's leader calls, so the cluster's totals are the sum over nodes.
+    public var webhooks: [Webhooks]?
     public static let activityIntervalSeconds = 2
+
+    public struct Webhooks: Codable, Sendable, Equatable {
+        public var app: String
+        /// Checks asked of the app server, by how they ended: its verdict (allowed, rejected, replaced), or no
+        /// verdict (failed: an error, a bad answer or the timeout; the app's `onFailure` then applied).
+        public var preSendCalls: Int
+        public var allowed: Int
+        public var rejected: Int
+        public var replaced: Int
+        public var failed: Int
+        /// The median and the slowest of the last (up to) 256 calls, ms.
+        public var callMillisP50: Double?
+        public var callMillisMax: Double?
+        /// Why the last failed call failed, and how long ago.
+        public var lastFailure: String?
+        public var lastFailureSecondsAgo: Double?
+
+        public init(app: String, preSendCalls: Int, allowed: Int, rejected: Int, replaced: Int, failed: Int,
+                    callMillisP50: Double?, callMillisMax: Double?, lastFailure: String?, lastFailureSecondsAgo: Double?) {
+            self.app = app
+            self.preSendCalls = preSendCalls
+            self.allowed = allowed
+            self.rejected = rejected
+            self.replaced = replaced
+            self.failed = failed
+            self.callMillisP50 = callMillisP50
+            self.callMillisMax = callMillisMax
+            self.lastFailure = lastFailure
+            self.lastFailureSecondsAgo = lastFailureSecondsAgo
+        }
+    }
     public static let activitySamples = 300
 
     /// One sample of a node's activity: its clients, its leaderships, and what its edge answered since the

@@ -115,7 +115,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let factory = metrics.factory
         let firstStart = try database.groupIDs().isEmpty
         let webhooks = WebhookCaller(group: network, rule: config.webhookTargets, legacyRoomsApp: config.legacyRoomsApp,
-                                     logger: logger)
+                                     logger: logger, metrics: metrics.factory)
         self.webhooks = webhooks
         raft = try RaftLoops(loops: Array(raftLoop.makeIterator()), transport: transport,
                              tickInterval: .milliseconds(Int64(config.tickMillis)),
@@ -360,6 +360,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         report.peerProtocol = PeerProtocol.version
         report.clientEncrypted = config.clientTLS != nil
         report.raftLoops = raft.drivers.count
+        let webhookFigures = webhooks.figures.report
+        report.webhooks = webhookFigures.isEmpty ? nil : webhookFigures
         report.activity = activity.all
         return report
     }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -33,9 +34,13 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     /// check none pays one atomic load per message (an A/B through the client path showed the lock's cost).
     private let anyChecks = Atomic<Bool>(false)
     private let failures: RateLimitedWarning
+    /// W5: what the calls did, per app (`/metrics`, `/status`).
+    let figures: WebhookFigures
     static let maxAnswerBytes = 64 << 10
 
-    init(group: EventLoopGroup, rule: WebhookTargetRule, legacyRoomsApp: String?, logger: Logger) {
+    init(group: EventLoopGroup, rule: WebhookTargetRule, legacyRoomsApp: String?, logger: Logger,
+         metrics: (any MetricsFactory)? = nil) {
+        figures = WebhookFigures(factory: metrics)
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.connectionPool = .init(idleTimeout: .seconds(60))
         client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
@@ -79,9 +84,18 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         let settings = app.settings
         let settled = NIOLockedValueBox(false)
         let failures = self.failures
+        let figures = self.figures
+        let began = ContinuousClock.now
         // The first of the answer and the timeout settles the verdict.
         @Sendable func settle(_ verdict: PreSendVerdict?, failure why: String = "") {
             guard settled.withLockedValue({ done in defer { done = true }; return !done }) else { return }
+            let took = began.duration(to: .now)
+            switch verdict {
+            case .allow?: figures.record(app: key, .allowed, took: took)
+            case .reject?: figures.record(app: key, .rejected, took: took)
+            case .replace?: figures.record(app: key, .replaced, took: took)
+            case .unchecked?, nil: figures.record(app: key, .failed, took: took, failure: why)
+            }
             if let verdict { return promise.succeed(verdict) }
             failures.happened(["app": "\(key)", "why": "\(why)"])
             promise.succeed(settings.onFailure == .allow ? .allow : .unchecked(why: why))

@@ -139,6 +139,34 @@ import FoundationNetworking
             #expect(await send(checked, "fine") == 200)
             let after = try await history(checked)
             #expect(!after.contains("[malformed] no") && !after.contains("[slow:1600] late") && after.contains("fine"))
+
+            // W5: the calls are counted per app on /status and /metrics (only leaders call: summed over nodes).
+            var totals = [String: Int]()
+            var failures: [String] = []
+            var scraped = [String: Double]()
+            for id in cluster.ids {
+                for w in try await cluster.status(id).webhooks ?? [] where w.app == Self.api.appKey {
+                    for (k, v) in ["calls": w.preSendCalls, "allowed": w.allowed, "rejected": w.rejected,
+                                   "replaced": w.replaced, "failed": w.failed] { totals[k, default: 0] += v }
+                    if let why = w.lastFailure { failures.append(why) }
+                    #expect(w.callMillisP50 != nil && (w.callMillisMax ?? 0) >= (w.callMillisP50 ?? 0))
+                }
+                let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
+                for line in String(decoding: body, as: UTF8.self).split(separator: "\n")
+                where line.hasPrefix("parley_webhook_presend_calls_total{") && line.contains("app=\"\(Self.api.appKey)\"") {
+                    for outcome in ["allowed", "rejected", "replaced", "failed"] where line.contains("outcome=\"\(outcome)\"") {
+                        scraped[outcome, default: 0] += Double(line.split(separator: " ").last ?? "") ?? 0
+                    }
+                }
+            }
+            #expect(totals["rejected"] == 1 && (totals["replaced"] ?? 0) >= 2 && (totals["allowed"] ?? 0) >= 3, "\(totals)")
+            // Five in the allow phase, a probe and two in the refuse phase.
+            #expect((totals["failed"] ?? 0) >= 8, "\(totals)")
+            #expect(totals["calls"] == totals["allowed"]! + totals["rejected"]! + totals["replaced"]! + totals["failed"]!)
+            #expect(!failures.isEmpty)
+            for outcome in ["allowed", "rejected", "replaced", "failed"] {
+                #expect(Int(scraped[outcome] ?? -1) == totals[outcome], "\(outcome): /metrics \(scraped) /status \(totals)")
+            }
         }
     }
 }
