@@ -47,7 +47,8 @@ public struct APIError: Error, Sendable, Equatable {
     public init(_ error: ImError) {
         let status: HTTPResponse.Status = switch error.code {
         case .badParameter, .oneself: .badRequest
-        case .blocked, .noPermission, .teamMuted, .applicationsRejected, .notMember, .requestReplayed: .forbidden
+        case .blocked, .noPermission, .teamMuted, .applicationsRejected, .notMember, .requestReplayed, .rejectedByApp,
+             .uncheckedByApp: .forbidden
         case .notFriend, .noRequest, .noSuchTeam, .noInvitation, .noSuchUser: .notFound
         case .alreadyFriends, .limitExceeded, .teamExists, .alreadyMember, .teamFull: .conflict
         case .historyGone: .gone

@@ -72,11 +72,6 @@ enum AppEndpoints {
             case .all: .all
             case .named(let ids): .named(ids)
             }
-            // Issue 36: one-to-one and team messages are not shown to the app server yet; a setting that would do
-            // nothing is refused rather than kept.
-            if preSend?.im == true {
-                throw APIError(.badField, "preSend.im: checking one-to-one and team messages before they are stored is not built yet (docs/webhooks.md)")
-            }
             let settings = WebhookSettings(enabled: enabled ?? true, url: url, events: events, preSendRooms: rooms,
                                            preSendIm: preSend?.im ?? false,
                                            timeoutMillis: timeoutMillis ?? WebhookSettings.defaultTimeoutMillis,

@@ -304,6 +304,9 @@ public struct ServerAPI: Sendable {
         guard await backend.everyNodeHas(.webhooks) else {
             throw APIError(.unavailable, "a node of the cluster does not read webhooks yet (a rolling upgrade); retry once every node runs this version")
         }
+        if settings?.preSendIm == true, !(await backend.everyNodeHas(.imPreSend)) {
+            throw APIError(.unavailable, "a node of the cluster does not check one-to-one and team messages yet (a rolling upgrade); retry once every node runs this version")
+        }
         try await meta(.setWebhooks(appKey: app, settings))
     }
 

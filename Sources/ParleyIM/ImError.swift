@@ -29,6 +29,11 @@ public enum ImErrorCode: Int, Sendable, Equatable, Codable, CaseIterable {
     case teamFull = 14216
     /// An IM op names an account the app does not have (checked by the edge before anything is proposed).
     case noSuchUser = 14217
+    /// SPEC W3: the app server, shown the one-to-one or team message first (`preSend.im`), rejected it; the
+    /// message names the app's code and reason. Nothing is stored.
+    case rejectedByApp = 14218
+    /// SPEC W3: the app server did not answer usably in time and the app refuses unchecked messages.
+    case uncheckedByApp = 14219
     /// SPEC A1: a client's message over its sender's or its team's / receiver's budget; the message names the
     /// wait ("retry after N ms", as the rooms' 416 does).
     case sendRateLimited = 416

@@ -109,8 +109,13 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
         -> Result<ImApplied, ImError> {
-        try await routed {
-            raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + commandTimeout)
+        // W3: a message its app checks first may wait for the app server that long on top.
+        var timeout = commandTimeout
+        if case .session = actor, ImPreSend(command, from: account) != nil, let check = raft.preSend?.imCheckMillis(account: account) {
+            timeout = timeout + .milliseconds(Int64(check))
+        }
+        return try await routed {
+            raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + timeout)
         }
     }
 

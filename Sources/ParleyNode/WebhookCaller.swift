@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import ParleyAPI
 import ParleyCluster
+import ParleyIM
 import ParleyPlacement
 import ParleyRooms
 import ParleyTransport
@@ -59,7 +60,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
             guard let app = state.apps[key], let secret = secrets.open(app.sealedSecret, appKey: key) else { continue }
             out[key] = App(settings: settings, secret: secret)
         }
-        anyChecks.store(out.values.contains { $0.settings.preSendRooms != .none }, ordering: .releasing)
+        anyChecks.store(out.values.contains { $0.settings.preSendRooms != .none || $0.settings.preSendIm }, ordering: .releasing)
         let before = apps.withLockedValue { all in defer { all = out }; return all.mapValues(\.settings) }
         if before != out.mapValues(\.settings) {
             logger.info("webhooks", metadata: ["apps": "\(out.keys.sorted())", "of": "\(state.webhooks.count)"])
@@ -78,8 +79,40 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
 
     func checkMillis(roomId: String) -> Int? { app(ofRoom: roomId)?.app.settings.timeoutMillis }
 
+    /// The app of `account` (app-scoped) if it checks one-to-one and team messages (`preSend.im`).
+    private func app(ofAccount account: String) -> (key: String, app: App)? {
+        guard anyChecks.load(ordering: .acquiring) else { return nil }
+        let key = AppScope.namespace(of: account)
+        guard let app = apps.withLockedValue({ $0[key] }), app.settings.enabled, app.settings.preSendIm else { return nil }
+        return (key, app)
+    }
+
+    func imCheckMillis(account: String) -> Int? { app(ofAccount: account)?.app.settings.timeoutMillis }
+
     func verdict(on message: SendMessage, sender: SessionIdentity, eventLoop: EventLoop) -> EventLoopFuture<PreSendVerdict>? {
         guard let (key, app) = app(ofRoom: message.roomId) else { return nil }
+        let question = Question(appKey: key, roomId: AppScope.local(message.roomId), from: AppScope.local(sender.userId),
+                                clientMessageId: message.clientMessageId, msgType: Int(message.type.rawValue),
+                                body: message.body, ext: message.ext, time: Int64(Date().timeIntervalSince1970 * 1000))
+        return check(app, key: key, question, eventLoop: eventLoop)
+    }
+
+    func verdict(onIm message: ImPreSend, eventLoop: EventLoop) -> EventLoopFuture<PreSendVerdict>? {
+        guard let (key, app) = app(ofAccount: message.from) else { return nil }
+        var question = ImQuestion(appKey: key, conversation: "p2p", from: AppScope.local(message.from),
+                                  clientMessageId: message.clientMessageId, msgType: message.type, body: message.body,
+                                  ext: message.ext, time: Int64(Date().timeIntervalSince1970 * 1000))
+        switch message.conversation {
+        case .p2p(let to): question.to = AppScope.local(to)
+        case .team(let teamId): question.conversation = "team"; question.teamId = AppScope.local(teamId)
+        }
+        return check(app, key: key, question, eventLoop: eventLoop)
+    }
+
+    /// Posts `question` to the app server: its verdict, or — on an error, a bad answer or no answer within the
+    /// app's timeout — the app's `onFailure` (logged rate-limited and counted). Completes on `eventLoop`.
+    private func check(_ app: App, key: String, _ question: some Encodable & Sendable,
+                       eventLoop: EventLoop) -> EventLoopFuture<PreSendVerdict> {
         let promise = eventLoop.makePromise(of: PreSendVerdict.self)
         let settings = app.settings
         let settled = NIOLockedValueBox(false)
@@ -102,7 +135,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         }
         let call = Task {
             do {
-                settle(try await self.ask(app, key: key, message: message, sender: sender))
+                settle(try await self.ask(app, key: key, question))
             } catch {
                 settle(nil, failure: "\(error)")
             }
@@ -116,7 +149,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         return promise.futureResult
     }
 
-    private struct Question: Encodable {
+    private struct Question: Encodable, Sendable {
         var type = "preSend"
         var appKey: String
         var roomId: String
@@ -126,6 +159,33 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         var body: String
         var ext: String
         var time: Int64
+    }
+
+    /// A one-to-one (`to`) or team (`teamId`) message, shown before it is stored (`preSend.im`).
+    private struct ImQuestion: Encodable, Sendable {
+        var type = "preSendIm"
+        var appKey: String
+        var conversation: String
+        var to: String?
+        var teamId: String?
+        var from: String
+        var clientMessageId: String
+        var msgType: String
+        var body: String
+        var ext: String
+        var time: Int64
+
+        init(appKey: String, conversation: String, from: String, clientMessageId: String, msgType: String,
+             body: String, ext: String, time: Int64) {
+            self.appKey = appKey
+            self.conversation = conversation
+            self.from = from
+            self.clientMessageId = clientMessageId
+            self.msgType = msgType
+            self.body = body
+            self.ext = ext
+            self.time = time
+        }
     }
 
     private struct Answer: Decodable {
@@ -150,12 +210,9 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         }
     }
 
-    private func ask(_ app: App, key: String, message: SendMessage, sender: SessionIdentity) async throws -> PreSendVerdict {
+    private func ask(_ app: App, key: String, _ question: some Encodable) async throws -> PreSendVerdict {
         guard let target = WebhookTarget(url: app.settings.url) else { throw CallError.refusedTarget("a malformed url") }
         try Self.checkAddresses(of: target, rule: rule)
-        let question = Question(appKey: key, roomId: AppScope.local(message.roomId), from: AppScope.local(sender.userId),
-                                clientMessageId: message.clientMessageId, msgType: Int(message.type.rawValue),
-                                body: message.body, ext: message.ext, time: Int64(Date().timeIntervalSince1970 * 1000))
         let body = try JSONEncoder().encode(question)
         var request = HTTPClientRequest(url: app.settings.url)
         request.method = .POST

@@ -20,8 +20,10 @@
 ///   message again — issue 34); a node answers so only a call whose stream said 7 or more.
 /// - 8: reads the meta command `setWebhooks` (tag 14) and meta snapshots of version 6 (an app's webhooks,
 ///   SPEC W1, issue 36).
+/// - 9: a shard leader shows a client's one-to-one and team messages to their app server before it stores
+///   them when the app asks for it (`preSend.im`, SPEC W3); an app may ask only once every node does.
 public enum PeerProtocol {
-    public static let version = 8
+    public static let version = 9
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -51,9 +53,13 @@ public enum PeerProtocol {
         case compactAnswers
         /// The meta command `setWebhooks` (tag 14) and meta snapshot version 6.
         case webhooks
+        /// Leaders that check IM messages with the app server (`preSend.im`): an older one would store them
+        /// unchecked.
+        case imPreSend
 
         public var version: Int {
             switch self {
+            case .imPreSend: 9
             case .connectionBudgets: 6
             case .compactAnswers: 7
             case .webhooks: 8

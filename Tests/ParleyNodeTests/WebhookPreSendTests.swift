@@ -39,23 +39,33 @@ import FoundationNetworking
         return receiver
     }
 
+    /// The receiver on a free port, answering; killed and reaped by the caller.
+    static func listeningReceiver() async throws -> (Process, port: Int) {
+        let port = try LocalNodeProcesses.freePorts(1)[0]
+        let receiver = try startReceiver(port: port)
+        // Listening before the cluster picks its ports (which could otherwise take this one first).
+        let listening = Date().addingTimeInterval(10)
+        while (try? await calls(port: port)) == nil {
+            guard Date() < listening, receiver.isRunning else {
+                kill(receiver.processIdentifier, SIGKILL)
+                receiver.waitUntilExit()
+                throw LocalClusterError.failed("the receiver did not start")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return (receiver, port)
+    }
+
     static func calls(port: Int) async throws -> [[String: Any]] {
         let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/calls")!)
         return try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
     }
 
     @Test func W3_messagesAreShownToTheAppServerBeforeTheyAreStored() async throws {
-        let port = try LocalNodeProcesses.freePorts(1)[0]
-        let receiver = try Self.startReceiver(port: port)
+        let (receiver, port) = try await Self.listeningReceiver()
         defer {
             kill(receiver.processIdentifier, SIGKILL)
             receiver.waitUntilExit()
-        }
-        // Listening before the cluster picks its ports (which could otherwise take this one first).
-        let listening = Date().addingTimeInterval(10)
-        while (try? await Self.calls(port: port)) == nil {
-            guard Date() < listening, receiver.isRunning else { throw LocalClusterError.failed("the receiver did not start") }
-            try await Task.sleep(for: .milliseconds(50))
         }
         let (checked, open) = Self.roomsOnOneShard()
         try await withLocalCluster(extraArguments: ["--app", "hooks:\(Self.api.secret)", "--webhook-allow", "127.0.0.1"]) { cluster in

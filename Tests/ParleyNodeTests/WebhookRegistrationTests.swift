@@ -53,7 +53,7 @@ import Testing
                 ["url": "https://hooks.example.com/", "preSend": ["rooms": "some"]],
                 ["url": "https://hooks.example.com/", "preSend": ["rooms": [] as [String]]],
                 ["events": ["room.message"]],
-                ["url": "https://hooks.example.com/", "preSend": ["rooms": "all", "im": true]],  // not built yet
+                ["url": "https://hooks.example.com/", "preSend": ["rooms": "all", "im": "yes"]],
             ]
             for body in refused {
                 let answer = try await Self.api.post(cluster.http(2), "/v1/app/setWebhooks", body)

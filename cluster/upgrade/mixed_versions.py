@@ -7,7 +7,8 @@ from old nodes to new leaders and from new nodes to old ones (issue 18: adjacent
 
 Checks, for every message: the sender's answer is ok and names the message's serverId (> 0), the same id its
 own copy of the message event carries (issue 34: from peer protocol 7 a forwarded answer carries the id, not
-the message); and a resend with the same clientMessageId is answered with the same seq. Bounded: 3 nodes,
+the message); a resend with the same clientMessageId is answered with the same seq; and an app's request for
+IM pre-send checks (peer protocol 9) is answered 503 while an older node runs. Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -118,6 +119,12 @@ def main():
                 raise RuntimeError(f"room/create: {code} {answer}")
         time.sleep(3)  # the edges learn the app's users from meta
         sent, failures = asyncio.run(check(ports, app_key, args.rooms, labels))
+        # A feature older nodes would ignore waits for them: an app cannot ask for IM pre-send checks (peer
+        # protocol 9) while a node that would store IM messages unchecked runs (503, code 10503).
+        code, answer = signed(base, app_key, app_secret, "/v1/app/setWebhooks",
+                              {"url": "https://203.0.113.9/parley", "preSend": {"im": True}})
+        if code != 503 or answer.get("code") != 10503:
+            failures.append(f"setWebhooks with preSend.im beside an older node: {code} {answer}")
         # Which kind of node led the shards: a run where old nodes led nothing (or everything) would not have
         # sent commands both ways.
         led = {}

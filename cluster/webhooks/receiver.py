@@ -105,7 +105,7 @@ def handler_for(receiver):
                                        "at": time.time()})
             if problem is not None or path != receiver.path:
                 return self.answer(401, {}, json.dumps({"error": problem or "unknown path"}).encode())
-            if call.get("type") == "preSend":
+            if call.get("type") in ("preSend", "preSendIm"):
                 return self.answer(*Receiver.verdict(call))
             self.answer(200, {}, b"{}")
 

@@ -100,21 +100,41 @@ extension RaftDriver {
 
     func proposeImHere(_ request: ForwardedImCommand) -> EventLoopFuture<GroupAnswer<ShardOutcome>> {
         loop.preconditionInEventLoop()
-        if let b = budget(of: request) {
+        // W3 for IM: a client's one-to-one or team message its app checks first (`preSend.im`).
+        var check: (gate: any PreSendGate, message: ImPreSend)?
+        if case .session = request.actor, let gate = preSend, gate.imCheckMillis(account: request.account) != nil,
+           let message = ImPreSend(request.command, from: request.account) {
+            check = (gate, message)
+        }
+        let budget = budget(of: request)
+        if budget != nil || check != nil {
             // A1 on every road (issue 34): only the leader appends a budgeted command, after its check; a
-            // follower answers with the leader it knows rather than pass it on inside Raft, past the budget.
+            // follower answers with the leader it knows rather than pass it on inside Raft, past the budget. So
+            // does a message its app checks before it is stored (W3): only the leader asks the app server.
             guard host.isLeader(of: request.shard) else {
                 return loop.makeSucceededFuture(.notLeader(host.leader(of: request.shard) ?? 0))
             }
-            if let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {
-                return loop.makeSucceededFuture(.applied(.im(.failure(
-                    ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message)))))
-            }
+        }
+        if let b = budget, let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {
+            return loop.makeSucceededFuture(.applied(.im(.failure(
+                ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message)))))
         }
         let promise = loop.makePromise(of: GroupAnswer<ShardOutcome>.self)
-        host.proposeIm(request.command, account: request.account, shard: request.shard, actor: request.actor,
-                       timestamp: Self.now(), requestKey: request.requestKey) { promise.succeed(Self.answer($0)) }
-        scheduleReady()
+        func propose(_ command: ImShardCommand) {
+            host.proposeIm(command, account: request.account, shard: request.shard, actor: request.actor,
+                           timestamp: Self.now(), requestKey: request.requestKey) { promise.succeed(Self.answer($0)) }
+            scheduleReady()
+        }
+        guard let check, let verdict = check.gate.verdict(onIm: check.message, eventLoop: loop) else {
+            propose(request.command)
+            return promise.futureResult
+        }
+        // Only this message waits: the loop goes on, and the answer proposes it (or refuses it) here.
+        verdict.hop(to: loop).whenComplete { result in
+            let v = (try? result.get()) ?? .unchecked(why: "the check failed")
+            if let refusal = v.imRefusal { return promise.succeed(.applied(.im(.failure(refusal)))) }
+            propose(check.message.command(applying: v, to: request.command))
+        }
         return promise.futureResult
     }
 
