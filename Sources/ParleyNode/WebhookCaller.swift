@@ -38,12 +38,15 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     /// W5: what the calls did, per app (`/metrics`, `/status`).
     let figures: WebhookFigures
     static let maxAnswerBytes = 64 << 10
+    static let connectionsPerTarget = 64
 
     init(group: EventLoopGroup, rule: WebhookTargetRule, legacyRoomsApp: String?, logger: Logger,
          metrics: (any MetricsFactory)? = nil) {
         figures = WebhookFigures(factory: metrics)
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.connectionPool = .init(idleTimeout: .seconds(60))
+        // Up to 64 connections per app server (AsyncHTTPClient's default is 8): a leader's checks wait for the
+        // app server side by side, and over 8 connections an app server 50 ms away answers at most 160 a second.
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: Self.connectionsPerTarget)
         client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
         self.rule = rule
         self.legacyRoomsApp = legacyRoomsApp
@@ -133,20 +136,64 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
             failures.happened(["app": "\(key)", "why": "\(why)"])
             promise.succeed(settings.onFailure == .allow ? .allow : .unchecked(why: why))
         }
-        let call = Task {
+        let call = NIOLockedValueBox<HTTPClient.Task<HTTPClient.Response>?>(nil)
+        // Through AsyncHTTPClient's futures, the answer handed to the caller's loop: no task and no hop through
+        // the concurrency pool per call. Only a name not resolved lately is resolved off the loop first
+        // (`target`).
+        target(app.settings.url, on: eventLoop).flatMap { target -> EventLoopFuture<HTTPClient.Response> in
             do {
-                settle(try await self.ask(app, key: key, question))
+                let request = try Self.request(target, app: app, key: key, question)
+                let task = self.client.execute(request: request,
+                                               delegate: ResponseAccumulator(request: request, maxBodySize: Self.maxAnswerBytes),
+                                               eventLoop: .indifferent,
+                                               deadline: .now() + .milliseconds(Int64(settings.timeoutMillis)))
+                call.withLockedValue { $0 = task }
+                return task.futureResult.hop(to: eventLoop)
+            } catch {
+                return eventLoop.makeFailedFuture(error)
+            }
+        }.whenComplete { result in
+            do {
+                settle(try Self.verdict(from: result.get()))
             } catch {
                 settle(nil, failure: "\(error)")
             }
         }
         // The app's timeout bounds the whole call (connect, answer and body); the call is cancelled after it.
         let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(settings.timeoutMillis))) {
-            call.cancel()
+            call.withLockedValue { $0?.cancel() }
             settle(nil, failure: "no answer within \(settings.timeoutMillis) ms")
         }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
         return promise.futureResult
+    }
+
+    /// Names whose addresses the rule allowed lately, and until when (a name is resolved again after
+    /// `resolvedFor`, so a changed DNS answer is judged again within seconds).
+    private let resolved = NIOLockedValueBox<[String: NIODeadline]>([:])
+    static let resolvedFor = TimeAmount.seconds(5)
+
+    /// The app's target, its addresses judged by the node's rule: at once for an address or a name judged
+    /// lately, otherwise after resolving the name off the loop (`getaddrinfo` blocks).
+    private func target(_ url: String, on eventLoop: EventLoop) -> EventLoopFuture<WebhookTarget> {
+        guard let target = WebhookTarget(url: url) else {
+            return eventLoop.makeFailedFuture(CallError.refusedTarget("a malformed url"))
+        }
+        if let refusal = rule.refusal(target) { return eventLoop.makeFailedFuture(CallError.refusedTarget(refusal)) }
+        if IPAddress(parsing: target.host) != nil { return eventLoop.makeSucceededFuture(target) }
+        if let until = resolved.withLockedValue({ $0[target.host] }), until > .now() {
+            return eventLoop.makeSucceededFuture(target)
+        }
+        let rule = self.rule
+        let resolved = self.resolved
+        return eventLoop.makeFutureWithTask {
+            try Self.checkAddresses(of: target, rule: rule)
+            resolved.withLockedValue { all in
+                if all.count > 1_000 { all = [:] }
+                all[target.host] = .now() + Self.resolvedFor
+            }
+            return target
+        }
     }
 
     private struct Question: Encodable, Sendable {
@@ -210,23 +257,23 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         }
     }
 
-    private func ask(_ app: App, key: String, _ question: some Encodable) async throws -> PreSendVerdict {
-        guard let target = WebhookTarget(url: app.settings.url) else { throw CallError.refusedTarget("a malformed url") }
-        try Self.checkAddresses(of: target, rule: rule)
+    /// The signed POST of `question` to the app's target.
+    private static func request(_ target: WebhookTarget, app: App, key: String, _ question: some Encodable) throws
+        -> HTTPClient.Request {
         let body = try JSONEncoder().encode(question)
-        var request = HTTPClientRequest(url: app.settings.url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
+        var headers = HTTPHeaders([("Content-Type", "application/json")])
         for (name, value) in RequestSignature.signedHeaders(appKey: key, secret: app.secret, nonce: UUID().uuidString,
                                                             curTime: Int64(Date().timeIntervalSince1970), path: target.path,
                                                             body: body) {
-            request.headers.add(name: name, value: value)
+            headers.add(name: name, value: value)
         }
-        request.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await client.execute(request, timeout: .milliseconds(Int64(app.settings.timeoutMillis)))
+        return try HTTPClient.Request(url: app.settings.url, method: .POST, headers: headers, body: .bytes(body))
+    }
+
+    /// The verdict an app server's answer holds.
+    private static func verdict(from response: HTTPClient.Response) throws -> PreSendVerdict {
         guard response.status == .ok else { throw CallError.status(response.status.code) }
-        let bytes = try await response.body.collect(upTo: Self.maxAnswerBytes)
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(buffer: bytes)) else {
+        guard let bytes = response.body, let answer = try? JSONDecoder().decode(Answer.self, from: Data(buffer: bytes)) else {
             throw CallError.malformed("not JSON with an action")
         }
         switch answer.action {

@@ -103,6 +103,12 @@ def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, labe
     return r
 
 
+def median_of(rows, system, level, key):
+    """The median of `key` over the runs of `system` at `level` writers (NaN when there are none)."""
+    values = [r[key] for r in rows if r["system"] == system and r["clients"] == level]
+    return statistics.median(values) if values else float("nan")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--parley", required=True)
@@ -160,8 +166,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
     def med(system, level, key):
-        values = [r[key] for r in rows if r["system"] == system and r["clients"] == level]
-        return statistics.median(values) if values else float("nan")
+        return median_of(rows, system, level, key)
     print(f"| writers | parley writes/s | {other} writes/s | ratio | parley p50 / p99 ms | {other} p50 / p99 ms "
           f"| server CPU µs/write parley / {other} (ratio) | parley sends that waited for the connection budget |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
