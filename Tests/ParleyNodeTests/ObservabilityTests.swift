@@ -83,7 +83,8 @@ private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
         let exported = Set(scraped.values.flatMap { m in m.text.split(separator: "\n").compactMap { line -> String? in
             line.hasPrefix("parley_") ? String(line.prefix { $0 != "{" && $0 != " " }) : nil
         } })
-        for name in queried.sorted() {
+        // The webhook metrics exist once an app server was called: `WebhookPreSendTests` checks those.
+        for name in queried.sorted() where !name.hasPrefix("parley_webhook_") {
             #expect(exported.contains(name), "cluster/grafana/parley.json queries \(name), which no node exports")
         }
         }

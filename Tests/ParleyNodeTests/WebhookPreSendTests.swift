@@ -154,6 +154,7 @@ import FoundationNetworking
             var totals = [String: Int]()
             var failures: [String] = []
             var scraped = [String: Double]()
+            var exported = Set<String>()
             for id in cluster.ids {
                 for w in try await cluster.status(id).webhooks ?? [] where w.app == Self.api.appKey {
                     for (k, v) in ["calls": w.preSendCalls, "allowed": w.allowed, "rejected": w.rejected,
@@ -162,7 +163,9 @@ import FoundationNetworking
                     #expect(w.callMillisP50 != nil && (w.callMillisMax ?? 0) >= (w.callMillisP50 ?? 0))
                 }
                 let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
-                for line in String(decoding: body, as: UTF8.self).split(separator: "\n")
+                let lines = String(decoding: body, as: UTF8.self).split(separator: "\n")
+                exported.formUnion(lines.filter { $0.hasPrefix("parley_webhook_") }.map { String($0.prefix { $0 != "{" && $0 != " " }) })
+                for line in lines
                 where line.hasPrefix("parley_webhook_presend_calls_total{") && line.contains("app=\"\(Self.api.appKey)\"") {
                     for outcome in ["allowed", "rejected", "replaced", "failed"] where line.contains("outcome=\"\(outcome)\"") {
                         scraped[outcome, default: 0] += Double(line.split(separator: " ").last ?? "") ?? 0
@@ -176,6 +179,15 @@ import FoundationNetworking
             #expect(!failures.isEmpty)
             for outcome in ["allowed", "rejected", "replaced", "failed"] {
                 #expect(Int(scraped[outcome] ?? -1) == totals[outcome], "\(outcome): /metrics \(scraped) /status \(totals)")
+            }
+            // The Grafana panels on these figures query what the nodes export (issue 18's check, for the
+            // metrics that exist only once an app server was called).
+            let grafana = try String(contentsOf: RollingRestartTests.root.appendingPathComponent("cluster/grafana/parley.json"),
+                                     encoding: .utf8)
+            let queried = Set(HeadlessChromium.matches(#"(parley_webhook_[a-z_]+)"#, in: grafana).map { $0[0] })
+            #expect(queried.count >= 2)
+            for name in queried.sorted() {
+                #expect(exported.contains(name), "cluster/grafana/parley.json queries \(name), which no node exports: \(exported)")
             }
         }
     }
