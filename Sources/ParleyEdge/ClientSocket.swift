@@ -114,9 +114,7 @@ struct GatheredWrites {
     private var byLoop: [ObjectIdentifier: (outbox: LoopOutbox, writes: [(ClientSocket, LoopOutbox.Write)])] = [:]
 
     mutating func add(_ frame: TextFrame, to socket: ClientSocket) {
-        let key = ObjectIdentifier(socket.outbox)
-        if byLoop[key] == nil { byLoop[key] = (socket.outbox, []) }
-        byLoop[key]!.writes.append((socket, .text(frame)))
+        byLoop[ObjectIdentifier(socket.outbox), default: (socket.outbox, [])].writes.append((socket, .text(frame)))
     }
 
     /// Hands everything gathered to the outboxes and starts empty.

@@ -62,9 +62,9 @@ extension Edge {
         await requestBudgets.read(ofApp: app)
     }
 
-    /// A1: takes one token from the connection's budget, or says how long until one is there (ms).
-    nonisolated func takeRequestToken(_ sessions: ConnectionSessions) -> Int64? {
-        let rule = requestBudgets.budget(ofApp: sessions.read(\.budgetApp))
-        return sessions.takeRequestToken(rule, now: Int64(Date().timeIntervalSince1970 * 1000))
+    /// A1: takes one token from the connection's budget (its app's, `app`), or says how long until one is
+    /// there (ms).
+    nonisolated func takeRequestToken(_ sessions: ConnectionSessions, app: String?) -> Int64? {
+        sessions.takeRequestToken(requestBudgets.budget(ofApp: app), now: Int64(Date().timeIntervalSince1970 * 1000))
     }
 }

@@ -198,9 +198,9 @@ public actor Edge {
     /// enter authenticates for), the op and its fields (A6). Reads only what the connection's loop also knows.
     nonisolated func admit(_ sessions: ConnectionSessions, _ request: ClientRequest) throws(ProtocolError) -> ClientOp {
         var request = request
-        let (helloDone, app) = sessions.read { ($0.helloDone, $0.account?.appKey) }
+        let (helloDone, app, budgetApp) = sessions.read { ($0.helloDone, $0.account?.appKey, $0.budgetApp) }
         if !helloDone && request.op != "hello" { throw .helloRequired }
-        if let wait = takeRequestToken(sessions) {
+        if let wait = takeRequestToken(sessions, app: budgetApp) {
             metrics?.requestsOverBudget.increment()
             throw .tooManyRequests(retryAfterMillis: wait)
         }

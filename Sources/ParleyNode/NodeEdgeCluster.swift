@@ -111,7 +111,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         -> Result<ImApplied, ImError> {
         // W3: a message its app checks first may wait for the app server that long on top.
         var timeout = commandTimeout
-        if case .session = actor, ImPreSend(command, from: account) != nil, let check = raft.preSend?.imCheckMillis(account: account) {
+        if case .session = actor, let check = raft.preSend?.imCheckMillis(account: account), ImPreSend(command, from: account) != nil {
             timeout = timeout + .milliseconds(Int64(check))
         }
         return try await routed {

@@ -24,6 +24,8 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     private struct App {
         var settings: WebhookSettings
         var secret: String
+        /// The settings' url, parsed once (nil: malformed; every call then fails as such).
+        var target: WebhookTarget?
     }
 
     private let client: HTTPClient
@@ -61,9 +63,10 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         var out: [String: App] = [:]
         for (key, settings) in state.webhooks where settings.enabled {
             guard let app = state.apps[key], let secret = secrets.open(app.sealedSecret, appKey: key) else { continue }
-            out[key] = App(settings: settings, secret: secret)
+            out[key] = App(settings: settings, secret: secret, target: WebhookTarget(url: settings.url))
         }
-        anyChecks.store(out.values.contains { $0.settings.preSendRooms != .none || $0.settings.preSendIm }, ordering: .releasing)
+        anyChecks.store(out.values.contains { $0.settings.preSendRooms != .none || $0.settings.checksImBeforeSending },
+                        ordering: .releasing)
         let before = apps.withLockedValue { all in defer { all = out }; return all.mapValues(\.settings) }
         if before != out.mapValues(\.settings) {
             logger.info("webhooks", metadata: ["apps": "\(out.keys.sorted())", "of": "\(state.webhooks.count)"])
@@ -86,7 +89,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     private func app(ofAccount account: String) -> (key: String, app: App)? {
         guard anyChecks.load(ordering: .acquiring) else { return nil }
         let key = AppScope.namespace(of: account)
-        guard let app = apps.withLockedValue({ $0[key] }), app.settings.enabled, app.settings.preSendIm else { return nil }
+        guard let app = apps.withLockedValue({ $0[key] }), app.settings.checksImBeforeSending else { return nil }
         return (key, app)
     }
 
@@ -140,7 +143,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         // Through AsyncHTTPClient's futures, the answer handed to the caller's loop: no task and no hop through
         // the concurrency pool per call. Only a name not resolved lately is resolved off the loop first
         // (`target`).
-        target(app.settings.url, on: eventLoop).flatMap { target -> EventLoopFuture<HTTPClient.Response> in
+        target(app.target, on: eventLoop).flatMap { target -> EventLoopFuture<HTTPClient.Response> in
             do {
                 let request = try Self.request(target, app: app, key: key, question)
                 let task = self.client.execute(request: request,
@@ -175,8 +178,8 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
 
     /// The app's target, its addresses judged by the node's rule: at once for an address or a name judged
     /// lately, otherwise after resolving the name off the loop (`getaddrinfo` blocks).
-    private func target(_ url: String, on eventLoop: EventLoop) -> EventLoopFuture<WebhookTarget> {
-        guard let target = WebhookTarget(url: url) else {
+    private func target(_ target: WebhookTarget?, on eventLoop: EventLoop) -> EventLoopFuture<WebhookTarget> {
+        guard let target else {
             return eventLoop.makeFailedFuture(CallError.refusedTarget("a malformed url"))
         }
         if let refusal = rule.refusal(target) { return eventLoop.makeFailedFuture(CallError.refusedTarget(refusal)) }

@@ -88,6 +88,9 @@ public struct WebhookSettings: Sendable, Hashable {
         return nil
     }
 
+    /// Whether one-to-one and team messages are shown to the app server before they are stored.
+    public var checksImBeforeSending: Bool { enabled && preSendIm }
+
     /// Whether a message in `roomId` is shown to the app server before it is stored.
     public func checksBeforeSending(roomId: String) -> Bool {
         guard enabled else { return false }

@@ -129,9 +129,7 @@ extension RaftDriver {
             propose(request.command)
             return promise.futureResult
         }
-        // Only this message waits: the loop goes on, and the answer proposes it (or refuses it) here.
-        verdict.hop(to: loop).whenComplete { result in
-            let v = (try? result.get()) ?? .unchecked(why: "the check failed")
+        whenChecked(verdict) { v in
             if let refusal = v.imRefusal { return promise.succeed(.applied(.im(.failure(refusal)))) }
             propose(check.message.command(applying: v, to: request.command))
         }

@@ -86,11 +86,7 @@ public struct ImPreSend: Sendable {
 extension PreSendVerdict {
     /// What an IM sender hears instead of a stored message (nil: it is proposed).
     var imRefusal: ImError? {
-        switch self {
-        case .allow, .replace: nil
-        case .reject(let code, let reason): ImError(.rejectedByApp, "rejected by the app (code \(code)): \(reason)")
-        case .unchecked(let why): ImError(.uncheckedByApp, "the app's check did not answer (\(why)) and the app refuses unchecked messages")
-        }
+        refusal.map { ImError($0.code == .rejectedByApp ? .rejectedByApp : .uncheckedByApp, $0.message) }
     }
 
     /// What the sender hears instead of a stored message (nil: it is proposed).

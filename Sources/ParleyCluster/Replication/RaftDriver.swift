@@ -370,9 +370,7 @@ public final class RaftDriver: @unchecked Sendable {
                 }
             }
             if let gate, let verdict = gate.verdict(on: m, sender: sender, eventLoop: loop) {
-                // Only this message waits: the loop goes on, and the answer proposes it (or refuses it) here.
-                verdict.hop(to: loop).whenComplete { result in
-                    let v = (try? result.get()) ?? .unchecked(why: "the check failed")
+                whenChecked(verdict) { v in
                     if let refusal = v.refusal { return completion(.success(ApplyOutcome(result: .failure(refusal), events: []))) }
                     self.host.propose(.sendMessage(v.applied(to: m)), shard: request.shard, actor: request.actor,
                                       timestamp: Self.now(), requestKey: request.requestKey, completion: completion)
@@ -384,6 +382,12 @@ public final class RaftDriver: @unchecked Sendable {
         host.propose(request.command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
                      requestKey: request.requestKey, completion: completion)
         scheduleReady()
+    }
+
+    /// W3: `then` runs on this loop with the app's verdict; a check that failed outright reads as unchecked.
+    /// Only this message waits: the loop goes on meanwhile.
+    func whenChecked(_ verdict: EventLoopFuture<PreSendVerdict>, then: @escaping (PreSendVerdict) -> Void) {
+        verdict.hop(to: loop).whenComplete { then((try? $0.get()) ?? .unchecked(why: "the check failed")) }
     }
 
     func proposeMetaHere(_ request: ForwardedMetaCommand) -> EventLoopFuture<GroupAnswer<MetaOutcome>> {
