@@ -162,9 +162,41 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         /// Why the last failed call failed, and how long ago.
         public var lastFailure: String?
         public var lastFailureSecondsAgo: Double?
+        /// W2 / W5: the after-event callbacks of this node's shard leaders.
+        public var afterEvents: AfterEvents?
+
+        public struct AfterEvents: Codable, Sendable, Equatable {
+            /// Calls made, and how many of them failed (each failed call is retried after a back-off).
+            public var calls: Int
+            public var failedCalls: Int
+            /// Events the app server took, and events dropped unsent (too old, over the bound, or the app
+            /// turned them off).
+            public var delivered: Int
+            public var dropped: Int
+            /// Events waiting on the shards this node leads, and the oldest one's age.
+            public var backlog: Int
+            public var oldestBacklogSeconds: Double
+            /// The median and the slowest of the last (up to) 256 calls, ms.
+            public var callMillisP50: Double?
+            public var callMillisMax: Double?
+
+            public init(calls: Int, failedCalls: Int, delivered: Int, dropped: Int, backlog: Int,
+                        oldestBacklogSeconds: Double, callMillisP50: Double?, callMillisMax: Double?) {
+                self.calls = calls
+                self.failedCalls = failedCalls
+                self.delivered = delivered
+                self.dropped = dropped
+                self.backlog = backlog
+                self.oldestBacklogSeconds = oldestBacklogSeconds
+                self.callMillisP50 = callMillisP50
+                self.callMillisMax = callMillisMax
+            }
+        }
 
         public init(app: String, preSendCalls: Int, allowed: Int, rejected: Int, replaced: Int, failed: Int,
-                    callMillisP50: Double?, callMillisMax: Double?, lastFailure: String?, lastFailureSecondsAgo: Double?) {
+                    callMillisP50: Double?, callMillisMax: Double?, lastFailure: String?, lastFailureSecondsAgo: Double?,
+                    afterEvents: AfterEvents? = nil) {
+            self.afterEvents = afterEvents
             self.app = app
             self.preSendCalls = preSendCalls
             self.allowed = allowed

@@ -62,6 +62,8 @@ public struct NodeConfig: Sendable, Equatable {
     public var quiesceAfterTicks: Int? = 100
     /// SPEC W1: the webhook targets this node calls beyond public addresses (`--webhook-allow`).
     public var webhookTargets = WebhookTargetRule.publicOnly
+    /// SPEC W4: after-event callbacks older than this are dropped unsent, counted (`--webhook-drop-after`).
+    public var webhookDropAfterSeconds = 3_600
     /// Issue 35: the event loops the node's Raft groups run on (`--raft-loops`); shard `s` on loop `s % K`
     /// (docs/cores.md). Nil: one per two cores — Raft did about 60 % of a node's work at 64 writers and the
     /// edge the rest, so half the cores go to each; on a 2-core machine one loop, which measured best there.

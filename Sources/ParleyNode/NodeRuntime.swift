@@ -124,7 +124,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             partConfig.partition = partition
             return try RaftHost(config: partConfig, database: database, send: send, publish: publish, metrics: factory,
                                 firstStart: firstStart)
-        }, preSend: webhooks)
+        }, preSend: webhooks, webhookCopies: webhooks, webhookCopyMaxAgeMillis: Int64(config.webhookDropAfterSeconds) * 1000)
         ref.raft = raft
         edgeCluster = NodeEdgeCluster(raft: raft, transport: transport, boot: hostConfig.boot,
                                       metaSecrets: MetaSecrets(clusterSecret: config.secret))

@@ -9,6 +9,7 @@ import ParleyAPI
 import ParleyCluster
 import ParleyIM
 import ParleyPlacement
+import ParleyShardState
 import ParleyRooms
 import ParleyTransport
 import Synchronization
@@ -21,18 +22,23 @@ import Synchronization
 /// goes to a target the node does not call (`WebhookTargetRule`, checked against the addresses the name
 /// resolves to) gets the app's `onFailure`.
 final class WebhookCaller: PreSendGate, @unchecked Sendable {
-    private struct App {
+    struct App {
         var settings: WebhookSettings
         var secret: String
         /// The settings' url, parsed once (nil: malformed; every call then fails as such).
         var target: WebhookTarget?
     }
 
-    private let client: HTTPClient
+    let client: HTTPClient
     private let rule: WebhookTargetRule
     private let legacyRoomsApp: String?
-    private let logger: Logger
-    private let apps = NIOLockedValueBox<[String: App]>([:])
+    let logger: Logger
+    let apps = NIOLockedValueBox<[String: App]>([:])
+    /// SPEC W2: the after-event kinds each app wants by its rooms' namespace, and the app's key by namespace;
+    /// nil until the first `update`.
+    let copySubscriptions = NIOLockedValueBox<(kinds: [String: WebhookCopyKinds], apps: [String: String])?>(nil)
+    let copyFailures: RateLimitedWarning
+    let copyDrops: RateLimitedWarning
     /// Whether any app checks messages before they are stored: asked on every message, so a cluster whose apps
     /// check none pays one atomic load per message (an A/B through the client path showed the lock's cost).
     private let anyChecks = Atomic<Bool>(false)
@@ -54,6 +60,8 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
         self.legacyRoomsApp = legacyRoomsApp
         self.logger = logger
         failures = RateLimitedWarning(logger: logger, message: "a pre-send callback failed; the app's onFailure applied")
+        copyFailures = RateLimitedWarning(logger: logger, message: "an after-event callback failed; it is retried")
+        copyDrops = RateLimitedWarning(logger: logger, message: "after-event callbacks dropped unsent")
     }
 
     func shutdown() async { try? await client.shutdown() }
@@ -65,6 +73,16 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
             guard let app = state.apps[key], let secret = secrets.open(app.sealedSecret, appKey: key) else { continue }
             out[key] = App(settings: settings, secret: secret, target: WebhookTarget(url: settings.url))
         }
+        var kinds: [String: WebhookCopyKinds] = [:]
+        var keys: [String: String] = [:]
+        for (key, app) in out {
+            let wanted = WebhookCopyKinds(app.settings.events)
+            guard !wanted.isEmpty else { continue }
+            let namespace = AppScope.namespace(ofApp: key, legacyApp: legacyRoomsApp)
+            kinds[namespace] = wanted
+            keys[namespace] = key
+        }
+        copySubscriptions.withLockedValue { $0 = (kinds, keys) }
         anyChecks.store(out.values.contains { $0.settings.preSendRooms != .none || $0.settings.checksImBeforeSending },
                         ordering: .releasing)
         let before = apps.withLockedValue { all in defer { all = out }; return all.mapValues(\.settings) }
@@ -178,7 +196,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
 
     /// The app's target, its addresses judged by the node's rule: at once for an address or a name judged
     /// lately, otherwise after resolving the name off the loop (`getaddrinfo` blocks).
-    private func target(_ target: WebhookTarget?, on eventLoop: EventLoop) -> EventLoopFuture<WebhookTarget> {
+    func target(_ target: WebhookTarget?, on eventLoop: EventLoop) -> EventLoopFuture<WebhookTarget> {
         guard let target else {
             return eventLoop.makeFailedFuture(CallError.refusedTarget("a malformed url"))
         }
@@ -261,7 +279,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     }
 
     /// The signed POST of `question` to the app's target.
-    private static func request(_ target: WebhookTarget, app: App, key: String, _ question: some Encodable) throws
+    static func request(_ target: WebhookTarget, app: App, key: String, _ question: some Encodable) throws
         -> HTTPClient.Request {
         let body = try JSONEncoder().encode(question)
         var headers = HTTPHeaders([("Content-Type", "application/json")])

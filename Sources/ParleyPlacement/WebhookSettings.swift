@@ -1,3 +1,4 @@
+import ParleyShardState
 import ParleyWire
 
 /// SPEC W1: where an app's webhooks go and what they carry. Kept in the meta group
@@ -196,5 +197,27 @@ extension WebhookSettings: BinaryCodable {
         timeoutMillis = try r.readInt()
         guard let policy = FailurePolicy(rawValue: try r.readByte()) else { throw .invalidValue("webhook failure policy") }
         onFailure = policy
+    }
+}
+
+extension WebhookCopyKinds {
+    /// The kinds a shard keeps for an app that asked for `events` (W2).
+    public init(_ events: [WebhookSettings.Event]) {
+        self = []
+        for e in events {
+            switch e {
+            case .roomMessage: insert(.message)
+            case .roomEnter: insert(.enter)
+            case .roomExit: insert(.exit)
+            case .roomCreate: insert(.create)
+            case .roomClose: insert(.close)
+            case .roomUpdate: insert(.update)
+            case .memberRole: insert(.role)
+            case .memberMute: insert(.mute)
+            case .queueChange: insert(.queue)
+            case .p2pMessage: insert(.p2p)
+            case .teamMessage: insert(.team)
+            }
+        }
     }
 }

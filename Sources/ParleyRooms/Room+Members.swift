@@ -53,8 +53,8 @@ extension Room {
             ensureMember(u.userId)
             let millis = Int64(u.duration) * 60_000
             members[u.userId]!.blockedUntil = u.duration == 0 ? Int64.max : now + millis
+            notify(.addBlock, by: op, targets: [u.userId], notifyExt: u.notifyExt, silently: !u.needNotify, env: env, &fx)
             if u.needNotify {
-                notify(.addBlock, by: op, targets: [u.userId], notifyExt: u.notifyExt, env: env, &fx)
                 emitToRoom(.block(blocked: true, durationMillis: millis, operateTime: now, userIds: [u.userId],
                                   extra: u.notifyExt), &fx)
             }
@@ -66,8 +66,8 @@ extension Room {
             }
             members[u.userId]!.blockedUntil = nil
             dropIfVisitorOffline(u.userId)
+            notify(.removeBlock, by: op, targets: [u.userId], notifyExt: u.notifyExt, silently: !u.needNotify, env: env, &fx)
             if u.needNotify {
-                notify(.removeBlock, by: op, targets: [u.userId], notifyExt: u.notifyExt, env: env, &fx)
                 emit(.block(blocked: false, durationMillis: 0, operateTime: now, userIds: [u.userId],
                             extra: u.notifyExt), to: .users([u.userId]), &fx)
             }
@@ -96,10 +96,8 @@ extension Room {
         ensureMember(u.userId)
         change(&members[u.userId]!)
         dropIfVisitorOffline(u.userId)
-        if u.needNotify {
-            notify(u.enable ? notices.on : notices.off, by: op, targets: [u.userId], notifyExt: u.notifyExt,
-                   env: env, &fx)
-        }
+        notify(u.enable ? notices.on : notices.off, by: op, targets: [u.userId], notifyExt: u.notifyExt,
+               silently: !u.needNotify, env: env, &fx)
     }
 
     /// M8: temporary mute for `duration` seconds (0 lifts it); a repeat replaces the expiry;
@@ -120,9 +118,9 @@ extension Room {
             }
             tempMutes[u.userId] = nil
         }
+        notify(u.duration > 0 ? .addTempMute : .removeTempMute, by: op, targets: [u.userId],
+               notifyExt: u.notifyExt, ext: .muteDuration(seconds: u.duration), silently: !u.needNotify, env: env, &fx)
         if u.needNotify {
-            notify(u.duration > 0 ? .addTempMute : .removeTempMute, by: op, targets: [u.userId],
-                   notifyExt: u.notifyExt, ext: .muteDuration(seconds: u.duration), env: env, &fx)
             emitToRoom(.ban(u.duration > 0 ? .muteUser : .unmuteUser, durationMillis: Int64(u.duration) * 1000,
                             operateTime: now, userIds: [u.userId], extra: u.notifyExt), &fx)
         }
@@ -166,10 +164,8 @@ extension Room {
             for sid in userSessions[userId]! { sessions[sid]!.roomExt = v }
             op.roomExt = v
         }
-        if u.needNotify {
-            op.member = notificationMember(userId)
-            notify(.memberInfoUpdated, by: op, targets: [userId], notifyExt: u.notifyExt, env: env, &fx)
-        }
+        op.member = notificationMember(userId)
+        notify(.memberInfoUpdated, by: op, targets: [userId], notifyExt: u.notifyExt, silently: !u.needNotify, env: env, &fx)
     }
 
     /// M4: one page of members of a kind, from the anchor (exclusive).

@@ -58,6 +58,7 @@ extension Room {
             type: m.type, clientMessageId: m.clientMessageId, body: m.body, ext: m.ext)
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .message(message)))
         remember(.message(message), env: env, &fx)
+        fx.record(.message(roomId: info.roomId, message))
         return .messageSent(seq: seq, time: now, serverId: message.serverId)
     }
 
@@ -137,7 +138,11 @@ extension Room {
         if let v = u.broadcastUrl { info.broadcastUrl = v }
         if let v = u.ext { info.ext = v }
         if let v = u.queueModificationLevel { info.queueModificationLevel = v }
-        if u.needNotify { notify(.infoUpdated, by: op, notifyExt: u.notifyExt, env: env, &fx) }
+        if u.needNotify {
+            notify(.infoUpdated, by: op, notifyExt: u.notifyExt, env: env, &fx)
+        } else {
+            fx.record(.updated(roomId: info.roomId))
+        }
     }
 
     /// R5: room-wide mute; 318 / 319 and the RC room mute events.
@@ -152,8 +157,8 @@ extension Room {
             throw RoomError(.alreadyInState, s.enable ? "the room is already muted" : "the room is not muted")
         }
         info.isMuted = s.enable
+        notify(s.enable ? .roomMuted : .roomUnmuted, by: op, notifyExt: s.notifyExt, silently: !s.needNotify, env: env, &fx)
         if s.needNotify {
-            notify(s.enable ? .roomMuted : .roomUnmuted, by: op, notifyExt: s.notifyExt, env: env, &fx)
             emitToRoom(.ban(s.enable ? .roomMute : .roomUnmute, durationMillis: 0, operateTime: env.now,
                             userIds: [], extra: s.notifyExt), &fx)
         }

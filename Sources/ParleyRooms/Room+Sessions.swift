@@ -71,6 +71,7 @@ extension Room {
 
         if existing.isEmpty && !tookOver {
             fx.online.append(userId)
+            fx.record(.entered(roomId: info.roomId, userId: userId))
             if enterExitEnabled(env) {
                 let op = RoomOperator(userId: userId, rank: rank(of: userId), member: notificationMember(userId),
                                       roomExt: e.roomExt, session: nil)
@@ -96,7 +97,8 @@ extension Room {
         let remaining = userSessions[s.userId]!
         if remaining.isEmpty {
             userSessions[s.userId] = nil
-            userWentOffline(s.userId, exitFrom: s, clearQueue: cause == .exit, env, &fx)
+            userWentOffline(s.userId, exitFrom: s, clearQueue: cause == .exit,
+                            reason: cause == .exit ? .exit : .disconnected, env, &fx)
         } else {
             emit(.multiLoginSync(joined: false, reason: 1, time: env.now), to: .sessions(remaining), &fx)
         }
@@ -108,14 +110,15 @@ extension Room {
         guard let sids = userSessions.removeValue(forKey: userId) else { return }
         for sid in sids { sessions[sid] = nil }
         emit(.kicked(reason: reason, ext: ext), to: .sessions(sids), &fx)
-        userWentOffline(userId, exitFrom: nil, clearQueue: true, env, &fx)
+        userWentOffline(userId, exitFrom: nil, clearQueue: true, reason: .kicked, env, &fx)
     }
 
     /// E10 / Q3 / E12 / M2: what follows when a user's last session is gone.
     /// `exitFrom` is the session that left by itself (302 is sent for it); kicks send their own notice.
     mutating func userWentOffline(_ userId: String, exitFrom session: RoomSession?, clearQueue: Bool,
-                                  _ env: ApplyEnv, _ fx: inout ApplyEffects) {
+                                  reason: LeaveReason, _ env: ApplyEnv, _ fx: inout ApplyEffects) {
         fx.offline.append(userId)
+        fx.record(.left(roomId: info.roomId, userId: userId, reason: reason))
         if let s = session, enterExitEnabled(env) {
             let op = RoomOperator(userId: userId, rank: rank(of: userId), member: notificationMember(userId),
                                   roomExt: s.roomExt, session: s)
@@ -147,6 +150,7 @@ extension Room {
         userSessions = [:]
         for u in users {
             fx.offline.append(u)
+            fx.record(.left(roomId: info.roomId, userId: u, reason: .roomClosed))
             dropIfVisitorOffline(u)
         }
         // Nobody is left to tell: transient elements simply go (Q3).

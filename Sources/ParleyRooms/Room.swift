@@ -80,13 +80,21 @@ struct Room: Sendable {
     }
 
     /// N3: sends a notification to the room and keeps it in history (N4 decides for 301 / 302).
+    /// `silently`: the command asked that the room not hear of it; only the app server does (W2), with seq 0.
     mutating func notify(_ type: NotificationType, by op: RoomOperator, targets: [String] = [],
-                         notifyExt: String = "", ext: NotificationExt = .none, env: ApplyEnv,
+                         notifyExt: String = "", ext: NotificationExt = .none, silently: Bool = false, env: ApplyEnv,
                          _ fx: inout ApplyEffects) {
+        if silently {
+            fx.record(.notification(roomId: info.roomId, RoomNotification(
+                type: type, seq: 0, time: env.now, source: op.member, sourceRoomExt: op.roomExt,
+                targets: targets.map(notificationMember), notifyExt: notifyExt, ext: ext)))
+            return
+        }
         seq &+= 1
         let n = RoomNotification(
             type: type, seq: seq, time: env.now, source: op.member, sourceRoomExt: op.roomExt,
             targets: targets.map(notificationMember), notifyExt: notifyExt, ext: ext)
+        fx.record(.notification(roomId: info.roomId, n))
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .notification(n)))
         let isEnterExit = type == .enter || type == .exit
         if !isEnterExit || env.policy.storeEnterExitInHistory {

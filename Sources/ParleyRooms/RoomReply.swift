@@ -54,6 +54,14 @@ struct ApplyEffects {
     var stored: [StoredHistoryItem] = []
     var online: [String] = []
     var offline: [String] = []
+    /// W2: what the app server hears of, kept only when the shard collects it (some app wants after-event
+    /// callbacks).
+    var activity: [RoomActivity] = []
+    var collectsActivity = false
+
+    mutating func record(_ a: @autoclosure () -> RoomActivity) {
+        if collectsActivity { activity.append(a()) }
+    }
 }
 
 /// Everything a room needs to know about the entry being applied.

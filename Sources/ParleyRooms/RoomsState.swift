@@ -20,6 +20,10 @@ public struct RoomsState: Sendable {
     private var stored: [StoredHistoryItem] = []
     /// Whether to collect `takeStoredHistory()` items (a node with a durable history store turns it on).
     public var collectsStoredHistory = false
+    /// W2: what the last applied command did that an app server hears of (scratch, never in a snapshot).
+    private var activity: [RoomActivity] = []
+    /// Whether to collect `takeActivity()` (the shard does while an app wants after-event callbacks).
+    public var collectsActivity = false
 
     /// An empty shard. Limits must be valid (`RoomLimits.isValid`); a bad configuration stops here.
     public init(limits: RoomLimits = RoomLimits(), policy: AppPolicy = AppPolicy()) {
@@ -36,6 +40,12 @@ public struct RoomsState: Sendable {
     public mutating func takeStoredHistory() -> [StoredHistoryItem] {
         defer { stored.removeAll(keepingCapacity: true) }
         return stored
+    }
+
+    /// W2: what the commands applied since the last call did that an app server hears of, in apply order.
+    public mutating func takeActivity() -> [RoomActivity] {
+        defer { activity.removeAll(keepingCapacity: true) }
+        return activity
     }
 
     /// N5 / X2: what the in-memory history of a room still holds: its oldest seq (nil when empty) and the
@@ -63,9 +73,11 @@ public struct RoomsState: Sendable {
         }
         let env = ApplyEnv(context: context, limits: limits, policy: command.roomId.map(policy(forRoom:)) ?? policy)
         var fx = ApplyEffects()
+        fx.collectsActivity = collectsActivity
         do {
             let reply = try dispatch(command, env, &fx)
             if collectsStoredHistory && !fx.stored.isEmpty { stored += fx.stored }
+            if !fx.activity.isEmpty { activity += fx.activity }
             return ApplyOutcome(result: .success(reply), events: fx.events)
         } catch {
             return ApplyOutcome(result: .failure(error), events: [])
@@ -81,6 +93,7 @@ public struct RoomsState: Sendable {
             return try rooms[slot: i].send(m, globalMuteEnd: muteEnd, env, &fx)
         case .createRoom(let c):
             try createRoom(c, env)
+            fx.record(.created(roomId: c.roomId, creator: c.creator))
         case .updateRoom(let u):
             let i = try openSlot(u.roomId)
             try rooms[slot: i].update(u, env, &fx)

@@ -11,8 +11,12 @@ public enum ShardCommand: Sendable, Hashable, BinaryCodable {
     /// `account`: the (app-scoped) user the command acts for — a client session may act only for its own
     /// user (checked at apply); empty for the relay's commands, which only the cluster (`appServer`) issues.
     case im(account: String, ImShardCommand)
+    /// SPEC W2: the shard's webhook outbox (tag 201), proposed by its leader only once every node reads it
+    /// (`PeerProtocol.Feature.webhookCopies`).
+    case webhook(WebhookOutboxCommand)
 
     static let imTag: UInt8 = 200
+    static let webhookTag: UInt8 = 201
 
     public func encode(to w: inout ByteWriter) {
         switch self {
@@ -21,12 +25,21 @@ public enum ShardCommand: Sendable, Hashable, BinaryCodable {
             w.write(Self.imTag)
             w.write(account)
             w.write(bytes: c.encoded())
+        case .webhook(let c):
+            w.write(Self.webhookTag)
+            w.write(c)
         }
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
         var peek = r
-        guard try peek.readByte() == Self.imTag else {
+        switch try peek.readByte() {
+        case Self.imTag: break
+        case Self.webhookTag:
+            _ = try r.readByte()
+            self = .webhook(try r.read())
+            return
+        default:
             self = .room(try r.read())
             return
         }
@@ -43,6 +56,8 @@ public enum ShardCommand: Sendable, Hashable, BinaryCodable {
 public enum ShardOutcome: Sendable, Hashable, BinaryCodable {
     case room(ApplyOutcome)
     case im(Result<ImApplied, ImError>)
+    /// A webhook outbox command applied (it answers nothing else).
+    case webhook
 
     public var room: ApplyOutcome? {
         if case .room(let o) = self { return o }
@@ -61,17 +76,22 @@ public enum ShardOutcome: Sendable, Hashable, BinaryCodable {
         switch self {
         case .room(let o): w.write(o)  // 0 or 1 first, as before
         case .im(let r): w.write(ShardCommand.imTag); ImAnswerCodec.write(r, into: &w)
+        case .webhook: w.write(ShardCommand.webhookTag)
         }
     }
 
     public init(from r: inout ByteReader) throws(CodecError) {
         var peek = r
-        guard try peek.readByte() == ShardCommand.imTag else {
+        switch try peek.readByte() {
+        case ShardCommand.imTag:
+            _ = try r.readByte()
+            self = .im(try ImAnswerCodec.read(&r))
+        case ShardCommand.webhookTag:
+            _ = try r.readByte()
+            self = .webhook
+        default:
             self = .room(try r.read())
-            return
         }
-        _ = try r.readByte()
-        self = .im(try ImAnswerCodec.read(&r))
     }
 
     public static func == (a: ShardOutcome, b: ShardOutcome) -> Bool { a.encoded() == b.encoded() }

@@ -10,6 +10,8 @@ public struct ShardState: ReplicatedMachine {
 
     public var rooms: RoomsState
     public internal(set) var im: ImShardState
+    /// SPEC W2: what the apps' after-event callbacks have yet to deliver.
+    public internal(set) var webhooks: WebhookOutbox
     /// What the IM commands applied since the last `takeImFeed()` have for users' devices (not state: the
     /// host moves it into the shard's event feed right after each command).
     private var imFeed: [ImFeedEvent] = []
@@ -23,19 +25,38 @@ public struct ShardState: ReplicatedMachine {
         return l
     }()
 
-    public init(rooms: RoomsState, im: ImShardState = ImShardState(limits: ShardState.imLimits)) {
+    public init(rooms: RoomsState, im: ImShardState = ImShardState(limits: ShardState.imLimits),
+                webhooks: WebhookOutbox = WebhookOutbox()) {
         self.rooms = rooms
         self.im = im
+        self.webhooks = webhooks
     }
 
     public mutating func apply(_ command: ShardCommand, context: ApplyContext) -> ShardOutcome {
         switch command {
         case .room(let c):
-            return .room(rooms.apply(c, context: context))
+            guard !webhooks.isEmpty else { return .room(rooms.apply(c, context: context)) }
+            rooms.collectsActivity = true
+            let outcome = rooms.apply(c, context: context)
+            rooms.collectsActivity = false
+            let activity = rooms.takeActivity()
+            if !activity.isEmpty { webhooks.keep(activity.map(WebhookEvent.room), context: context) }
+            return .room(outcome)
         case .im(let account, let c):
             let result = applyIm(c, account: account, context: context)
-            if case .success(let applied) = result { feed(applied) }
+            if case .success(let applied) = result {
+                feed(applied)
+                if !webhooks.isEmpty {
+                    let copies = Self.messages(in: applied)
+                    if !copies.isEmpty { webhooks.keep(copies, context: context) }
+                }
+            }
             return .im(result)
+        case .webhook(let c):
+            // Only the cluster (the shard's leader) keeps the outbox.
+            guard case .appServer = context.actor else { return .webhook }
+            webhooks.apply(c)
+            return .webhook
         }
     }
 
@@ -44,13 +65,34 @@ public struct ShardState: ReplicatedMachine {
         switch command {
         case .room(let c): return c.isReadOnly
         case .im(_, .read): return true
-        case .im: return false
+        case .im, .webhook: return false
         }
     }
 
     public mutating func takeImFeed() -> [ImFeedEvent] {
         defer { imFeed.removeAll() }
         return imFeed
+    }
+
+    /// W2: the one-to-one message stored in its receiver's log (where it is sent, not the sender's copy a
+    /// relay brings), or the team message stored in its team's log.
+    static func messages(in applied: ImApplied) -> [WebhookEvent] {
+        switch applied {
+        case .sent(let s):
+            return s.events.compactMap { e in
+                guard case .item(let item) = e.kind, case .message(let m, _) = item.kind else { return nil }
+                return .im(ImMessageCopy(from: m.from, to: m.to, teamId: nil, clientMessageId: m.clientMessageId, type: m.type,
+                                         body: m.body, ext: m.ext, seq: item.seq))
+            }
+        case .team(let o):
+            return o.events.compactMap { e in
+                guard case .message(let m) = e.item.kind else { return nil }
+                return .im(ImMessageCopy(from: m.from, to: nil, teamId: e.teamId, clientMessageId: m.clientMessageId,
+                                         type: m.type, body: m.body, ext: m.ext, seq: e.item.seq))
+            }
+        case .user, .effects, .confirmed, .read:
+            return []
+        }
     }
 
     private mutating func feed(_ applied: ImApplied) {
@@ -80,18 +122,22 @@ public struct ShardState: ReplicatedMachine {
     }
 
     /// "PSHS": a shard snapshot holding IM state. While a shard has none its snapshot is the rooms' alone,
-    /// byte for byte what it was before IM existed, so nodes of the previous release still read it.
+    /// byte for byte what it was before IM existed, so nodes of the previous release still read it. Version 2
+    /// adds the webhook outbox (W2), written only while some app has a box, which only a cluster whose every
+    /// node reads it makes (`PeerProtocol.Feature.webhookCopies`).
     static let magic: [UInt8] = [0x50, 0x53, 0x48, 0x53]
     static let version: UInt8 = 1
+    static let webhookVersion: UInt8 = 2
 
     public func snapshot() -> [UInt8] {
         let roomBytes = rooms.snapshot()
-        guard !im.isEmpty else { return roomBytes }
+        guard !im.isEmpty || !webhooks.isEmpty else { return roomBytes }
         var w = ByteWriter()
         for b in Self.magic { w.write(b) }
-        w.write(Self.version)
+        w.write(webhooks.isEmpty ? Self.version : Self.webhookVersion)
         w.write(bytes: roomBytes)
         w.write(bytes: im.snapshot())
+        if !webhooks.isEmpty { w.write(webhooks) }
         return w.bytes
     }
 
@@ -103,11 +149,12 @@ public struct ShardState: ReplicatedMachine {
         var r = ByteReader(bytes)
         for _ in Self.magic { _ = try r.readByte() }
         let version = try r.readByte()
-        guard version == Self.version else { throw CodecError.badVersion(version) }
+        guard version == Self.version || version == Self.webhookVersion else { throw CodecError.badVersion(version) }
         let rooms = try RoomsState(restoring: try r.readBytes())
         let im = try ImShardState(restoring: try r.readBytes(), limits: Self.imLimits)
+        let webhooks = version == Self.webhookVersion ? try r.read(WebhookOutbox.self) : WebhookOutbox()
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
-        self.init(rooms: rooms, im: im)
+        self.init(rooms: rooms, im: im, webhooks: webhooks)
     }
 
     public static func refusedRequest(_ why: RequestRefusal) -> ShardOutcome {

@@ -22,8 +22,10 @@
 ///   SPEC W1, issue 36).
 /// - 9: a shard leader shows a client's one-to-one and team messages to their app server before it stores
 ///   them when the app asks for it (`preSend.im`, SPEC W3); an app may ask only once every node does.
+/// - 10: reads the shard command `webhook` (tag 201: a shard's webhook outbox, SPEC W2) and shard snapshots of
+///   version 2 (with that outbox); shard leaders keep after-event copies only once every node does.
 public enum PeerProtocol {
-    public static let version = 9
+    public static let version = 10
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -56,9 +58,12 @@ public enum PeerProtocol {
         /// Leaders that check IM messages with the app server (`preSend.im`): an older one would store them
         /// unchecked.
         case imPreSend
+        /// The shard command `webhook` (tag 201) and shard snapshot version 2: after-event copies (W2).
+        case webhookCopies
 
         public var version: Int {
             switch self {
+            case .webhookCopies: 10
             case .imPreSend: 9
             case .connectionBudgets: 6
             case .compactAnswers: 7

@@ -30,6 +30,8 @@ struct NodeCommand: AsyncParsableCommand {
     var tickMillis: Int?
     @Option(name: .customLong("webhook-allow"), help: "Webhook targets this node calls beyond public addresses: host names, addresses and CIDR ranges, comma-separated, or `any` (default: none — loopback, private and link-local targets are refused).")
     var webhookAllow: String?
+    @Option(name: .customLong("webhook-drop-after"), help: "Seconds an after-event callback may wait for its app server before it is dropped unsent and counted (default 3600).")
+    var webhookDropAfter: Int?
     @Option(name: .customLong("raft-loops"), help: "Event loops the node's Raft groups run on, shard s on loop s % N (default: one per core).")
     var raftLoops: Int?
     @Option(help: "Join a running cluster through the peer address (host:port) of any of its nodes; the node learns its peers from the cluster, and later starts need no --join.")
@@ -98,6 +100,10 @@ struct NodeCommand: AsyncParsableCommand {
                 throw ValidationError("--webhook-allow takes host names, addresses and CIDR ranges, comma-separated, or any")
             }
             nodeConfig.webhookTargets = rule
+        }
+        if let d = value("webhook-drop-after", webhookDropAfter.map(String.init)) {
+            guard let n = Int(d), (10...604_800).contains(n) else { throw ValidationError("--webhook-drop-after must be 10 … 604800 seconds") }
+            nodeConfig.webhookDropAfterSeconds = n
         }
         if let k = value("raft-loops", raftLoops.map(String.init)) {
             guard let n = Int(k), (1...256).contains(n) else { throw ValidationError("--raft-loops must be 1 … 256") }

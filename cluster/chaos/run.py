@@ -22,7 +22,10 @@ lets the clients drain, stops the nodes and checks (`check_schedule`):
 - no node crashed (exit status, fatal lines in the logs);
 - issue 19 (`im_workload.py`): one-to-one messages between users on different shards, sent through the signed
   API during the faults: each acknowledged one is in the receiver's log once at its seq, and — after the
-  effects relay between shard leaders caught up — in the sender's log once; none refused is stored.
+  effects relay between shard leaders caught up — in the sender's log once; none refused is stored;
+- issue 36 (SPEC W2): the app's after-event callbacks go to `cluster/webhooks/receiver.py` in the clients'
+  namespace: after the heal, every acknowledged message reached it at least once (a repeat is dropped by its
+  id), and each room's messages arrived in their seq order.
 
 A failure prints the schedule's seed and the command that replays it. Bounded: every wait has a deadline and
 the run stops after --budget-minutes whatever happens. Figures (per fault kind, acknowledged, lost,
@@ -47,7 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netlab import Failure, Lab, enter_namespace, leave_namespace, netns, sh, wait_for  # noqa: E402
-from signed_api import http  # noqa: E402
+from signed_api import http, signed  # noqa: E402
 from im_workload import ImWorkload  # noqa: E402
 from workload import Workload  # noqa: E402
 
@@ -114,6 +117,8 @@ class Cluster:
                 "--listen", f"{self.address(i)}:{HTTP_PORT}", "--peer-listen", f"{self.address(i)}:{PEER_PORT}",
                 "--peers", peers, "--data", data, "--secret-file", secret_file, "--shards", str(SHARDS),
                 "--app-file", app_file,
+                # SPEC W2: the app's webhook receiver runs in the clients' namespace, on the lab's subnet.
+                "--webhook-allow", f"{SUBNET}.0/24",
                 # Faults stop nodes by kill -9 and the run's end stops all at once: no drain on SIGTERM here
                 # (tests/ParleyNodeTests/DrainIntegrationTests covers it).
                 "--drain-seconds", "0",
@@ -403,11 +408,79 @@ def check_schedule(cluster, workload, rooms, touched):
     return problems, figures
 
 
+RECEIVER_PORT = 9099
+
+
+def start_receiver(cluster):
+    """The app server's webhook receiver, in this (the clients') namespace."""
+    out = open(os.path.join(cluster.work, "receiver.log"), "ab")
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, "cluster/webhooks/receiver.py"), "--host", f"{SUBNET}.100",
+                             "--port", str(RECEIVER_PORT), "--app-key", APP, "--app-secret", cluster.app_secret],
+                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def receiver_events():
+    code, body = http(f"http://{SUBNET}.100:{RECEIVER_PORT}/events", timeout=5)
+    return json.loads(body) if code == 200 else None
+
+
+async def subscribe_webhooks(cluster, rooms):
+    """SPEC W2: the app asks for room messages, and a probe message in every room shows each room's shard keeps
+    them before the load starts (a shard keeps what the app asks for from the moment its leader learns of it)."""
+    status, answer = await asyncio.to_thread(signed, cluster.url(1), APP, cluster.app_secret, "/v1/app/setWebhooks",
+                                             {"url": f"http://{SUBNET}.100:{RECEIVER_PORT}/parley", "events": ["room.message"]})
+    if status != 200:
+        raise Failure(f"setWebhooks: {status} {answer}")
+    deadline = time.time() + 30
+    for room in rooms:
+        for n in range(1000):
+            if time.time() > deadline:
+                raise Failure(f"the webhook receiver never heard of room {room}")
+            probe = f"webhook-probe-{room}-{n}"
+            await asyncio.to_thread(signed, cluster.url(1), APP, cluster.app_secret, "/v1/message/send",
+                                    {"roomId": room, "fromAccid": "u0n1", "type": "text", "body": probe, "msgId": probe})
+            await asyncio.sleep(0.3)
+            events = await asyncio.to_thread(receiver_events) or []
+            if any((e.get("message") or {}).get("body") == probe for e in events):
+                break
+
+
+async def check_webhooks(workload, rooms):
+    """Every acknowledged message reached the receiver, each room's in seq order (first deliveries); waits for
+    the back-off (at most 30 s) after the heal."""
+    figures = {"webhook_missing": 0, "webhook_reordered": 0, "webhook_delivered": 0}
+    problems = []
+    deadline = time.time() + 60
+    while True:
+        events = await asyncio.to_thread(receiver_events) or []
+        got = {}
+        for e in events:
+            if e.get("event") == "room.message":
+                got.setdefault(e.get("roomId"), []).append(e)
+        missing = {room: [c for c in workload.acked(room) if c not in
+                          {(e.get("message") or {}).get("clientMessageId") for e in got.get(room, [])}] for room in rooms}
+        if not any(missing.values()) or time.time() > deadline:
+            break
+        await asyncio.sleep(1)
+    for room in rooms:
+        seqs = [e.get("seq") for e in got.get(room, [])]
+        figures["webhook_delivered"] += len(seqs)
+        if seqs != sorted(seqs):
+            figures["webhook_reordered"] += 1
+            problems.append(f"room {room}: the webhook receiver got messages out of seq order")
+        if missing[room]:
+            figures["webhook_missing"] += len(missing[room])
+            problems.append(f"room {room}: {len(missing[room])} acknowledged messages never reached the webhook "
+                            f"receiver, e.g. {missing[room][:3]}")
+    return problems, figures
+
+
 async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
     """One schedule against a cluster that is up; returns (problems, figures, recovery seconds)."""
     rooms = [f"room-{k}" for k in range(3)]
     workload = Workload(cluster, APP, rooms)
     await workload.prepare()
+    await subscribe_webhooks(cluster, rooms)
     im = ImWorkload(cluster, APP)
     await im.prepare()
     rooms_shards = []
@@ -454,7 +527,9 @@ async def run_schedule(cluster, schedule, load_seconds, recovery_bound):
     while time.time() < deadline and not await asyncio.to_thread(cluster.converged):
         await asyncio.sleep(0.25)
     problems, im_figures = await im.check()
-    workload.im_figures = im_figures
+    webhook_problems, webhook_figures = await check_webhooks(workload, rooms)
+    problems += webhook_problems
+    workload.im_figures = {**im_figures, **webhook_figures}
     if recovery is None:
         problems.append("some shard had no leader 60 s after the heal")
     elif recovery > recovery_bound:
@@ -475,6 +550,7 @@ def one_schedule(args, seed):
         cluster.make_network()
         cluster.start_all()
         enter_namespace(CLIENT_NS)
+        receiver = start_receiver(cluster)
         try:
             def ready():
                 answers = [http(cluster.url(i, "/readyz"), timeout=1)[0] for i in cluster.ids]
@@ -484,6 +560,8 @@ def one_schedule(args, seed):
                 run_schedule(cluster, schedule, args.load_seconds, args.recovery_bound))
             edge_closes = cluster.edge_closes()
         finally:
+            os.killpg(receiver.pid, signal.SIGKILL)
+            receiver.wait()
             leave_namespace(home)
         cluster.stop_all()
         checked, figures = check_schedule(cluster, workload, rooms, touched)
@@ -554,7 +632,8 @@ def main():
                 f"--load-seconds {args.load_seconds} --raft-loops {args.raft_loops} --replay {seed}")
         else:
             log(f"  ok: {result['acked']} acknowledged, recovery {result['recovery']:.2f} s, "
-                f"{result['reconnects']} reconnects, {result['told_lost']} told lost")
+                f"{result['reconnects']} reconnects, {result['told_lost']} told lost, "
+                f"{result.get('webhook_delivered', 0)} messages at the webhook receiver")
     summary = summarize(results)
     log("summary: " + json.dumps(summary, sort_keys=True))
     if args.report:
@@ -575,7 +654,7 @@ def summarize(results):
     total = {k: sum(r.get(k, 0) for r in results)
              for k in ("acked", "lost", "duplicated", "reordered", "sessions_lost_silently", "replica_mismatch",
                        "errored_present", "holes", "reconnects", "told_lost", "im_acked", "im_lost", "im_duplicated",
-                       "im_copies_missing")}
+                       "im_copies_missing", "webhook_delivered", "webhook_missing", "webhook_reordered")}
     return {"schedules": len(results), "failed": sum(1 for r in results if r.get("problems")),
             "faults": kinds, **total, "recovery_p50": pct(0.5), "recovery_p99": pct(0.99),
             "failed_seeds": [r["seed"] for r in results if r.get("problems")]}

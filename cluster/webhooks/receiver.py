@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
 """A small webhook receiver for an app server (docs/webhooks.md): it checks that every call came from Parley
 (CheckSum2 over method, path, Nonce, CurTime and the body, keyed with the app's secret; CurTime within 5
-minutes; a Nonce never seen before) and answers pre-send moderation calls (SPEC W3).
+minutes; a Nonce never seen before), answers pre-send moderation calls (SPEC W3) and takes after-event
+callbacks (SPEC W2), printing one line per event and dropping a repeat by its id.
 
     python3 cluster/webhooks/receiver.py --port 9099 --app-key KEY --app-secret SECRET [--path /parley]
 
 Point the app's webhooks at it (`parley dev` allows targets on this machine):
 
-    POST /v1/app/setWebhooks {"url": "http://127.0.0.1:9099/parley", "preSend": {"rooms": "all"}}
+    POST /v1/app/setWebhooks {"url": "http://127.0.0.1:9099/parley", "events": ["room.message", "room.enter"],
+                              "preSend": {"rooms": "all"}}
 
 Its verdicts, so a developer (and the tests) can see each kind: a message whose body contains `[reject]` is
 rejected (code 451), `[replace]` is allowed with `[replace]` replaced by `[replaced]`; `[slow:N]` answers after
 N ms; `[malformed]`, `[huge]` (10 MB), `[redirect]` and `[500]` answer what they say; anything else is allowed.
-`GET /calls` lists every call received (with whether its signature verified), as JSON. Runs until stopped.
+`GET /calls` lists every call received (with whether its signature verified), as JSON; `GET /events` every
+after-event once, in the order first received. `POST /control {"status": 503}` makes after-event calls
+answer that status from then on (200 again to recover; a 3xx carries a Location), so a test can stand for an
+app server that is down; `"pad": N` adds N bytes to each answer's body.
+Runs until stopped.
 """
 import argparse
 import hashlib
@@ -27,6 +33,18 @@ class Receiver:
     def __init__(self, app_key, app_secret, path):
         self.app_key, self.app_secret, self.path = app_key, app_secret, path
         self.calls, self.nonces, self.lock = [], set(), threading.Lock()
+        self.events, self.event_ids, self.events_status, self.events_pad = [], set(), 200, 0
+
+    def take_events(self, events):
+        """Keeps the events not seen before (at-least-once delivery repeats some) and prints them."""
+        with self.lock:
+            for e in events:
+                if e.get("id") in self.event_ids:
+                    continue
+                self.event_ids.add(e.get("id"))
+                self.events.append(e)
+                what = e.get("message", {}).get("body") or e.get("reason") or e.get("userId") or ""
+                print(f"{e.get('event')} {e.get('roomId')} #{e.get('id')}: {what}", flush=True)
 
     def verify(self, method, path, headers, body):
         """Why the call is not Parley's (None: it is)."""
@@ -89,15 +107,20 @@ def handler_for(receiver):
             self.wfile.write(body)
 
         def do_GET(self):
-            if self.path == "/calls":
+            if self.path in ("/calls", "/events"):
                 with receiver.lock:
-                    body = json.dumps(receiver.calls).encode()
+                    body = json.dumps(receiver.calls if self.path == "/calls" else receiver.events).encode()
                 return self.answer(200, {}, body)
             self.answer(404, {}, b"{}")
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             path = self.path.split("?", 1)[0]
+            if path == "/control":
+                control = json.loads(body)
+                receiver.events_status = int(control.get("status", 200))
+                receiver.events_pad = int(control.get("pad", 0))
+                return self.answer(200, {}, b"{}")
             problem = receiver.verify("POST", path, self.headers, body)
             try:
                 call = json.loads(body)
@@ -110,6 +133,13 @@ def handler_for(receiver):
                 return self.answer(401, {}, json.dumps({"error": problem or "unknown path"}).encode())
             if call.get("type") in ("preSend", "preSendIm"):
                 return self.answer(*Receiver.verdict(call))
+            if call.get("type") == "events":
+                pad = b"x" * receiver.events_pad
+                if receiver.events_status != 200:
+                    moved = {"Location": "http://127.0.0.1:9/elsewhere"} if 300 <= receiver.events_status < 400 else {}
+                    return self.answer(receiver.events_status, moved, b"{}" + pad)
+                receiver.take_events(call.get("events", []))
+                return self.answer(200, {}, b"{}" + pad)
             self.answer(200, {}, b"{}")
 
     return Handler

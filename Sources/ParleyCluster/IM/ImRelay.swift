@@ -2,6 +2,7 @@ import NIOCore
 import ParleyIM
 import ParleyRooms
 import ParleyPlacement
+import ParleyTransport
 
 /// Which shards' outboxes are being relayed from this node, and when a failed relay may try again.
 final class ImRelayBook {
@@ -78,13 +79,25 @@ extension RaftDriver {
         // Asked each second until every node does (a cluster starting, an upgrade finishing), then every 5 s.
         if let asked = relay.screensAskedAt, now - asked < (relay.screens ? .seconds(5) : .seconds(1)) { return }
         relay.screensAskedAt = now
+        everyNode(has: .imScreening) { every in self.relay.screens = every }
+    }
+
+    /// Whether every node of the registry (but the dropped) and every peer this node links to speaks a peer
+    /// protocol with `feature`; `answer` runs on the driver's loop (not at all when the registry cannot be
+    /// read). The links count too: a founding cluster's registry can be empty or partial for a moment, and an
+    /// empty list would say yes for nodes nobody asked (a mixed-version run caught an older node handed a
+    /// command it could not read that way).
+    func everyNode(has feature: PeerProtocol.Feature, _ answer: @escaping (Bool) -> Void) {
         let transport = self.transport, loop = self.loop
         metaState().flatMap { state -> EventLoopFuture<Bool> in
-            guard let state else { return loop.makeSucceededFuture(false) }
+            guard let state, !state.nodes.isEmpty else { return loop.makeSucceededFuture(false) }
             let members = state.nodes.values.filter { $0.state != .dropped }.map(\.id)
-            return loop.makeFutureWithTask { await transport.everyPeerHas(.imScreening, among: members) }
+            return loop.makeFutureWithTask {
+                let linked = await transport.linkStatus().map(\.peer)
+                return await transport.everyPeerHas(feature, among: Set(members).union(linked))
+            }
         }.whenSuccess { every in
-            loop.execute { self.relay.screens = every }
+            loop.execute { answer(every) }
         }
     }
 }

@@ -73,6 +73,8 @@ extension RaftDriver {
                 let replayed = refused.errorCode == .requestReplayed
                 return .failure(ImError(replayed ? .requestReplayed : .tooManyRequests,
                                         replayed ? RequestRefusal.replayed.message : RequestRefusal.ledgerFull.message))
+            case .webhook:
+                return .failure(ImError(.badParameter, "not an IM answer"))
             }
         }
     }

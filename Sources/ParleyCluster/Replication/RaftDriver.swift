@@ -50,6 +50,12 @@ public final class RaftDriver: @unchecked Sendable {
     let partition: HostPartition
     /// SPEC W3: where a client's message in a room its app checks is shown to the app server first.
     var preSend: (any PreSendGate)?
+    /// SPEC W2: where this driver's shard leaders send their apps' after-event copies.
+    var webhookCopies: (any WebhookCopyPoster)?
+    /// What those copies are doing.
+    let webhookBook = WebhookCopyBook()
+    /// W4: copies older than this are dropped unsent (counted): an hour by default.
+    public var webhookCopyMaxAgeMillis: Int64 = 3_600_000
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
@@ -188,6 +194,8 @@ public final class RaftDriver: @unchecked Sendable {
             // Issue 19: what this node's IM shard leaders owe other shards (a message's copy for its receiver,
             // a friend request's other side) goes out at the tick's pace; a shard with a batch in flight waits.
             duty("IM relay", every: tickInterval) { $0.relayEffects() },
+            // SPEC W2: the apps' after-event copies go out from each shard's leader at the tick's pace.
+            duty("webhook copies", every: tickInterval) { $0.deliverWebhookCopies() },
         ]
         if leaderBalance.intervalMillis > 0 && leaderBalance.transfersPerRound > 0 {
             duties.append(duty("leader balance", every: .milliseconds(leaderBalance.intervalMillis)) { $0.balanceLeaders() })

@@ -361,6 +361,21 @@ public final class RaftHost {
         return r.machine.im.outbox
     }
 
+    /// SPEC W2: the shard's webhook boxes (by app namespace) when this node leads it; nil otherwise.
+    public func webhookBoxes(shard: ShardID) -> [String: WebhookOutbox.Box]? {
+        guard let r = replicas[shard], r.isLeader else { return nil }
+        return r.machine.webhooks.boxes
+    }
+
+    /// SPEC W2: proposes a change to the shard's webhook outbox (the cluster's own command).
+    public func proposeWebhook(_ command: WebhookOutboxCommand, shard: ShardID, timestamp: Int64,
+                               completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
+        guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
+        due.mark(groupIndex[replica.group]!)
+        replica.propose(.webhook(command), id: nextProposalID(), actor: .appServer, timestamp: timestamp,
+                        completion: completion)
+    }
+
     /// Issue 19: proposes an IM command for `account` (app-scoped; empty for the relay's own commands) to
     /// `shard`; completes once it applied on this node, or at once when this replica cannot take it.
     public func proposeIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor, timestamp: Int64,

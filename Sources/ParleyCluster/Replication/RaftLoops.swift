@@ -27,7 +27,8 @@ public final class RaftLoops: Sendable {
                 moves: ReplicaMoveSettings = ReplicaMoveSettings(),
                 makeHost: (_ partition: HostPartition, _ send: @escaping (NodeID, [RaftEnvelope]) -> Void,
                            _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
-                edgeLeaseMillis: Int64 = 6_000, preSend: (any PreSendGate)? = nil) throws {
+                edgeLeaseMillis: Int64 = 6_000, preSend: (any PreSendGate)? = nil,
+                webhookCopies: (any WebhookCopyPoster)? = nil, webhookCopyMaxAgeMillis: Int64 = 3_600_000) throws {
         precondition(!loops.isEmpty)
         let k = loops.count
         // The node's allowances are shared out: each loop moves its own groups' replicas and sends their
@@ -47,6 +48,8 @@ public final class RaftLoops: Sendable {
         for d in drivers {
             d.loops = self
             d.preSend = preSend
+            d.webhookCopies = webhookCopies
+            d.webhookCopyMaxAgeMillis = webhookCopyMaxAgeMillis
         }
     }
 
