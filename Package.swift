@@ -115,7 +115,7 @@ let package = Package(
         // side by side, the request ledger) ...
         .target(
             name: "ParleyShardState",
-            dependencies: ["ParleyRooms", "ParleyIM", "ParleyWire"],
+            dependencies: ["ParleyRooms", "ParleyIM", "ParleyWire", .product(name: "Collections", package: "swift-collections")],
             swiftSettings: strict
         ),
         // ... and the meta state, placement and its planners (leader balance, the placement table).

@@ -29,28 +29,34 @@ extension WebhookCaller: WebhookCopyPoster {
         }
         let figures = self.figures
         let began = ContinuousClock.now
-        let batch = CopyBatch(appKey: key, events: copies.map { CopyEvent($0, shard: shard) })
-        return target(app.target, on: eventLoop).flatMap { target -> EventLoopFuture<UInt> in
-            do {
-                let request = try Self.request(target, app: app, key: key, batch)
-                return self.client.execute(request: request, delegate: StatusOnly(), eventLoop: .indifferent,
-                                           deadline: .now() + Self.copyTimeout)
-                    .futureResult.hop(to: eventLoop)
-            } catch {
-                return eventLoop.makeFailedFuture(error)
+        // Rendered, signed and sent from one of the client's loops: the caller is a Raft loop, which the JSON
+        // of a hundred events would hold up (measured: the one-writer p99 rose by 0.6 ms with it there).
+        let worker = client.eventLoopGroup.next()
+        return worker.flatSubmit { () -> EventLoopFuture<WebhookTarget> in self.target(app.target, on: worker) }
+            .flatMap { target -> EventLoopFuture<UInt> in
+                do {
+                    let batch = CopyBatch(appKey: key, events: copies.map { CopyEvent($0, shard: shard) })
+                    let request = try Self.request(target, app: app, key: key, batch)
+                    return self.client.execute(request: request, delegate: StatusOnly(), eventLoop: .delegate(on: worker),
+                                               deadline: .now() + Self.copyTimeout).futureResult
+                } catch {
+                    return worker.makeFailedFuture(error)
+                }
             }
-        }.flatMapThrowing { status in
-            guard (200..<300).contains(status) else { throw CallError.status(status) }
-        }.always { result in
-            let took = began.duration(to: .now)
-            switch result {
-            case .success:
-                figures.recordCopies(app: key, delivered: copies.count, took: took)
-            case .failure(let error):
-                figures.recordCopies(app: key, delivered: 0, took: took, failure: "\(error)")
-                self.copyFailures.happened(["app": "\(key)", "why": "\(error)", "events": "\(copies.count)"])
+            .hop(to: eventLoop)
+            .flatMapThrowing { status in
+                guard (200..<300).contains(status) else { throw CallError.status(status) }
             }
-        }
+            .always { result in
+                let took = began.duration(to: .now)
+                switch result {
+                case .success:
+                    figures.recordCopies(app: key, delivered: copies.count, took: took)
+                case .failure(let error):
+                    figures.recordCopies(app: key, delivered: 0, took: took, failure: "\(error)")
+                    self.copyFailures.happened(["app": "\(key)", "why": "\(error)", "events": "\(copies.count)"])
+                }
+            }
     }
 
     func dropped(namespace: String, count: Int, why: String) {

@@ -1,3 +1,4 @@
+import Collections
 import ParleyIM
 import ParleyRooms
 import ParleyWire
@@ -134,7 +135,7 @@ public struct WebhookPosition: Sendable, Hashable, Comparable {
 public struct WebhookOutbox: Sendable, Hashable {
     public struct Box: Sendable, Hashable {
         public var kinds: WebhookCopyKinds
-        public var pending: [WebhookCopy] = []
+        public var pending: Deque<WebhookCopy> = []
         /// Events dropped unsent (the bound or the age), over the box's life.
         public var dropped: UInt64 = 0
         /// Events the app server took, over the box's life.
@@ -156,10 +157,12 @@ public struct WebhookOutbox: Sendable, Hashable {
         for e in events {
             defer { ordinal &+= 1 }
             let namespace = e.namespace
-            guard let box = boxes[namespace], let kind = WebhookCopyKinds.of(e), box.kinds.contains(kind) else { continue }
+            // Nothing of the box is held in a local while it changes: its queue would be copied whole (a dead app
+            // server's backlog made every message cost a copy of it).
+            guard let kinds = boxes[namespace]?.kinds, let kind = WebhookCopyKinds.of(e), kinds.contains(kind) else { continue }
             boxes[namespace]!.pending.append(WebhookCopy(commandIndex: context.commandIndex, ordinal: ordinal,
                                                          time: context.timestamp, event: e))
-            if box.pending.count + 1 > Self.maxPending {
+            if boxes[namespace]!.pending.count > Self.maxPending {
                 boxes[namespace]!.pending.removeFirst()
                 boxes[namespace]!.dropped += 1
             }
@@ -178,9 +181,7 @@ public struct WebhookOutbox: Sendable, Hashable {
                 boxes[namespace]!.pending.removeAll { WebhookCopyKinds.of($0.event).map(kinds.contains) != true }
             }
         case .trim(let namespace, let through, let delivered):
-            guard let box = boxes[namespace] else { return }
-            let count = box.pending.prefix { $0.position <= through }.count
-            guard count > 0 else { return }
+            guard let count = boxes[namespace]?.pending.prefix(while: { $0.position <= through }).count, count > 0 else { return }
             boxes[namespace]!.pending.removeFirst(count)
             if delivered { boxes[namespace]!.delivered += UInt64(count) } else { boxes[namespace]!.dropped += UInt64(count) }
         }

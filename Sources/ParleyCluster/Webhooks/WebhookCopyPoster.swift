@@ -18,17 +18,50 @@ public protocol WebhookCopyPoster: Sendable {
     func backlog(namespace: String, shard: ShardID, pending: Int, oldestMillis: Int64)
 }
 
-/// What the after-event copies of this driver's shard leaders are doing: the boxes with a call in flight, when
-/// a failed one may try again, and the subscriptions being proposed.
+/// What the after-event copies of this driver's shard leaders are doing, per app and shard, and the
+/// subscriptions being proposed.
 final class WebhookCopyBook {
     struct Key: Hashable {
         var shard: ShardID
         var namespace: String
     }
 
-    var inFlight = Set<Key>()
-    var failures: [Key: Int] = [:]
-    var retryAt: [Key: NIODeadline] = [:]
+    struct Progress {
+        /// The last event the app server took that may still be in the box (its trim not yet applied).
+        var sent: WebhookPosition?
+        var calling = false
+        /// When the trim in flight was proposed (nil: none).
+        var trimming: NIODeadline?
+        var trimmedAt = NIODeadline.uptimeNanoseconds(0)
+        var failures = 0
+        var retryAt: NIODeadline?
+
+        /// No trim in flight, or one that never answered (a proposal lost with a leadership): trims are
+        /// idempotent, so another may go.
+        func mayTrim(now: NIODeadline) -> Bool {
+            trimming.map { now - $0 > .seconds(5) } ?? true
+        }
+
+        mutating func trimmed() {
+            trimming = nil
+            trimmedAt = .now()
+        }
+
+        mutating func delivered(through position: WebhookPosition) {
+            calling = false
+            sent = max(sent ?? position, position)
+            failures = 0
+            retryAt = nil
+        }
+
+        mutating func failed(now: NIODeadline) {
+            calling = false
+            failures += 1
+            retryAt = now + WebhookCopyBook.backOff(after: failures)
+        }
+    }
+
+    var progress: [Key: Progress] = [:]
     var subscribing = Set<Key>()
     /// Every node of the registry reads the outbox (asked again every few seconds until it does).
     var everyNodeReads = false
@@ -37,18 +70,5 @@ final class WebhookCopyBook {
     /// W4: the back-off after `failures` failed calls in a row: 0.5 s doubling to 30 s.
     static func backOff(after failures: Int) -> TimeAmount {
         .milliseconds(min(30_000, 500 << min(failures - 1, 6)))
-    }
-
-    func failed(_ key: Key, now: NIODeadline) {
-        inFlight.remove(key)
-        let n = (failures[key] ?? 0) + 1
-        failures[key] = n
-        retryAt[key] = now + Self.backOff(after: n)
-    }
-
-    func succeeded(_ key: Key) {
-        inFlight.remove(key)
-        failures[key] = nil
-        retryAt[key] = nil
     }
 }
