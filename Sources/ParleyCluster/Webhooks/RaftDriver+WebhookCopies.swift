@@ -30,53 +30,47 @@ extension RaftDriver {
             guard let boxes = host.webhookBoxes(shard: shard) else { continue }
             if let wanted, webhookBook.everyNodeReads { subscribe(shard, wanted: wanted, boxes: boxes, poster: poster) }
             for namespace in boxes.keys.sorted() {
-                let box = boxes[namespace]!
-                let key = WebhookCopyBook.Key(shard: shard, namespace: namespace)
-                var progress = webhookBook.progress[key] ?? WebhookCopyBook.Progress()
-                // What an earlier call delivered and the log has not trimmed yet.
-                let sent = progress.sent.map { sent in box.pending.prefix { $0.position <= sent }.count } ?? 0
-                poster.backlog(namespace: namespace, shard: shard, pending: box.pending.count - sent,
-                               oldestMillis: box.pending.dropFirst(sent).first.map { max(0, wallNow - $0.time) } ?? 0)
-                // The book is written before a call or a proposal starts: either may complete at once.
-                if sent > 0, progress.mayTrim(now: now),
-                   sent >= Self.webhookTrimAfter || now - progress.trimmedAt >= Self.webhookTrimInterval {
-                    progress.trimming = now
-                    webhookBook.progress[key] = progress
-                    trim(key, through: box.pending[sent - 1].position, delivered: true).whenComplete { _ in
-                        self.webhookBook.progress[key]?.trimmed()
-                    }
-                    progress = webhookBook.progress[key] ?? progress
-                } else {
-                    webhookBook.progress[key] = progress
-                }
-                let unsent = box.pending.dropFirst(sent)
-                guard !unsent.isEmpty, !progress.calling else { continue }
-                if let at = progress.retryAt, at > now { continue }
-                let expired = unsent.prefix { wallNow - $0.time > webhookCopyMaxAgeMillis }
-                if let last = expired.last {
-                    // Dropped only once what was delivered before them left the box (the counts stay true).
-                    guard sent == 0, progress.mayTrim(now: now) else { continue }
-                    webhookBook.progress[key]?.trimming = now
-                    let count = expired.count  // not the slice: it would hold the box's queue while it grows
-                    trim(key, through: last.position, delivered: false).whenComplete { result in
-                        if case .success = result {
-                            poster.dropped(namespace: namespace, count: count,
-                                           why: "older than \(self.webhookCopyMaxAgeMillis / 1000) s")
-                        }
-                        self.webhookBook.progress[key]?.trimmed()
-                    }
-                    continue
-                }
-                // An app whose webhooks went off keeps its box until the subscription change removes it.
-                guard wanted?[namespace] != nil else { continue }
-                let batch = Array(unsent.prefix(Self.webhookBatch))
-                webhookBook.progress[key]?.calling = true
-                poster.post(batch, namespace: namespace, shard: shard, eventLoop: loop).whenComplete { result in
-                    switch result {
-                    case .success: self.webhookBook.progress[key]?.delivered(through: batch.last!.position)
-                    case .failure: self.webhookBook.progress[key]?.failed(now: .now())
-                    }
-                }
+                tend(boxes[namespace]!, WebhookCopyBook.Key(shard: shard, namespace: namespace),
+                     wanted: wanted?[namespace] != nil, poster: poster, now: now, wallNow: wallNow)
+            }
+        }
+    }
+
+    /// One app's box on a shard this node leads: trims what the app server took, then drops what is too old or
+    /// makes the next call. The book is written before a call or a proposal starts: either may complete at once.
+    private func tend(_ box: WebhookOutbox.Box, _ key: WebhookCopyBook.Key, wanted: Bool, poster: any WebhookCopyPoster,
+                      now: NIODeadline, wallNow: Int64) {
+        let progress = webhookBook.progress[key] ?? WebhookCopyBook.Progress()
+        webhookBook.progress[key] = progress
+        // What an earlier call delivered and the log has not trimmed yet.
+        let sent = progress.sent.map { sent in box.pending.prefix { $0.position <= sent }.count } ?? 0
+        let unsent = box.pending.dropFirst(sent)
+        poster.backlog(namespace: key.namespace, shard: key.shard, pending: unsent.count,
+                       oldestMillis: unsent.first.map { max(0, wallNow - $0.time) } ?? 0)
+        if sent > 0, progress.mayTrim(now: now),
+           sent >= Self.webhookTrimAfter || now - progress.trimmedAt >= Self.webhookTrimInterval {
+            trim(key, through: box.pending[sent - 1].position, delivered: true, now: now) { _ in }
+        }
+        guard !unsent.isEmpty, !progress.calling, progress.retryAt.map({ $0 <= now }) ?? true else { return }
+        let expired = unsent.prefix { wallNow - $0.time > webhookCopyMaxAgeMillis }
+        if let last = expired.last {
+            // Dropped only once what was delivered before them left the box (the counts stay true).
+            guard sent == 0, webhookBook.progress[key]!.mayTrim(now: now) else { return }
+            let count = expired.count  // not the slice: it would hold the box's queue while it grows
+            let why = "older than \(webhookCopyMaxAgeMillis / 1000) s"
+            trim(key, through: last.position, delivered: false, now: now) { applied in
+                if applied { poster.dropped(namespace: key.namespace, count: count, why: why) }
+            }
+            return
+        }
+        // An app whose webhooks went off keeps its box until the subscription change removes it.
+        guard wanted else { return }
+        let batch = Array(unsent.prefix(Self.webhookBatch))
+        webhookBook.progress[key]!.calling = true
+        poster.post(batch, namespace: key.namespace, shard: key.shard, eventLoop: loop).whenComplete { result in
+            switch result {
+            case .success: self.webhookBook.progress[key]?.delivered(through: batch.last!.position)
+            case .failure: self.webhookBook.progress[key]?.failed(now: .now())
             }
         }
     }
@@ -99,16 +93,15 @@ extension RaftDriver {
         }
     }
 
-    private func trim(_ key: WebhookCopyBook.Key, through: WebhookPosition, delivered: Bool) -> EventLoopFuture<Void> {
-        let promise = loop.makePromise(of: Void.self)
+    /// Proposes `trim` through `through`; `done` hears whether it applied. One per box at a time.
+    private func trim(_ key: WebhookCopyBook.Key, through: WebhookPosition, delivered: Bool, now: NIODeadline,
+                      _ done: @escaping (Bool) -> Void) {
+        webhookBook.progress[key]!.trimming = now
         host.proposeWebhook(.trim(namespace: key.namespace, through: through, delivered: delivered), shard: key.shard,
                             timestamp: Self.now()) { result in
-            switch result {
-            case .success: promise.succeed()
-            case .failure(let error): promise.fail(error)
-            }
+            self.webhookBook.progress[key]?.trimmed()
+            if case .success = result { done(true) } else { done(false) }
         }
-        return promise.futureResult
     }
 
     /// Shard leaders keep copies once every node of the registry reads the outbox (a rolling upgrade: until
