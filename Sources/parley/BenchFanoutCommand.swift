@@ -23,6 +23,8 @@ struct BenchFanoutCommand: AsyncParsableCommand {
     @Option(help: "Runs per member count (the median is reported).") var runs = 3
     @Option(help: "Connections opened at once while members enter.") var connectWindow = 200
     @Flag(help: "Skip fsync on the nodes (never for published figures).") var noFsync = false
+    @Option(name: .customLong("webhook-url"), help: "Copy every room message and member change to this app server (SPEC W2), e.g. https://203.0.113.9/hooks, where nothing answers: what a dead app server's backlog costs the fan-out.")
+    var webhookURL: String?
 
     static let appKey = "bench"
 
@@ -39,6 +41,14 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             try await admin.meta(.putUser(secrets.user(appKey: Self.appKey, account: "sender", token: "sender-token")))
             try await admin.unlimitedSends(namespace: AppScope.namespace(ofApp: Self.appKey, legacyApp: nil))
             try await admin.unlimitedRequests(appKey: Self.appKey)
+            if let webhookURL {
+                let settings = WebhookSettings(url: webhookURL, events: [.roomMessage, .roomEnter, .roomExit])
+                if let problem = settings.problem { throw ValidationError("--webhook-url: \(problem)") }
+                try await admin.meta(.setWebhooks(appKey: Self.appKey, settings))
+                // The nodes read it with their registry (every 2 s) and the shard leaders make the app's outbox.
+                try await Task.sleep(for: .seconds(5))
+                print("after-event callbacks to \(webhookURL)")
+            }
             print("parley bench fanout: \(nodes) edges, fsync \(noFsync ? "OFF" : "on"), \(messages) messages × \(runs) runs, "
                 + "\(window) sends in flight")
             // Idle memory first, on the fresh nodes: measured later, memory freed by the room phases would be

@@ -26,8 +26,10 @@ import ParleyRaft
             // committing depends on the machine's load (454 were seen under a full CI run), so the bound is
             // loose: what matters is that the copies happened here and the WAL stayed small.
             #expect(counts.framesCopied >= 200)
-            // Copied and started again: the WAL holds far less than the 4 MiB written through it.
-            #expect(walBytes(path) < 2 << 20)
+            // Copied and started again: the WAL holds well under the 4 MiB written through it (it would hold all of
+            // it otherwise). How far under depends on how far the copier lagged the writer: 2.3 MiB was seen under
+            // a full test run on 2 cores, so the bound is 3 MiB.
+            #expect(walBytes(path) < 3 << 20)
         }
         let log = try NodeDatabase(path: path).openGroup(1)
         #expect(try log.lastIndex() == 2_001)
