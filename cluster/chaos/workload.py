@@ -228,6 +228,14 @@ class Workload:
     async def prepare(self):
         """Users and rooms through the signed server API; one client per room per edge."""
         base = self.cluster.url(1)
+        # A node is ready before the app of its --app-file is in the meta group (a moment later): wait for it.
+        deadline = time.time() + 30
+        while True:
+            status, answer = await asyncio.to_thread(signed, base, self.app, self.cluster.app_secret, "/v1/user/get",
+                                                     {"accid": "nobody"})
+            if status != 401 or time.time() > deadline:
+                break
+            await asyncio.sleep(0.2)
         for r, room in enumerate(self.rooms):
             for i in self.cluster.ids:
                 name = f"u{r}n{i}"
