@@ -157,7 +157,7 @@ private struct CopyEvent: Encodable, Sendable {
     }
 
     init(_ copy: WebhookCopy, shard: ShardID) {
-        id = "\(shard).\(copy.commandIndex).\(copy.ordinal)"
+        id = "\(shard).\(copy.position.commandIndex).\(copy.position.ordinal)"
         time = copy.time
         let activity: RoomActivity
         switch copy.event {

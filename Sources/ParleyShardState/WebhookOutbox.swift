@@ -93,26 +93,23 @@ public enum WebhookEvent: Sendable, Hashable {
     }
 }
 
-/// One event waiting for its app server, with its id: the shard's command index and its place among what
-/// that command did — unique in the shard for ever, so an app server drops a redelivery by it.
+/// One event waiting for its app server, at its place in the shard's log: its id.
 public struct WebhookCopy: Sendable, Hashable {
-    public var commandIndex: UInt64
-    public var ordinal: UInt32
+    public var position: WebhookPosition
     /// The entry's time (ms).
     public var time: Int64
     public var event: WebhookEvent
 
-    public init(commandIndex: UInt64, ordinal: UInt32, time: Int64, event: WebhookEvent) {
-        self.commandIndex = commandIndex
-        self.ordinal = ordinal
+    public init(position: WebhookPosition, time: Int64, event: WebhookEvent) {
+        self.position = position
         self.time = time
         self.event = event
     }
-
-    public var position: WebhookPosition { WebhookPosition(commandIndex: commandIndex, ordinal: ordinal) }
 }
 
-/// Where a box's delivery stands: everything at or before it is trimmed.
+/// An event's place in its shard's log — the command's index and the event's place among what that command
+/// did — unique in the shard for ever, so an app server drops a redelivery by it; a box's `trim` goes through
+/// one.
 public struct WebhookPosition: Sendable, Hashable, Comparable {
     public var commandIndex: UInt64
     public var ordinal: UInt32
@@ -160,8 +157,8 @@ public struct WebhookOutbox: Sendable, Hashable {
             // Nothing of the box is held in a local while it changes: its queue would be copied whole (a dead app
             // server's backlog made every message cost a copy of it).
             guard let kinds = boxes[namespace]?.kinds, let kind = WebhookCopyKinds.of(e), kinds.contains(kind) else { continue }
-            boxes[namespace]!.pending.append(WebhookCopy(commandIndex: context.commandIndex, ordinal: ordinal,
-                                                         time: context.timestamp, event: e))
+            let position = WebhookPosition(commandIndex: context.commandIndex, ordinal: ordinal)
+            boxes[namespace]!.pending.append(WebhookCopy(position: position, time: context.timestamp, event: e))
             if boxes[namespace]!.pending.count > Self.maxPending {
                 boxes[namespace]!.pending.removeFirst()
                 boxes[namespace]!.dropped += 1
@@ -243,8 +240,7 @@ extension WebhookOutbox: BinaryCodable {
             w.write(box.delivered)
             w.write(UInt64(box.pending.count))
             for c in box.pending {
-                w.write(c.commandIndex)
-                w.write(UInt64(c.ordinal))
+                w.write(c.position)
                 w.write(c.time)
                 w.write(c.event)
             }
@@ -261,11 +257,7 @@ extension WebhookOutbox: BinaryCodable {
             let n = try r.readUInt64()
             guard n <= UInt64(Self.maxPending) else { throw .badTag("WebhookOutbox.pending", n) }
             for _ in 0..<n {
-                let index = try r.readUInt64()
-                let o = try r.readUInt64()
-                guard o <= UInt64(UInt32.max) else { throw .badTag("WebhookCopy.ordinal", o) }
-                box.pending.append(WebhookCopy(commandIndex: index, ordinal: UInt32(o), time: try r.readInt64(),
-                                               event: try r.read()))
+                box.pending.append(WebhookCopy(position: try r.read(), time: try r.readInt64(), event: try r.read()))
             }
             boxes[namespace] = box
         }

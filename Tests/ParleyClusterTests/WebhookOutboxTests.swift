@@ -67,7 +67,7 @@ import Testing
         // Ids increase in log order and are unique.
         let positions = box.pending.map(\.position)
         #expect(positions == positions.sorted() && Set(positions).count == positions.count)
-        #expect(box.pending.allSatisfy { $0.time == 1_000_000 + Int64($0.commandIndex) })
+        #expect(box.pending.allSatisfy { $0.time == 1_000_000 + Int64($0.position.commandIndex) })
     }
 
     @Test func W2_theRoomsBehaveTheSameWhetherOrNotAnAppWantsCopies() {
