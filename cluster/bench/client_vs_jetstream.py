@@ -6,7 +6,10 @@
     cluster/bench/client_vs_jetstream.py --parley PARLEY --baseline OLDER_PARLEY --load LOAD … [--per-connection 8]
 
 With `--baseline` the other side is a second Parley cluster of an older build instead of JetStream: the A/B of
-a change through the path clients take (interleaved the same way).
+a change through the path clients take (interleaved the same way). `--im` (with `--baseline`) measures the IM
+path instead: each writer's connection logs in as its user's IM device (`imLogin`) and sends one-to-one
+messages (`sendP2P`) to the next writer's user, so each message is stored on the receiver's shard and its copy
+relayed to the sender's.
 
 (`cluster/bench/client-vs-jetstream.sh` installs what it needs, builds the generator and calls this.)
 Both sides: 3 servers on loopback, replicated 3 ways, every write synced to disk before it is acknowledged
@@ -85,11 +88,13 @@ def prepare_parley(http_ports, app_key, app_secret, levels, budgeted=False):
     time.sleep(3)  # the edges learn the app's users from meta, a moment behind the API
 
 
-def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None, per_connection=1):
+def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None, per_connection=1, im=False):
     args = [load, "--mode", mode, "--servers", ",".join(servers), "--clients", str(level), "--seconds", str(seconds),
             "--size", str(size)]
     if mode == "parley":
         args += ["--app", app_key, "--level", f"l{level}-", "--per-connection", str(per_connection)]
+        if im:
+            args += ["--im"]
     before = cpu_seconds(pids)
     line = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 120)
     after = cpu_seconds(pids)
@@ -124,9 +129,14 @@ def main():
                              "goes to its leader by a call as in production, not inside Raft")
     parser.add_argument("--per-connection", type=int, default=1,
                         help="Parley: writers sharing one WebSocket, their sends in flight together (1-10)")
+    parser.add_argument("--im", action="store_true",
+                        help="with --baseline: one-to-one messages (imLogin, sendP2P to the next writer) instead of "
+                             "room messages — the IM path through the edge (issue 35)")
     args = parser.parse_args()
     if not (args.nats_server or args.baseline):
         parser.error("--nats-server or --baseline")
+    if args.im and not args.baseline:
+        parser.error("--im compares two Parley builds (--baseline)")
     other = "baseline" if args.baseline else "jetstream"
     levels = [int(x) for x in args.levels.split(",")]
     work = tempfile.mkdtemp(prefix="parley-vs-jetstream-")
@@ -155,12 +165,13 @@ def main():
                 if args.baseline:
                     rows.append(run_load(args.load, "parley", other_urls, level, args.seconds, args.size,
                                          [p.pid for p in other_procs], app_key, label="baseline",
-                                         per_connection=args.per_connection))
+                                         per_connection=args.per_connection, im=args.im))
                 else:
                     rows.append(run_load(args.load, "jetstream", other_urls, level, args.seconds, args.size,
                                          [p.pid for p in other_procs]))
                 rows.append(run_load(args.load, "parley", ws, level, args.seconds, args.size,
-                                     [p.pid for p in parley_procs], app_key, per_connection=args.per_connection))
+                                     [p.pid for p in parley_procs], app_key, per_connection=args.per_connection,
+                                     im=args.im))
     finally:
         kill_groups(procs)
         shutil.rmtree(work, ignore_errors=True)

@@ -46,9 +46,10 @@ func main() {
 	level := flag.String("level", "", "parley: a prefix of this run's rooms and accounts (w<i>, token w<i>-token)")
 	createStream := flag.Bool("create-stream", false, "jetstream: create the R3 file stream ROOMS (rooms.>) and exit")
 	perConnection := flag.Int("per-connection", 1, "parley: writers sharing one WebSocket (1-10: a user is in at most 10 rooms)")
+	im := flag.Bool("im", false, "parley: one-to-one messages (imLogin, sendP2P to the next writer's account) instead of room messages")
 	flag.Parse()
-	if *perConnection < 1 || *perConnection > 10 {
-		fmt.Fprintln(os.Stderr, "--per-connection must be 1 … 10")
+	if *perConnection < 1 || *perConnection > 10 || (*im && *perConnection != 1) {
+		fmt.Fprintln(os.Stderr, "--per-connection must be 1 … 10 (1 with --im: a connection is one user's device)")
 		os.Exit(2)
 	}
 	urls := strings.Split(*servers, ",")
@@ -88,6 +89,8 @@ func main() {
 			var err error
 			if *mode == "jetstream" {
 				send, err = jetStreamWriter(urls[w%len(urls)], w, body)
+			} else if *im {
+				send, err = imWriter(shared[w], fmt.Sprintf("%sw%d", *level, (w+1)%*clients), body, &waits)
 			} else {
 				send, err = parleyWriter(shared[w / *perConnection], *level, w, body, &waits)
 			}
@@ -267,6 +270,48 @@ func (s *sharedConn) call(op map[string]any) (map[string]any, error) {
 	return frame, nil
 }
 
+// imWriter logs its connection in as its account's IM device, then sends one-to-one messages to `to` (another
+// writer's account, so the message is stored on that user's shard and copied back to the sender's) and awaits
+// each answer; a 416 is waited out as parleyWriter does.
+func imWriter(conn *sharedConn, to string, body string, waits *int64) (func() error, error) {
+	login, err := conn.call(map[string]any{"op": "imLogin",
+		"auth": map[string]any{"mode": "im", "appKey": conn.appKey, "account": conn.account, "token": conn.account + "-token"}})
+	if err != nil {
+		return nil, err
+	}
+	if ok, _ := login["ok"].(bool); !ok {
+		return nil, fmt.Errorf("imLogin %s: %v", conn.account, login)
+	}
+	n := 0
+	return func() error {
+		n++
+		return callWaitingOutBudget(conn, map[string]any{"op": "sendP2P", "to": to, "type": "text", "body": body,
+			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
+	}, nil
+}
+
+// callWaitingOutBudget sends `op` until it is answered ok; a 416 (the connection's or the app's send budget) is
+// waited out, counted, and sent again, as a client does.
+func callWaitingOutBudget(conn *sharedConn, op map[string]any, waits *int64) error {
+	for {
+		answer, err := conn.call(op)
+		if err != nil {
+			return err
+		}
+		if ok, _ := answer["ok"].(bool); ok {
+			return nil
+		}
+		e, _ := answer["error"].(map[string]any)
+		if code, _ := e["code"].(float64); code == 416 {
+			atomic.AddInt64(waits, 1)
+			wait, _ := e["retryAfterMs"].(float64)
+			time.Sleep(time.Duration(wait+1) * time.Millisecond)
+			continue
+		}
+		return fmt.Errorf("%v: %v", op["op"], answer)
+	}
+}
+
 // parleyWriter enters its own room on its connection, then sends and awaits each answer. A 416 (the
 // connection's request budget) is waited out and sent again, as a client does, and counted.
 func parleyWriter(conn *sharedConn, level string, w int, body string, waits *int64) (func() error, error) {
@@ -282,23 +327,7 @@ func parleyWriter(conn *sharedConn, level string, w int, body string, waits *int
 	n := 0
 	return func() error {
 		n++
-		for {
-			answer, err := conn.call(map[string]any{"op": "sendMessage", "roomId": room, "type": "text", "body": body,
-				"clientMessageId": fmt.Sprintf("%d", n)})
-			if err != nil {
-				return err
-			}
-			if ok, _ := answer["ok"].(bool); ok {
-				return nil
-			}
-			e, _ := answer["error"].(map[string]any)
-			if code, _ := e["code"].(float64); code == 416 {
-				atomic.AddInt64(waits, 1)
-				wait, _ := e["retryAfterMs"].(float64)
-				time.Sleep(time.Duration(wait+1) * time.Millisecond)
-				continue
-			}
-			return fmt.Errorf("sendMessage: %v", answer)
-		}
+		return callWaitingOutBudget(conn, map[string]any{"op": "sendMessage", "roomId": room, "type": "text", "body": body,
+			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
 	}, nil
 }
