@@ -20,8 +20,11 @@ final class ConnectionSessions: Sendable {
         var account: (userId: String, mode: AuthMode, appKey: String)?
         /// Rooms entered or being entered (app-scoped ids).
         var rooms: Set<String> = []
+        /// The connection's IM login: who its IM ops act for (issue 35: a one-to-one message is sent from the
+        /// connection's loop).
+        var im: (appKey: String, account: String, scoped: String, namespace: String)?
         /// The app of the connection's IM login (its budget applies once it has one).
-        var imApp: String?
+        var imApp: String? { im?.appKey }
         /// A1: the connection's request bucket, made with its first request.
         var requests: TokenBucket?
 

@@ -51,12 +51,16 @@ extension Edge {
             connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
             return
         }
-        guard let c = connections[connection] else { return }
+        connections[connection]?.send(Self.imAnswer(id: id, result, namespace: login.namespace))
+    }
+
+    /// The answer to an IM op: what it applied or read, or its refusal with the app's own ids.
+    static func imAnswer(id: Int64, _ result: Result<ImApplied, ImError>, namespace: String) -> String {
         switch result {
         case .failure(let e):
-            c.send(EventFrame.error(id: id, .cluster(e.code.rawValue, AppScope.localIds(in: e.message, namespace: login.namespace))))
+            return EventFrame.error(id: id, .cluster(e.code.rawValue, AppScope.localIds(in: e.message, namespace: namespace)))
         case .success(let applied):
-            c.send(EventFrame.answer(id: id) { j in
+            return EventFrame.answer(id: id) { j in
                 j.beginObject()
                 switch applied {
                 case .sent(let s): j.field("seq", s.seq); j.field("time", s.time)
@@ -70,7 +74,7 @@ extension Edge {
                 default: break
                 }
                 j.endObject()
-            })
+            }
         }
     }
 

@@ -1,13 +1,15 @@
 import Foundation
 import NIOCore
 import ParleyCluster
+import ParleyIM
 import ParleyRooms
 
 /// Issue 35 item 3: a connection's requests answered on its own event loop, with no hop through the `Edge`
 /// actor. Once the connection said `hello`, every request is admitted there (A9, A1, A8, A6) and the room
 /// commands of rooms it is in (all but `enter` and `exit`), `ping` and `authMode` are answered there: the
-/// command goes to its shard and the answer comes back to the loop. The barriers (`hello`, `enter`, `exit`,
-/// `imLogin`) and the IM ops still run on the actor, which owns the sessions they change.
+/// command goes to its shard and the answer comes back to the loop; so is a logged-in device's one-to-one
+/// message to an account the node's registry knows. The barriers (`hello`, `enter`, `exit`, `imLogin`) and
+/// the other IM ops still run on the actor, which owns the sessions they change.
 extension Edge {
     /// Ops that change what the connection's later requests see (its hello, account, rooms, IM login); they
     /// run alone (`RequestLanes`) and on the actor.
@@ -33,9 +35,32 @@ extension Edge {
             return loop.makeSucceededVoidFuture()
         case .room(let roomId, let command) where !Self.isExit(command):
             return roomCommand(socket, connection: connection, id: request.id, roomId: roomId, command)
+        case .im(.send(let message)):
+            if let sent = p2pMessage(socket, connection: connection, id: request.id, message) { return sent }
+            return loop.makeFutureWithTask { await self.run(connection, id: request.id, op) }
         case .hello, .enter, .room, .im:
             return loop.makeFutureWithTask { await self.run(connection, id: request.id, op) }
         }
+    }
+
+    /// A one-to-one message from a logged-in device (issue 35), sent from the connection's loop when the
+    /// registry as this node last read it knows the receiver; nil otherwise (the actor asks the registry again,
+    /// and answers 4018 before a login, or that the account does not exist).
+    nonisolated func p2pMessage(_ socket: ClientSocket, connection: UInt64, id: Int64, _ message: P2PSend)
+        -> EventLoopFuture<Void>? {
+        guard let login = socket.sessions.read({ $0.im }), cluster.knowsUser(appKey: login.appKey, account: message.to) else {
+            return nil
+        }
+        var m = message
+        m.to = AppScope.scoped(m.to, in: login.namespace)
+        let identity = SessionIdentity(userId: login.scoped, authMode: .imSession,
+                                       sessionId: Self.sessionId(edgeId: cluster.edgeId, connection: connection),
+                                       edgeId: cluster.edgeId)
+        // Applied on the receiver's shard, where its blocklist is.
+        return cluster.submitIm(.send(m), account: login.scoped, shard: cluster.shard(ofUser: m.to), actor: .session(identity),
+                                on: socket.eventLoop)
+            .map { result in socket.send(TextFrame(Self.imAnswer(id: id, result, namespace: login.namespace))) }
+            .flatMapErrorThrowing { error in socket.send(TextFrame(EventFrame.error(id: id, ProtocolError.from(error)))) }
     }
 
     private static func isExit(_ command: RoomCommand) -> Bool {

@@ -57,6 +57,14 @@ public protocol EdgeCluster: Sendable {
     /// Throws `EdgeClusterError`.
     func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
         -> Result<ImApplied, ImError>
+
+    /// The same, answered on `loop` (issue 35: no task on the way). The future fails with `EdgeClusterError`.
+    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
+        -> EventLoopFuture<Result<ImApplied, ImError>>
+
+    /// Whether the registry as this node last read it holds `account` of `appKey` — without a hop or a wait;
+    /// false when it cannot say (the caller then asks `userExists`, which looks again).
+    func knowsUser(appKey: String, account: String) -> Bool
 }
 
 extension EdgeCluster {
@@ -64,6 +72,13 @@ extension EdgeCluster {
         -> EventLoopFuture<ApplyOutcome> {
         loop.makeFutureWithTask { try await submit(command, shard: shard, actor: actor) }
     }
+
+    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
+                         on loop: any EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
+        loop.makeFutureWithTask { try await submitIm(command, account: account, shard: shard, actor: actor) }
+    }
+
+    public func knowsUser(appKey: String, account: String) -> Bool { false }
 
     /// One process, one version.
     public func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { true }

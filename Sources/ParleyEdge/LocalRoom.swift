@@ -63,7 +63,10 @@ struct ClientConnection {
     var handedOffAt: ContinuousClock.Instant?
     /// Issue 19: the connection's IM login (`imLogin`), once it succeeded.
     var im: ImLogin? {
-        didSet { if im?.appKey != oldValue?.appKey { shared.change { $0.imApp = im?.appKey } } }
+        didSet {
+            guard im?.scoped != oldValue?.scoped || im?.appKey != oldValue?.appKey else { return }
+            shared.change { $0.im = im.map { ($0.appKey, $0.account, $0.scoped, $0.namespace) } }
+        }
     }
 
     init(number: UInt64, sessionId: String, socket: ClientSocket) {

@@ -109,14 +109,38 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
         -> Result<ImApplied, ImError> {
-        // W3: a message its app checks first may wait for the app server that long on top.
+        try await routed {
+            raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: imDeadline(command, account, actor))
+        }
+    }
+
+    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
+                         on loop: any EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
+        do {
+            return try start {
+                raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: imDeadline(command, account, actor))
+            }
+            .hop(to: loop)
+            .flatMapErrorThrowing { throw Self.edgeError($0) }
+        } catch {
+            return loop.makeFailedFuture(error)
+        }
+    }
+
+    /// How long an IM command may take from now; a message its app checks first (W3) may wait for the app
+    /// server that long on top.
+    private func imDeadline(_ command: ImShardCommand, _ account: String, _ actor: CommandActor) -> NIODeadline {
         var timeout = commandTimeout
         if case .session = actor, let check = raft.preSend?.imCheckMillis(account: account), ImPreSend(command, from: account) != nil {
             timeout = timeout + .milliseconds(Int64(check))
         }
-        return try await routed {
-            raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: .now() + timeout)
-        }
+        return .now() + timeout
+    }
+
+    /// Any age of the cached registry will do for a yes: accounts are never removed (a token is revoked, the
+    /// account stays), so one it holds still exists.
+    public func knowsUser(appKey: String, account: String) -> Bool {
+        meta.withLockedValue { $0.state?.user(appKey: appKey, account: account) != nil }
     }
 
     public func events(shard: ShardID, after cursor: UInt64?, waitMillis: Int) async throws -> ShardEventPage {

@@ -21,6 +21,31 @@ struct EdgeImTests {
         return nil
     }
 
+    @Test("issue 35: a logged-in device's one-to-one message to a known account goes from its loop; the rest as before")
+    func oneToOneMessagesFromTheConnectionsLoop() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let alice = try await server.client(), bob = try await server.client()
+        // Before a login: 4018 from the edge, nothing submitted.
+        #expect(code(try await alice.call("sendP2P", ["to": "bob", "body": "too soon"])) == 4018)
+        #expect(server.cluster.imSubmittedOnLoop == 0)
+        _ = try await login(alice, "alice")
+        _ = try await login(bob, "bob")
+        let sent = try await alice.call("sendP2P", ["to": "bob", "body": "hi", "clientMessageId": "a1"])
+        ok(sent)
+        #expect(sent["data"]?["seq"] != nil && server.cluster.imSubmittedOnLoop == 1)
+        let item = try await bob.event("im") { $0["kind"] == .string("item") }
+        #expect(item["item"]?["body"] == .string("hi"), "\(item)")
+        // An account the registry does not hold: the edge asks it again and refuses; nothing from the loop.
+        #expect(code(try await alice.call("sendP2P", ["to": "nobody", "body": "x"])) == 14217)
+        #expect(server.cluster.imSubmittedOnLoop == 1)
+        // Bad input is refused before anything is sent (A6), on the loop as on the edge.
+        #expect(code(try await alice.call("sendP2P", ["to": "bob"])) != nil)
+        #expect(server.cluster.imSubmittedOnLoop == 1)
+        await alice.close()
+        await bob.close()
+    }
+
     @Test("004: request and verify reach both users' devices: FriendAdd items (request, verify) and friendChanged")
     func friendRequestWithVerification() async throws {
         let server = try await Fixture.server()

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ParleyCluster
 import ParleyEdge
 import ParleyIM
@@ -31,6 +32,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
         var metaIndex: UInt64 = 0
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         var submitted: [(RoomCommand, CommandActor)] = []
+        var imOnLoop = 0
         var hideNext = 0
         /// The next `enter` applies but its caller gets `EdgeClusterError.timedOut` (an outcome lost in
         /// flight, as when the leader changes after committing).
@@ -170,6 +172,19 @@ final class InProcessCluster: EdgeCluster, Sendable {
 
     func userExists(appKey: String, account: String) async -> Bool {
         state.withLock { $0.meta.user(appKey: appKey, account: account) != nil }
+    }
+
+    func knowsUser(appKey: String, account: String) -> Bool {
+        state.withLock { $0.meta.user(appKey: appKey, account: account) != nil }
+    }
+
+    /// Issue 35: IM commands the edge submitted from a connection's loop (not the actor).
+    var imSubmittedOnLoop: Int { state.withLock { $0.imOnLoop } }
+
+    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
+        -> EventLoopFuture<Result<ImApplied, ImError>> {
+        state.withLock { $0.imOnLoop += 1 }
+        return loop.makeFutureWithTask { try await self.submitIm(command, account: account, shard: shard, actor: actor) }
     }
 
     func appExists(_ appKey: String) async -> Bool {
