@@ -65,9 +65,8 @@ extension WebhookCaller: WebhookCopyPoster {
         copyDrops.happened(["app": "\(key)", "events": "\(count)", "why": "\(why)"])
     }
 
-    func backlog(namespace: String, shard: ShardID, pending: Int, oldestMillis: Int64) {
-        figures.recordBacklog(app: appKey(ofNamespace: namespace) ?? namespace, shard: shard, pending: pending,
-                              oldestMillis: oldestMillis)
+    func backlog(namespace: String, byShard: [ShardID: (pending: Int, oldestMillis: Int64)]) {
+        figures.recordBacklog(app: appKey(ofNamespace: namespace) ?? namespace, byShard: byShard)
     }
 }
 
@@ -159,12 +158,13 @@ private struct CopyEvent: Encodable, Sendable {
     init(_ copy: WebhookCopy, shard: ShardID) {
         id = "\(shard).\(copy.position.commandIndex).\(copy.position.ordinal)"
         time = copy.time
+        // The shard keeps only what an app can ask for, so every copy has its event's name.
+        event = WebhookSettings.Event(copy.event)?.rawValue ?? "unknown"
         let activity: RoomActivity
         switch copy.event {
         case .room(let a):
             activity = a
         case .im(let m):
-            event = m.teamId == nil ? "im.p2p" : "im.team"
             to = m.to.map(AppScope.local)
             teamId = m.teamId.map(AppScope.local)
             seq = m.seq
@@ -175,24 +175,19 @@ private struct CopyEvent: Encodable, Sendable {
         roomId = AppScope.local(activity.roomId)
         switch activity {
         case .message(_, let m):
-            event = "room.message"
             seq = m.seq
             message = Message(serverId: m.serverId, from: AppScope.local(m.senderId), nickname: m.senderNickname,
                               msgType: .code(Int(m.type.rawValue)), clientMessageId: m.clientMessageId, body: m.body, ext: m.ext)
         case .entered(_, let user):
-            event = "room.enter"
             userId = AppScope.local(user)
         case .left(_, let user, let why):
-            event = "room.exit"
             userId = AppScope.local(user)
             reason = why.name
         case .created(_, let creator):
-            event = "room.create"
             userId = AppScope.local(creator)
         case .updated:
-            event = "room.update"
+            break
         case .notification(_, let n):
-            event = Self.eventName(of: n.type)
             seq = n.seq == 0 ? nil : n.seq
             var out = Notification(type: Int(n.type.rawValue), from: AppScope.local(n.source.userId),
                                    targets: n.targets.map { AppScope.local($0.userId) }, notifyExt: n.notifyExt,
@@ -208,18 +203,6 @@ private struct CopyEvent: Encodable, Sendable {
                 out.queue = items.map { QueueItem(key: $0.key, value: $0.value) }
             }
             notification = out
-        }
-    }
-
-    static func eventName(of type: NotificationType) -> String {
-        switch type {
-        case .closed: "room.close"
-        case .infoUpdated, .memberInfoUpdated: "room.update"
-        case .addManager, .removeManager, .addCommon, .removeCommon: "room.role"
-        case .queueChange, .queueBatchChange: "room.queue"
-        case .addMute, .removeMute, .addTempMute, .removeTempMute, .roomMuted, .roomUnmuted, .addBlock, .removeBlock: "room.mute"
-        case .enter: "room.enter"
-        case .exit, .kicked: "room.exit"
         }
     }
 }

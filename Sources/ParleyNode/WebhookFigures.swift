@@ -119,10 +119,12 @@ final class WebhookFigures: Sendable {
         metrics.dropped.increment(by: count)
     }
 
-    func recordBacklog(app: String, shard: ShardID, pending: Int, oldestMillis: Int64) {
+    /// What waits for `app` on the shards one Raft loop leads (once per app and tick).
+    func recordBacklog(app: String, byShard: [ShardID: (pending: Int, oldestMillis: Int64)]) {
         let (metrics, total, oldest) = tallies.withLock { all -> (CopyMetrics, Int, Int64) in
             var tally = all[app] ?? makeTally(app)
-            tally.backlog[shard] = Backlog(pending: pending, oldestMillis: oldestMillis, at: .now)
+            let now = ContinuousClock.now
+            for (shard, b) in byShard { tally.backlog[shard] = Backlog(pending: b.pending, oldestMillis: b.oldestMillis, at: now) }
             all[app] = tally
             let (total, oldest) = Self.fresh(tally.backlog)
             return (tally.copyMetrics, total, oldest)

@@ -200,24 +200,37 @@ extension WebhookSettings: BinaryCodable {
     }
 }
 
+extension WebhookSettings.Event {
+    /// The kind a shard keeps the event as (W2): the one table between the names an app uses and the shard's.
+    public var kind: WebhookCopyKinds {
+        switch self {
+        case .roomMessage: .message
+        case .roomEnter: .enter
+        case .roomExit: .exit
+        case .roomCreate: .create
+        case .roomClose: .close
+        case .roomUpdate: .update
+        case .memberRole: .role
+        case .memberMute: .mute
+        case .queueChange: .queue
+        case .p2pMessage: .p2p
+        case .teamMessage: .team
+        }
+    }
+
+    /// The event an after-event copy is delivered as (nil: a copy no app can ask for).
+    public init?(_ copy: WebhookEvent) {
+        guard let kind = WebhookCopyKinds.of(copy), let event = Self.allCases.first(where: { $0.kind == kind }) else {
+            return nil
+        }
+        self = event
+    }
+}
+
 extension WebhookCopyKinds {
     /// The kinds a shard keeps for an app that asked for `events` (W2).
     public init(_ events: [WebhookSettings.Event]) {
         self = []
-        for e in events {
-            switch e {
-            case .roomMessage: insert(.message)
-            case .roomEnter: insert(.enter)
-            case .roomExit: insert(.exit)
-            case .roomCreate: insert(.create)
-            case .roomClose: insert(.close)
-            case .roomUpdate: insert(.update)
-            case .memberRole: insert(.role)
-            case .memberMute: insert(.mute)
-            case .queueChange: insert(.queue)
-            case .p2pMessage: insert(.p2p)
-            case .teamMessage: insert(.team)
-            }
-        }
+        for e in events { insert(e.kind) }
     }
 }

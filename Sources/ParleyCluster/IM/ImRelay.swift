@@ -2,15 +2,14 @@ import NIOCore
 import ParleyIM
 import ParleyRooms
 import ParleyPlacement
-import ParleyTransport
 
 /// Which shards' outboxes are being relayed from this node, and when a failed relay may try again.
 final class ImRelayBook {
     var inFlight = Set<ShardID>()
     var retryAt: [ShardID: NIODeadline] = [:]
-    /// Issue 33: every node of the registry reads `screenedEffects` (asked again every few seconds).
-    var screens = false
-    var screensAskedAt: NIODeadline?
+    /// Issue 33: blocklists screen relayed effects once every node applies `screenedEffects` (a rolling
+    /// upgrade: until then the relay proposes `effects`, which every node applies alike).
+    let screening = PeerFeatureWatch(.imScreening)
 
     /// `stalled`: nothing of the relay was confirmed, so the next one waits a moment.
     func done(_ shard: ShardID, stalled: Bool) {
@@ -32,7 +31,7 @@ extension RaftDriver {
     func relayEffects() {
         loop.preconditionInEventLoop()
         let now = NIODeadline.now()
-        askWhetherEveryNodeScreens(now)
+        refresh(relay.screening, now: now)
         for shard in host.shards where !relay.inFlight.contains(shard) {
             if let at = relay.retryAt[shard], at > now { continue }
             guard let outbox = host.imOutbox(shard: shard) else { continue }
@@ -52,7 +51,7 @@ extension RaftDriver {
         let deadline = NIODeadline.now() + .seconds(3)
         let sends = targets.map { target in
             let entries = byTarget[target]!
-            let command: ImShardCommand = relay.screens ? .screenedEffects(from: source, entries) : .effects(from: source, entries)
+            let command: ImShardCommand = relay.screening.everyNode ? .screenedEffects(from: source, entries) : .effects(from: source, entries)
             return submitIm(command, account: "", shard: target, actor: .appServer, deadline: deadline)
                 .map { result -> [UInt64] in
                     guard case .success(.effects(_, let upTo)) = result else { return [] }
@@ -70,34 +69,6 @@ extension RaftDriver {
             // Whatever is left (a target's leader was away, a batch was cut) is relayed again by a later round
             // of the "IM relay" duty, at once when this one made progress.
             self.relay.done(source, stalled: (try? result.get()) != true)
-        }
-    }
-
-    /// Blocklists screen relayed effects once every node of the registry applies `screenedEffects` (a rolling
-    /// upgrade: until then the relay proposes `effects`, which every node applies alike).
-    private func askWhetherEveryNodeScreens(_ now: NIODeadline) {
-        // Asked each second until every node does (a cluster starting, an upgrade finishing), then every 5 s.
-        if let asked = relay.screensAskedAt, now - asked < (relay.screens ? .seconds(5) : .seconds(1)) { return }
-        relay.screensAskedAt = now
-        everyNode(has: .imScreening) { every in self.relay.screens = every }
-    }
-
-    /// Whether every node of the registry (but the dropped) and every peer this node links to speaks a peer
-    /// protocol with `feature`; `answer` runs on the driver's loop (not at all when the registry cannot be
-    /// read). The links count too: a founding cluster's registry can be empty or partial for a moment, and an
-    /// empty list would say yes for nodes nobody asked (a mixed-version run caught an older node handed a
-    /// command it could not read that way).
-    func everyNode(has feature: PeerProtocol.Feature, _ answer: @escaping (Bool) -> Void) {
-        let transport = self.transport, loop = self.loop
-        metaState().flatMap { state -> EventLoopFuture<Bool> in
-            guard let state, !state.nodes.isEmpty else { return loop.makeSucceededFuture(false) }
-            let members = state.nodes.values.filter { $0.state != .dropped }.map(\.id)
-            return loop.makeFutureWithTask {
-                let linked = await transport.linkStatus().map(\.peer)
-                return await transport.everyPeerHas(feature, among: Set(members).union(linked))
-            }
-        }.whenSuccess { every in
-            loop.execute { answer(every) }
         }
     }
 }

@@ -22,49 +22,53 @@ extension RaftDriver {
         loop.preconditionInEventLoop()
         guard let poster = webhookCopies else { return }
         let now = NIODeadline.now()
-        askWhetherEveryNodeKeepsCopies(now)
+        // Shard leaders keep copies once every node reads the outbox (a rolling upgrade: until then no box).
+        refresh(webhookBook.outboxReaders, now: now)
         // Nil until the node read its apps' settings: a box is never dropped for a setting not yet known.
         let wanted = poster.copyKinds()
         let wallNow = Self.now()
+        var backlogs: [String: [ShardID: (pending: Int, oldestMillis: Int64)]] = [:]
         for shard in host.shards {
             guard let boxes = host.webhookBoxes(shard: shard) else { continue }
-            if let wanted, webhookBook.everyNodeReads { subscribe(shard, wanted: wanted, boxes: boxes, poster: poster) }
+            if let wanted, webhookBook.outboxReaders.everyNode { subscribe(shard, wanted: wanted, boxes: boxes, poster: poster) }
             for namespace in boxes.keys.sorted() {
-                tend(boxes[namespace]!, WebhookCopyBook.Key(shard: shard, namespace: namespace),
-                     wanted: wanted?[namespace] != nil, poster: poster, now: now, wallNow: wallNow)
+                backlogs[namespace, default: [:]][shard] =
+                    tend(boxes[namespace]!, WebhookCopyBook.Key(shard: shard, namespace: namespace),
+                         wanted: wanted?[namespace] != nil, poster: poster, now: now, wallNow: wallNow)
             }
         }
+        for (namespace, byShard) in backlogs { poster.backlog(namespace: namespace, byShard: byShard) }
     }
 
     /// One app's box on a shard this node leads: trims what the app server took, then drops what is too old or
-    /// makes the next call. The book is written before a call or a proposal starts: either may complete at once.
+    /// makes the next call; returns what still waits for the app server (W5). The book is written before a call
+    /// or a proposal starts: either may complete at once.
     private func tend(_ box: WebhookOutbox.Box, _ key: WebhookCopyBook.Key, wanted: Bool, poster: any WebhookCopyPoster,
-                      now: NIODeadline, wallNow: Int64) {
+                      now: NIODeadline, wallNow: Int64) -> (pending: Int, oldestMillis: Int64) {
         let progress = webhookBook.progress[key] ?? WebhookCopyBook.Progress()
         webhookBook.progress[key] = progress
         // What an earlier call delivered and the log has not trimmed yet.
         let sent = progress.sent.map { sent in box.pending.prefix { $0.position <= sent }.count } ?? 0
         let unsent = box.pending.dropFirst(sent)
-        poster.backlog(namespace: key.namespace, shard: key.shard, pending: unsent.count,
-                       oldestMillis: unsent.first.map { max(0, wallNow - $0.time) } ?? 0)
+        let waiting = (pending: unsent.count, oldestMillis: unsent.first.map { max(0, wallNow - $0.time) } ?? 0)
         if sent > 0, progress.mayTrim(now: now),
            sent >= Self.webhookTrimAfter || now - progress.trimmedAt >= Self.webhookTrimInterval {
             trim(key, through: box.pending[sent - 1].position, delivered: true, now: now) { _ in }
         }
-        guard !unsent.isEmpty, !progress.calling, progress.retryAt.map({ $0 <= now }) ?? true else { return }
+        guard !unsent.isEmpty, !progress.calling, progress.retryAt.map({ $0 <= now }) ?? true else { return waiting }
         let expired = unsent.prefix { wallNow - $0.time > webhookCopyMaxAgeMillis }
         if let last = expired.last {
             // Dropped only once what was delivered before them left the box (the counts stay true).
-            guard sent == 0, webhookBook.progress[key]!.mayTrim(now: now) else { return }
+            guard sent == 0, webhookBook.progress[key]!.mayTrim(now: now) else { return waiting }
             let count = expired.count  // not the slice: it would hold the box's queue while it grows
             let why = "older than \(webhookCopyMaxAgeMillis / 1000) s"
             trim(key, through: last.position, delivered: false, now: now) { applied in
                 if applied { poster.dropped(namespace: key.namespace, count: count, why: why) }
             }
-            return
+            return waiting
         }
         // An app whose webhooks went off keeps its box until the subscription change removes it.
-        guard wanted else { return }
+        guard wanted else { return waiting }
         let batch = Array(unsent.prefix(Self.webhookBatch))
         webhookBook.progress[key]!.calling = true
         poster.post(batch, namespace: key.namespace, shard: key.shard, eventLoop: loop).whenComplete { result in
@@ -73,6 +77,7 @@ extension RaftDriver {
             case .failure: self.webhookBook.progress[key]?.failed(now: .now())
             }
         }
+        return waiting
     }
 
     /// Proposes what each app wants where the shard's outbox differs (a box made, changed or removed).
@@ -102,14 +107,5 @@ extension RaftDriver {
             self.webhookBook.progress[key]?.trimmed()
             if case .success = result { done(true) } else { done(false) }
         }
-    }
-
-    /// Shard leaders keep copies once every node of the registry reads the outbox (a rolling upgrade: until
-    /// then no box is made).
-    private func askWhetherEveryNodeKeepsCopies(_ now: NIODeadline) {
-        let book = webhookBook
-        if let asked = book.askedAt, now - asked < (book.everyNodeReads ? .seconds(5) : .seconds(1)) { return }
-        book.askedAt = now
-        everyNode(has: .webhookCopies) { every in book.everyNodeReads = every }
     }
 }

@@ -14,8 +14,9 @@ public protocol WebhookCopyPoster: Sendable {
     func post(_ copies: [WebhookCopy], namespace: String, shard: ShardID, eventLoop: EventLoop) -> EventLoopFuture<Void>
     /// W4: `count` copies of the app of `namespace` were dropped unsent, `why` (counted, logged rate-limited).
     func dropped(namespace: String, count: Int, why: String)
-    /// W5: the app of `namespace` has `pending` copies waiting on `shard`, the oldest `oldestMillis` old.
-    func backlog(namespace: String, shard: ShardID, pending: Int, oldestMillis: Int64)
+    /// W5: what waits for the app of `namespace` on the shards this driver leads, by shard: how many copies,
+    /// and the oldest one's age (ms). Once per app and tick.
+    func backlog(namespace: String, byShard: [ShardID: (pending: Int, oldestMillis: Int64)])
 }
 
 /// What the after-event copies of this driver's shard leaders are doing, per app and shard, and the
@@ -63,9 +64,8 @@ final class WebhookCopyBook {
 
     var progress: [Key: Progress] = [:]
     var subscribing = Set<Key>()
-    /// Every node of the registry reads the outbox (asked again every few seconds until it does).
-    var everyNodeReads = false
-    var askedAt: NIODeadline?
+    /// Whether every node reads the outbox (shard command 201).
+    let outboxReaders = PeerFeatureWatch(.webhookCopies)
 
     /// W4: the back-off after `failures` failed calls in a row: 0.5 s doubling to 30 s.
     static func backOff(after failures: Int) -> TimeAmount {
