@@ -37,6 +37,16 @@ if ! command -v chromium >/dev/null 2>&1; then
   { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq chromium >/dev/null; } \
     || echo "chromium could not be installed: the dashboard test will be skipped"
 fi
+# The JavaScript SDK (issue 37): its offline tests run on Node's own test runner, its declarations are checked
+# with tsc, and the browser suite (.ci/run) drives chromium over the DevTools protocol with Node's WebSocket.
+need_js=()
+command -v node >/dev/null 2>&1 || need_js+=(nodejs)
+command -v tsc >/dev/null 2>&1 || need_js+=(node-typescript)
+if [ ${#need_js[@]} -gt 0 ]; then
+  echo "installing: ${need_js[*]}"
+  { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${need_js[@]}" >/dev/null; } \
+    || echo "${need_js[*]} could not be installed: the JavaScript SDK's tests will be skipped"
+fi
 # The deployment-files test parses docker/compose.yaml and cluster/k8s/ with PyYAML.
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml
 # The edge's interop tests: a Python client (websockets) and the Autobahn cases (kosoku).

@@ -255,6 +255,8 @@ public actor ChatroomClient: RequestChannel {
             if Task.isCancelled { return }
             do {
                 _ = try await send(.ping, on: link)
+            } catch let error as ChatroomError where error.code != ChatroomError.timeout && error.code != ChatroomError.connectionLost {
+                continue  // a refusal (416: the connection's request budget) came from a live edge
             } catch {
                 configuration.logger.info("heartbeat to \(link.address) failed: \(error)")
                 // Handled as a loss right away: a close handshake with a silent peer would only time out.

@@ -173,6 +173,8 @@ public actor IMClient: RequestChannel {
             if Task.isCancelled { return }
             do {
                 _ = try await send(.ping)
+            } catch let error as ChatroomError where error.code != ChatroomError.timeout && error.code != ChatroomError.connectionLost {
+                continue  // a refusal (416: the connection's request budget) came from a live edge
             } catch {
                 linkClosed(link.id)
                 Task { await link.close(); link.abort() }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOPosix
 import ParleyNode
 
 /// `parley dev`: a local cluster of real node processes on 127.0.0.1, stopped together on Ctrl-C.
@@ -14,6 +15,8 @@ struct DevCommand: AsyncParsableCommand {
     @Option(name: .customLong("ops-port"), help: "Operator port of node 1 (/status, /metrics, /dashboard); node n uses this + n - 1.") var opsPort = 8201
     @Option(help: "Shard count.") var shards = 64
     @Option(help: "The cluster secret (default: one kept in the data folder).") var secret: String?
+    @Option(name: .customLong("demo-port"), help: "Port of the demo chat page and its dev-only app server (default: the HTTP port of node 1 minus 1; 0: none).")
+    var demoPort: Int?
     @Flag(help: "Serve HTTPS and WSS on the client ports with a local CA's certificate for localhost (made once, in DATA/tls/).")
     var tls = false
 
@@ -81,6 +84,10 @@ struct DevCommand: AsyncParsableCommand {
         }
         banner += DevAppBanner(appKey: Self.devAppKey, secret: appSecret, url: layout.httpURL(1),
                                caFile: tls ? certificates.caPath : nil).text
+        let demo = demoPort ?? (httpPort - 1)
+        if demo != 0 {
+            banner += await startDemo(port: demo, layout: layout, appSecret: appSecret)
+        }
         banner += "Watch it: parley status --node http://127.0.0.1:\(opsPort) --watch      Stop: Ctrl-C\n"
         Self.say(banner)
 
@@ -100,6 +107,25 @@ struct DevCommand: AsyncParsableCommand {
         }
         await exits.allExited()
         withExtendedLifetime(sources) {}
+    }
+
+    /// Issue 37: the demo chat page and the app server it needs, on 127.0.0.1:`demoPort`; its line of the banner.
+    /// A port already taken turns the demo off, not the cluster.
+    private func startDemo(port demoPort: Int, layout: LocalNodeProcesses.Layout, appSecret: String) async -> String {
+        guard let sdk = DevDemoServer.findSDK() else {
+            return "  Demo page: off (Sources/ParleyJS not found: run parley dev from the repository)\n"
+        }
+        do {
+            let server = try DevDemoServer(sdkFolder: sdk, appKey: Self.devAppKey, appSecret: appSecret,
+                                           nodeURLs: layout.ids.map { layout.httpURL($0) },
+                                           caFile: tls ? DevCertificates(folder: data + "/tls").caPath : nil)
+            _ = try await server.start(port: demoPort, group: MultiThreadedEventLoopGroup.singleton)
+        } catch {
+            return "  Demo page: off (127.0.0.1:\(demoPort): \(error); pick another with --demo-port)\n"
+        }
+        var line = "  Demo chat (JavaScript SDK): http://127.0.0.1:\(demoPort)/  — open it in two windows; ?edge=2 picks node 2\n"
+        if tls { line += "    (the page's WSS needs the browser to trust \(data)/tls/ca.pem)\n" }
+        return line
     }
 
     /// `DATA/node-N.pid`: what an operator trying a rolling restart here stops (`kill -TERM`).

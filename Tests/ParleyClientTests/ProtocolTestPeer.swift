@@ -42,6 +42,8 @@ actor ProtocolTestPeer {
     var historyStartsAt: Int64 = 1
     /// Ops the peer never answers.
     var silentOps: Set<String> = []
+    /// Ops the peer refuses with this error (416 with retryAfterMs: the connection's request budget).
+    var refusedOps: [String: ChatroomError] = [:]
     /// A resume from before `historyStartsAt` still replays what history holds, as Parley's edge does (the
     /// answer names `replayFromSeq`); off, it replays nothing.
     var replayNewestOnGap = false
@@ -54,7 +56,9 @@ actor ProtocolTestPeer {
     var address: String { "127.0.0.1:\(port)" }
 
     func set(heartbeatMs: Int? = nil, refuseEnters: ChatroomError?? = nil, replayOverlap: Int64? = nil,
-             historyStartsAt: Int64? = nil, silentOps: Set<String>? = nil, replayNewestOnGap: Bool? = nil) {
+             historyStartsAt: Int64? = nil, silentOps: Set<String>? = nil, replayNewestOnGap: Bool? = nil,
+             refusedOps: [String: ChatroomError]? = nil) {
+        if let refusedOps { self.refusedOps = refusedOps }
         if let replayNewestOnGap { self.replayNewestOnGap = replayNewestOnGap }
         if let heartbeatMs { self.heartbeatMs = heartbeatMs }
         if let refuseEnters { self.refuseEnters = refuseEnters }
@@ -142,6 +146,11 @@ actor ProtocolTestPeer {
         }
         received.append(request)
         if silentOps.contains(op) { return }
+        if let refusal = refusedOps[op] {
+            if op == "ping" { pings += 1 }
+            await answer(id, rid, error: refusal)
+            return
+        }
         let roomId = request["roomId"]?.stringValue ?? ""
         switch op {
         case "hello":

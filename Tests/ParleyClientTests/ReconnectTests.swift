@@ -251,6 +251,23 @@ import ParleyClient
             await c.close()
         }
     }
+    /// A1: a ping refused 416 (the connection's request budget, which counts pings) came from a live edge:
+    /// the heartbeat keeps the link instead of dropping and re-entering (issue 37 found this in both SDKs).
+    @Test func aPingRefusedOverBudgetKeepsTheLink() async throws {
+        try await withPeer { peer in
+            await peer.set(heartbeatMs: 40, refusedOps: ["ping": ChatroomError(code: ChatroomError.rateLimited, message: "over budget", retryAfterMs: 50)])
+            let c = client([await peer.address], requestTimeout: .milliseconds(200))
+            let log = EventLog(c)
+            try await c.enterChatroom(ChatroomEnterRequest(roomId: "r1", auth: Self.alice))
+            let deadline = ContinuousClock.now + .seconds(5)
+            while await peer.pings < 4, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(await peer.pings >= 4, "the heartbeat stopped pinging")
+            #expect(await !log.events.contains(.connectionState(roomId: "r1", .loseConnection)))
+            #expect(await peer.enters.count == 1)
+            await c.close()
+        }
+    }
+
     @Test func eachRoomHasItsOwnConnectionAndRecoversAlone() async throws {
         try await withPeer { peer in
             let c = client([await peer.address], reconnectDelay: .milliseconds(400))
