@@ -113,7 +113,7 @@ public struct ServerAPI: Sendable {
     /// Every endpoint, in documentation order.
     public static var endpoints: [Endpoint] {
         UserEndpoints.all + RoomEndpoints.all + MemberEndpoints.all + QueueEndpoints.all + MessageEndpoints.all
-            + AppEndpoints.all + ImEndpoints.all + TeamEndpoints.all
+            + AppEndpoints.all + ImEndpoints.all + TeamEndpoints.all + ReceiptEndpoints.all
     }
 
     public static var paths: [String] { endpoints.map(\.path) }

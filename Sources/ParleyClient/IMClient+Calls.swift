@@ -6,6 +6,8 @@ extension IMClient {
     private struct Relations: Decodable { var relations: IMRelations }
     private struct Sent: Decodable { var seq: Int64; var time: Int64? }
     private struct Team: Decodable { var team: TeamSnapshot }
+    private struct Receipts: Decodable { var receipts: [TeamReceipt] }
+    private struct Conversations: Decodable { var conversations: [IMConversation] }
 
     // MARK: Friends (004)
 
@@ -76,6 +78,30 @@ extension IMClient {
             fields["teamId"] = .string(teamId)
             return try await call("sendTeamMessage", fields, answer: Sent.self).seq
         }
+    }
+
+    // MARK: Read receipts (issue 38)
+
+    /// NIM's sendMessageReceipt: this user read its conversation with `peer` through `throughSeq` (its own
+    /// log's sequence — a received message's `seq`). The peer's devices hear `.p2pRead`.
+    public func markRead(peer: String, throughSeq: Int64) async throws {
+        _ = try await call("markRead", ["peer": .string(peer), "throughSeq": .int(throughSeq)])
+    }
+
+    /// Seed 001's sendTeamMessageReceipts: this member read the team's messages through `throughSeq`.
+    public func markRead(team teamId: String, throughSeq: Int64) async throws {
+        _ = try await call("markRead", ["teamId": .string(teamId), "throughSeq": .int(throughSeq)])
+    }
+
+    /// Seed 001's refreshTeamMessageReceipts: who read the team's messages at `seqs` (1 … 100).
+    public func teamReceipts(_ teamId: String, seqs: [Int64]) async throws -> [TeamReceipt] {
+        try await call("teamReceipts", ["teamId": .string(teamId), "seqs": .array(seqs.map(JSONValue.int))],
+                       answer: Receipts.self).receipts
+    }
+
+    /// The user's one-to-one conversations, newest first, with unread counts and read positions.
+    public func conversations() async throws -> [IMConversation] {
+        try await call("conversations", answer: Conversations.self).conversations
     }
 
     // MARK: Teams (001)

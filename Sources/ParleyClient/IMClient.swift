@@ -317,6 +317,9 @@ public actor IMClient: RequestChannel {
         var isMember: Bool?
         var fromSeq: Int64?
         var alert: Bool?
+        var peer: String?
+        var reader: String?
+        var throughSeq: Int64?
     }
 
     private struct TeamFrame: Decodable { var teamId: String; var alert: Bool; var item: TeamItem }
@@ -342,6 +345,14 @@ public actor IMClient: RequestChannel {
             // A team joined: what it holds from the join on (its Invite, ApplyPass, … notification) may have
             // been applied before this edge followed the team.
             if isMember, teamSeqs[team] == nil { Task { await self.fill(team: team, after: max(0, (head.fromSeq ?? 1) - 1)) } }
+        case ("im", "p2pRead"):
+            if let peer = head.peer, let reader = head.reader, let through = head.throughSeq {
+                sink.yield(.p2pRead(peer: peer, reader: reader, throughSeq: through))
+            }
+        case ("im", "teamRead"):
+            if let team = head.teamId, let reader = head.reader, let through = head.throughSeq {
+                sink.yield(.teamRead(teamId: team, reader: reader, throughSeq: through))
+            }
         case ("team", _):
             guard let frame = try? JSONDecoder().decode(TeamFrame.self, from: data) else { return }
             deliverTeam(frame.teamId, frame.item, alert: frame.alert, filling: false)

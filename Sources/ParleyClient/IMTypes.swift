@@ -184,6 +184,35 @@ public enum IMEvent: Sendable, Hashable {
     /// than the retention): they cannot be synced.
     case historyGone(fromSeq: Int64, toSeq: Int64)
     case connectionState(IMConnectionState)
+    /// Issue 38 (NIM's P2P receipt): `reader` read the one-to-one conversation with `peer` through this
+    /// sequence of the reader's log — the peer read this user's messages whose `receiverSeq` is at most it, or
+    /// (reader == this user) another device of this user marked it.
+    case p2pRead(peer: String, reader: String, throughSeq: Int64)
+    /// Issue 38 (seed 001's team receipts): `reader` read the team's messages through this team sequence:
+    /// refresh the receipts of this user's messages (`teamReceipts`).
+    case teamRead(teamId: String, reader: String, throughSeq: Int64)
+}
+
+/// Who read one team message (seed 001's NIMTeamMessageReceipt: read and unread counts and who).
+public struct TeamReceipt: Sendable, Hashable, Decodable {
+    public var seq: Int64
+    public var from: String
+    public var readCount: Int
+    public var unreadCount: Int
+    public var readers: [String]
+    public var unread: [String]
+}
+
+/// One of the user's one-to-one conversations (issue 38): its newest message, the user's unread count and
+/// both read positions.
+public struct IMConversation: Sendable, Hashable, Decodable {
+    public var peer: String
+    public var last: IMItem
+    public var unread: Int
+    /// This user's position in its own log.
+    public var readThrough: Int64
+    /// The peer's position in its log: this user's messages whose `receiverSeq` is at most this were read.
+    public var peerReadThrough: Int64
 }
 
 /// The login's connection, as the seed's NIMLoginStep reports it.

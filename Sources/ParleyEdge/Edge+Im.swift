@@ -23,6 +23,11 @@ extension Edge {
             connections[connection]?.send(EventFrame.error(id: id, .cluster(ImErrorCode.noSuchUser.rawValue, "no account \(account)")))
             return
         }
+        // Issue 38: nothing of read receipts is written or read until every node reads it (a rolling upgrade).
+        if op.isReceipt, !(await cluster.everyNodeHas(.readReceipts)) {
+            connections[connection]?.send(EventFrame.error(id: id, .cluster(5030, "read receipts wait until every node reads them (peer protocol 11)")))
+            return
+        }
         let command: ImShardCommand
         var shard = login.shard
         switch op {
@@ -42,6 +47,17 @@ extension Edge {
             let scoped = AppScope.scoped(teamId, in: login.namespace)
             shard = cluster.shard(ofTeam: scoped)
             command = .read(.team(teamId: scoped, after: after, limit: limit))
+        case .markRead(.p2p(let peer, let through)):
+            command = .markRead(.p2p(peer: AppScope.scoped(peer, in: login.namespace), throughSeq: through))
+        case .markRead(.team(let teamId, let through)):
+            let scoped = AppScope.scoped(teamId, in: login.namespace)
+            shard = cluster.shard(ofTeam: scoped)
+            command = .markRead(.team(teamId: scoped, throughSeq: through))
+        case .teamReceipts(let teamId, let seqs):
+            let scoped = AppScope.scoped(teamId, in: login.namespace)
+            shard = cluster.shard(ofTeam: scoped)
+            command = .read(.teamReceipts(teamId: scoped, seqs: seqs))
+        case .conversations: command = .read(.conversations)
         }
         let identity = login.identity(of: c, edgeId: cluster.edgeId)
         let result: Result<ImApplied, ImError>
@@ -70,6 +86,8 @@ extension Edge {
                     j.field("nextSeq", next)
                     j.field("firstSeq", first)
                 case .read(.team(let view)): j.key("team"); j.team(view)
+                case .read(.teamReceipts(let receipts)): j.key("receipts"); j.teamReceipts(receipts)
+                case .read(.conversations(let list)): j.key("conversations"); j.conversations(list)
                 case .team(let o): if let seq = o.messageSeq { j.field("seq", seq) }
                 default: break
                 }

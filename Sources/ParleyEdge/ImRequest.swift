@@ -15,14 +15,29 @@ public enum ImOp: Sendable {
     /// A team command for the team's shard (team id and accounts not yet scoped).
     case team(teamId: String, TeamCommand)
     case teamQuery(teamId: String, after: UInt64, limit: Int)
+    /// Issue 38: a read receipt (peer or team id not yet scoped), who read a team's messages, the user's
+    /// one-to-one conversations with their unread counts.
+    case markRead(ReadMark)
+    case teamReceipts(teamId: String, seqs: [UInt64])
+    case conversations
 
     static let names: Set<String> = Set(["imLogin", "friend", "deleteFriend", "updateRemark", "setBlocked", "setMuted",
-                                         "relations", "sendP2P", "syncIm"]).union(TeamRequest.names)
+                                         "relations", "sendP2P", "syncIm", "markRead", "teamReceipts", "conversations"])
+        .union(TeamRequest.names)
+
+    /// Ops that need every node to read receipts (peer protocol 11).
+    var isReceipt: Bool {
+        switch self {
+        case .markRead, .teamReceipts, .conversations: true
+        default: false
+        }
+    }
 
     /// The accounts (as the app knows them) the op names besides the logged-in user: each must exist.
     var namedAccounts: [String] {
         switch self {
-        case .login, .relations, .sync, .teamQuery: return []
+        case .login, .relations, .sync, .teamQuery, .teamReceipts, .conversations, .markRead(.team): return []
+        case .markRead(.p2p(let peer, _)): return [peer]
         case .user(let c):
             switch c {
             case .friend(_, let t, _), .deleteFriend(let t, _), .updateRemark(let t, _), .setBlocked(let t, _), .setMuted(let t, _):
@@ -76,6 +91,21 @@ public enum ImOp: Sendable {
             let limit = try f.int("limit")
             guard limit >= 1, limit <= 500 else { throw .badValue("limit", "1 … 500") }
             self = .sync(after: try f.unsigned("afterSeq", default: 0), limit: Int(limit))
+        case "markRead":
+            let through = try f.unsigned("throughSeq")
+            switch (try f.optionalString("peer"), try f.optionalString("teamId")) {
+            case (.some, nil): self = .markRead(.p2p(peer: try Self.account(f, "peer"), throughSeq: through))
+            case (nil, .some): self = .markRead(.team(teamId: try Self.account(f, "teamId"), throughSeq: through))
+            default: throw .badValue("peer", "one of peer (a one-to-one conversation) or teamId")
+            }
+        case "teamReceipts":
+            let seqs = try f.unsignedArray("seqs")
+            guard (1...ImShardState.maxReceiptSeqs).contains(seqs.count) else {
+                throw .badValue("seqs", "1 … \(ImShardState.maxReceiptSeqs) sequences")
+            }
+            self = .teamReceipts(teamId: try Self.account(f, "teamId"), seqs: seqs)
+        case "conversations":
+            self = .conversations
         case let op where TeamRequest.names.contains(op):
             self = try TeamRequest.parse(request)
         default:

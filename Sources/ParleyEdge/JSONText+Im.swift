@@ -78,6 +78,31 @@ extension JSONText {
         endObject()
     }
 
+    /// Issue 38: who read each team message asked for, and who has not (accounts as the app knows them).
+    public mutating func teamReceipts(_ receipts: [TeamReceipt]) {
+        beginArray()
+        for x in receipts {
+            beginObject()
+            field("seq", x.seq); field("from", AppScope.local(x.from))
+            field("readCount", x.readers.count); field("unreadCount", x.unread.count)
+            field("readers", strings: x.readers.map(AppScope.local)); field("unread", strings: x.unread.map(AppScope.local))
+            endObject()
+        }
+        endArray()
+    }
+
+    /// Issue 38: a user's one-to-one conversations, newest first.
+    public mutating func conversations(_ list: [ConversationView]) {
+        beginArray()
+        for c in list {
+            beginObject()
+            field("peer", AppScope.local(c.peer)); key("last"); imItem(c.last); field("unread", c.unread)
+            field("readThrough", c.readThrough); field("peerReadThrough", c.peerReadThrough)
+            endObject()
+        }
+        endArray()
+    }
+
     private static func name<T: Equatable>(_ value: T, _ table: [String: T]) -> String {
         table.first { $0.value == value }?.key ?? "?"
     }
@@ -120,6 +145,12 @@ extension EventFrame {
         case .teamMembership(let teamId, let isMember, let fromSeq):
             j.field("kind", "teamMembership"); j.field("teamId", AppScope.local(teamId)); j.field("isMember", isMember)
             if isMember { j.field("fromSeq", fromSeq) }
+        case .read(.p2p(let peer), let reader, let through):
+            j.field("kind", "p2pRead"); j.field("peer", AppScope.local(peer)); j.field("reader", AppScope.local(reader))
+            j.field("throughSeq", through)
+        case .read(.team(let teamId), let reader, let through):
+            j.field("kind", "teamRead"); j.field("teamId", AppScope.local(teamId)); j.field("reader", AppScope.local(reader))
+            j.field("throughSeq", through)
         }
         j.endObject()
         return j.string

@@ -77,6 +77,18 @@ public struct RequestFields: Sendable {
         return out
     }
 
+    /// An array of non-negative integers (sequences).
+    public func unsignedArray(_ name: String) throws(ProtocolError) -> [UInt64] {
+        guard let v = values[name] else { throw .missingField(name) }
+        guard case .array(let items) = v else { throw .wrongType(name, "[int]") }
+        var out: [UInt64] = []
+        for item in items {
+            guard case .int(let i) = item, i >= 0 else { throw .wrongType(name, "[non-negative int]") }
+            out.append(UInt64(i))
+        }
+        return out
+    }
+
     public func object(_ name: String) throws(ProtocolError) -> RequestFields {
         guard let v = values[name] else { throw .missingField(name) }
         guard case .object(let o) = v else { throw .wrongType(name, "object") }

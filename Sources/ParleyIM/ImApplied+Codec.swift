@@ -58,6 +58,8 @@ public enum ImAnswerCodec {
             case .muteListChanged: w.write(UInt8(3))
             case .item(let item): w.write(UInt8(4)); ImShardState.write(item, into: &w)
             case .teamMembership(let teamId, let isMember, let from): w.write(UInt8(5)); w.write(teamId); w.write(isMember); w.write(from)
+            case .read(.p2p(let peer), let reader, let through): w.write(UInt8(6)); w.write(peer); w.write(reader); w.write(through)
+            case .read(.team(let teamId), let reader, let through): w.write(UInt8(7)); w.write(teamId); w.write(reader); w.write(through)
             }
         }
     }
@@ -74,6 +76,12 @@ public enum ImAnswerCodec {
             case 5:
                 let teamId = try r.readString(), isMember = try r.readBool()
                 out.append(ImEvent(account: account, kind: .teamMembership(teamId: teamId, isMember: isMember, fromSeq: try r.readUInt64())))
+            case 6:
+                let peer = try r.readString(), reader = try r.readString()
+                out.append(ImEvent(account: account, kind: .read(.p2p(peer: peer), reader: reader, throughSeq: try r.readUInt64())))
+            case 7:
+                let teamId = try r.readString(), reader = try r.readString()
+                out.append(ImEvent(account: account, kind: .read(.team(teamId: teamId), reader: reader, throughSeq: try r.readUInt64())))
             case let tag: throw .badTag("IM event", UInt64(tag))
             }
         }
@@ -111,6 +119,15 @@ public enum ImAnswerCodec {
             w.write(UInt64(t.items.count))
             for i in t.items { ImShardState.write(i, into: &w) }
             w.write(t.nextSeq)
+        case .teamReceipts(let receipts):
+            w.write(UInt8(4)); w.write(UInt64(receipts.count))
+            for x in receipts { w.write(x.seq); w.write(x.from); w.write(x.readers); w.write(x.unread) }
+        case .conversations(let list):
+            w.write(UInt8(5)); w.write(UInt64(list.count))
+            for c in list {
+                w.write(c.peer); ImShardState.write(c.last, into: &w); w.write(UInt64(c.unread)); w.write(c.readThrough)
+                w.write(c.peerReadThrough)
+            }
         }
     }
 
@@ -145,6 +162,22 @@ public enum ImAnswerCodec {
             var items: [TeamLogItem] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try ImShardState.readTeamItem(&r)) }
             return .team(TeamView(teamId: teamId, info: info, owner: owner, members: members, items: items, nextSeq: try r.readUInt64()))
+        case 4:
+            var receipts: [TeamReceipt] = []
+            for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
+                receipts.append(TeamReceipt(seq: try r.readUInt64(), from: try r.readString(), readers: try r.readStrings(),
+                                            unread: try r.readStrings()))
+            }
+            return .teamReceipts(receipts)
+        case 5:
+            var list: [ConversationView] = []
+            for _ in 0..<(try r.readCount(minimumItemBytes: 6)) {
+                let peer = try r.readString(), last = try ImShardState.readItem(&r)
+                let unread = try r.readUInt64()
+                list.append(ConversationView(peer: peer, last: last, unread: Int(clamping: unread), readThrough: try r.readUInt64(),
+                                             peerReadThrough: try r.readUInt64()))
+            }
+            return .conversations(list)
         case let tag: throw .badTag("IM read result", UInt64(tag))
         }
     }

@@ -23,6 +23,8 @@ public struct ImEffect: Sendable, Equatable {
         /// A team notice for the target's log (an invitation, an application to a team it manages, a
         /// rejection of its application or of its invitation).
         case teamNotice(TeamNotice, teamId: String, message: String)
+        /// Issue 38: `from` read its conversation with the target through this sequence of its own log.
+        case peerRead(throughSeq: UInt64)
     }
 
     /// The user the effect is for.

@@ -15,6 +15,9 @@ public struct ImEvent: Sendable, Equatable {
         /// user sent from another device) or a system notification (FriendAdd: source, target,
         /// NIMUserAddAttachment's operation type, the request's message).
         case item(ImLogItem)
+        /// Issue 38: `reader` read the conversation through `throughSeq` (a team's sequence; one-to-one, the
+        /// reader's log's). Heard by the reader's devices, a one-to-one peer's, a team message's sender's.
+        case read(Conversation, reader: String, throughSeq: UInt64)
     }
 
     /// The user whose devices hear it.

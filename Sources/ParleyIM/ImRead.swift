@@ -8,6 +8,10 @@ public enum ImRead: Sendable, Equatable {
     case relations
     /// A team's info, members and its log after `after` (at most `limit` items); members and the app server only.
     case team(teamId: String, after: UInt64, limit: Int)
+    /// Issue 38: who read a team's messages at these sequences (at most `maxReceiptSeqs`); members and the app server.
+    case teamReceipts(teamId: String, seqs: [UInt64])
+    /// Issue 38: the actor's one-to-one conversations with unread counts and read positions.
+    case conversations
 }
 
 /// What a read answers.
@@ -18,6 +22,8 @@ public enum ImReadResult: Sendable, Equatable {
     case log(items: [ImLogItem], nextSeq: UInt64, firstSeq: UInt64)
     case relations(ImRelations)
     case team(TeamView)
+    case teamReceipts([TeamReceipt])
+    case conversations([ConversationView])
 }
 
 public struct ImRelations: Sendable, Equatable {
@@ -84,6 +90,10 @@ extension ImShardState {
                 return .success(.team(TeamView(teamId: teamId, info: t.info, owner: t.owner,
                                                members: t.memberList.map { TeamView.Member(account: $0, member: t.members[$0]!) },
                                                items: items, nextSeq: t.log.nextSeq)))
+            case .teamReceipts(let teamId, let seqs):
+                return .success(.teamReceipts(try teamReceipts(teamId, seqs: seqs, context: context)))
+            case .conversations:
+                return .success(.conversations(conversations(of: context.actor)))
             }
         } catch let error as ImError {
             return .failure(error)

@@ -40,6 +40,14 @@ extension ImShardCommand {
             case .log(let after, let limit): w.write(UInt8(1)); w.write(after); w.write(limit)
             case .relations: w.write(UInt8(2))
             case .team(let teamId, let after, let limit): w.write(UInt8(3)); w.write(teamId); w.write(after); w.write(limit)
+            case .teamReceipts(let teamId, let seqs): w.write(UInt8(4)); w.write(teamId); w.write(UInt64(seqs.count)); for s in seqs { w.write(s) }
+            case .conversations: w.write(UInt8(5))
+            }
+        case .markRead(let mark):
+            w.write(UInt8(8))
+            switch mark {
+            case .p2p(let peer, let through): w.write(UInt8(1)); w.write(peer); w.write(through)
+            case .team(let teamId, let through): w.write(UInt8(2)); w.write(teamId); w.write(through)
             }
         }
         return w.bytes
@@ -82,7 +90,19 @@ extension ImShardCommand {
             case 1: self = .read(.log(after: try r.readUInt64(), limit: try r.readInt()))
             case 2: self = .read(.relations)
             case 3: self = .read(.team(teamId: try r.readString(), after: try r.readUInt64(), limit: try r.readInt()))
+            case 4:
+                let teamId = try r.readString()
+                var seqs: [UInt64] = []
+                for _ in 0..<(try r.readCount(minimumItemBytes: 1)) { seqs.append(try r.readUInt64()) }
+                self = .read(.teamReceipts(teamId: teamId, seqs: seqs))
+            case 5: self = .read(.conversations)
             case let tag: throw .badTag("IM read", UInt64(tag))
+            }
+        case 8:
+            switch try r.readByte() {
+            case 1: self = .markRead(.p2p(peer: try r.readString(), throughSeq: try r.readUInt64()))
+            case 2: self = .markRead(.team(teamId: try r.readString(), throughSeq: try r.readUInt64()))
+            case let tag: throw .badTag("read mark", UInt64(tag))
             }
         case let tag:
             throw .badTag("IM command", UInt64(tag))

@@ -17,6 +17,8 @@ public enum ImShardCommand: Sendable, Equatable {
     case confirm([UInt64])
     /// A read through the log (changes nothing).
     case read(ImRead)
+    /// Issue 38: a read receipt of the actor (applied on its shard one-to-one, on the team's shard for a team).
+    case markRead(ReadMark)
 }
 
 /// What applying an `ImShardCommand` gave.
@@ -46,6 +48,7 @@ extension ImShardState {
             confirm(seqs)
             return .success(.confirmed)
         case .read(let r): return read(r, context: context).map(ImApplied.read)
+        case .markRead(let mark): return markRead(mark, context: context).map(ImApplied.user)
         }
     }
 }

@@ -4,12 +4,21 @@ import ParleyWire
 /// written in sorted order), so two replicas that agree write the same bytes.
 extension ImShardState {
     static let snapshotMagic: [UInt8] = [0x50, 0x49, 0x4D, 0x53]  // "PIMS"
-    public static let snapshotVersion: UInt8 = 1
+    /// Version 2 adds the read positions (issue 38); a state without any writes version 1, byte for byte as
+    /// before, so replicas of an older release read the snapshots of a cluster that never used receipts.
+    public static let snapshotVersion: UInt8 = 2
+
+    /// Whether any read position was ever marked (snapshot version 2 needed).
+    var holdsReadPositions: Bool {
+        users.values.contains { !$0.readThrough.isEmpty || !$0.peerReadThrough.isEmpty }
+            || teams.values.contains { $0.members.values.contains { $0.readThrough > 0 } }
+    }
 
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
         for b in Self.snapshotMagic { w.write(b) }
-        w.write(Self.snapshotVersion)
+        let receipts = holdsReadPositions
+        w.write(receipts ? Self.snapshotVersion : 1)
         w.write(UInt64(users.count))
         for account in users.keys.sorted() {
             let u = users[account]!
@@ -29,11 +38,23 @@ extension ImShardState {
             w.write(u.log.droppedThroughSeq)
             w.write(UInt64(u.log.entries.count))
             for item in u.log.entries { Self.write(item, into: &w) }
+            if receipts {
+                for positions in [u.readThrough, u.peerReadThrough] {
+                    w.write(UInt64(positions.count))
+                    for peer in positions.keys.sorted() { w.write(peer); w.write(positions[peer]!) }
+                }
+            }
         }
         w.write(UInt64(teams.count))
         for teamId in teams.keys.sorted() {
             w.write(teamId)
             Self.write(teams[teamId]!, into: &w)
+            if receipts {
+                let members = teams[teamId]!.members
+                let reading = members.keys.sorted().filter { members[$0]!.readThrough > 0 }
+                w.write(UInt64(reading.count))
+                for account in reading { w.write(account); w.write(members[account]!.readThrough) }
+            }
         }
         w.write(UInt64(outbox.count))
         for entry in outbox {
@@ -52,7 +73,8 @@ extension ImShardState {
             guard try r.readByte() == b else { throw .badMagic }
         }
         let version = try r.readByte()
-        guard version == Self.snapshotVersion else { throw .badVersion(version) }
+        guard version == 1 || version == Self.snapshotVersion else { throw .badVersion(version) }
+        let receipts = version >= 2
         self.init(limits: limits)
         for _ in 0..<(try r.readCount(minimumItemBytes: 8)) {
             let account = try r.readString()
@@ -75,11 +97,23 @@ extension ImShardState {
                 items.append(try Self.readItem(&r))
             }
             u.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+            if receipts {
+                for _ in 0..<(try r.readCount(minimumItemBytes: 2)) { u.readThrough[try r.readString()] = try r.readUInt64() }
+                for _ in 0..<(try r.readCount(minimumItemBytes: 2)) { u.peerReadThrough[try r.readString()] = try r.readUInt64() }
+            }
             users[account] = u
         }
         for _ in 0..<(try r.readCount(minimumItemBytes: 8)) {
             let teamId = try r.readString()
-            teams[teamId] = try Self.readTeam(&r)
+            var team = try Self.readTeam(&r)
+            if receipts {
+                for _ in 0..<(try r.readCount(minimumItemBytes: 2)) {
+                    let account = try r.readString(), position = try r.readUInt64()
+                    guard team.members[account] != nil else { throw .invalidValue("a read position of a non-member") }
+                    team.members[account]!.readThrough = position
+                }
+            }
+            teams[teamId] = team
         }
         for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
             outbox.append(OutboxEntry(seq: try r.readUInt64(), effect: try Self.readEffect(&r)))
@@ -103,6 +137,7 @@ extension ImShardState {
         case .joinedTeam(let t, let from): w.write(UInt8(7)); w.write(t); w.write(from)
         case .leftTeam(let t): w.write(UInt8(8)); w.write(t)
         case .teamNotice(let notice, let t, let message): w.write(UInt8(9)); w.write(notice.rawValue); w.write(t); w.write(message)
+        case .peerRead(let through): w.write(UInt8(10)); w.write(through)
         }
     }
 
@@ -266,6 +301,7 @@ extension ImShardState {
         case 9:
             let notice: TeamNotice = try r.readEnum()
             change = .teamNotice(notice, teamId: try r.readString(), message: try r.readString())
+        case 10: change = .peerRead(throughSeq: try r.readUInt64())
         case let tag: throw .badTag("effect", UInt64(tag))
         }
         return ImEffect(target: target, from: from, change: change, at: at)

@@ -35,7 +35,7 @@ extension ImShardState {
         return .success(outcome)
     }
 
-    private mutating func queue(_ effects: [ImEffect]) {
+    mutating func queue(_ effects: [ImEffect]) {
         for effect in effects {
             outbox.append(OutboxEntry(seq: nextEffectSeq, effect: effect))
             nextEffectSeq += 1

@@ -174,6 +174,10 @@ public struct ImShardState: Sendable, Equatable {
             case .teamNotice(let notice, let teamId, let message):
                 let item = record.log.append(.teamNotice(notice, teamId: teamId, source: e.from, message: message), at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
+            case .peerRead(let through):
+                guard through > (record.peerReadThrough[e.from] ?? 0) else { continue }
+                record.peerReadThrough[e.from] = through
+                events.append(ImEvent(account: e.target, kind: .read(.p2p(peer: e.from), reader: e.from, throughSeq: through)))
             }
             store(record, for: e.target)
         }
@@ -187,7 +191,7 @@ public struct ImShardState: Sendable, Equatable {
         switch change {
         case .requestedBy: return true
         case .teamNotice(let notice, _, _): return notice == .invite || notice == .apply
-        case .befriendedBy, .acceptedBy, .rejectedBy, .unfriendedBy, .sentCopy, .joinedTeam, .leftTeam: return false
+        case .befriendedBy, .acceptedBy, .rejectedBy, .unfriendedBy, .sentCopy, .joinedTeam, .leftTeam, .peerRead: return false
         }
     }
 

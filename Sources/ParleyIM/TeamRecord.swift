@@ -58,6 +58,8 @@ public struct TeamMember: Sendable, Equatable {
     public var muted = false
     public var notify = TeamNotifyState.all
     public var joinedAt: Int64
+    /// Issue 38: the member's read position in the team's log (`markRead`): messages up to it are read.
+    public var readThrough: UInt64 = 0
 
     public init(role: TeamRole, joinedAt: Int64) {
         self.role = role

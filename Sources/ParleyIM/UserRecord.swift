@@ -17,13 +17,17 @@ public struct UserRecord: Sendable, Equatable {
     public internal(set) var teams: Set<String> = []
     /// The conversation log (`ImLogItem`s by the user's sequence), within `ImLimits`' count and retention.
     public internal(set) var log = SequencedLog<ImLogKind>()
+    /// Issue 38: peer → this user's read position in its conversation with the peer (this log's sequence).
+    public internal(set) var readThrough: [String: UInt64] = [:]
+    /// Issue 38: peer → the peer's read position of this user's messages (the peer's log's sequence).
+    public internal(set) var peerReadThrough: [String: UInt64] = [:]
 
     public init() {}
 
     public var isEmpty: Bool {
         friends.isEmpty && remarks.isEmpty && incoming.isEmpty && outgoing.isEmpty && blocked.isEmpty && muted.isEmpty
             && teams.isEmpty
-            && log.nextSeq == 1
+            && log.nextSeq == 1 && readThrough.isEmpty && peerReadThrough.isEmpty
     }
 
     public var friendList: [String] { friends.keys.sorted() }

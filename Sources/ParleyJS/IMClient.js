@@ -14,13 +14,14 @@ export const IM_OPS = Object.freeze({
   teamRejectApplication: 'rejectApply', teamKick: 'kickUsers', teamUpdate: 'updateTeam',
   teamTransferOwner: 'transferOwner', teamAddManagers: 'addManagers', teamRemoveManagers: 'removeManagers',
   teamMuteMember: 'updateMuteState', teamSetNotifyState: 'updateNotifyStateInTeam', sendTeamMessage: 'sendMessage',
-  teamQuery: 'fetchTeam',
+  teamQuery: 'fetchTeam', markRead: 'markRead', teamReceipts: 'teamReceipts', conversations: 'conversations',
 });
 
 /** The IM events of docs/protocol.md (`im` by kind, and `team`) and the IMClient event each becomes. */
 export const IM_EVENTS = Object.freeze({
   item: 'item', friendChanged: 'friendChanged', blocklistChanged: 'blocklistChanged',
   muteListChanged: 'muteListChanged', syncNeeded: '(syncs)', teamMembership: 'teamMembership', team: 'teamItem',
+  p2pRead: 'p2pRead', teamRead: 'teamRead',
 });
 
 const TEAM_FIELDS = ['intro', 'announcement', 'avatar', 'joinMode', 'inviteMode', 'beInviteMode', 'updateInfoMode'];
@@ -34,7 +35,8 @@ const TEAM_FIELDS = ['intro', 'announcement', 'avatar', 'joinMode', 'inviteMode'
  *
  * Events (`{type, ...}`): `item` {item}, `friendChanged` {friend, isFriend}, `blocklistChanged`,
  * `muteListChanged`, `teamMembership` {teamId, isMember}, `teamItem` {teamId, item, alert}, `historyGone`
- * {fromSeq, toSeq}, `connectionState` {state: 'loggingIn'|'loggedIn'|'lost'|'loginFailed', error?}.
+ * {fromSeq, toSeq}, `connectionState` {state: 'loggingIn'|'loggedIn'|'lost'|'loginFailed', error?}, and the read
+ * receipts (issue 38) `p2pRead` {peer, reader, throughSeq} and `teamRead` {teamId, reader, throughSeq}.
  */
 export class IMClient extends EventSource {
   constructor({
@@ -252,6 +254,8 @@ export class IMClient extends EventSource {
         case 'blocklistChanged': this.emit('blocklistChanged', {}); break;
         case 'muteListChanged': this.emit('muteListChanged', {}); break;
         case 'syncNeeded': this.#sync().catch(() => {}); break;
+        case 'p2pRead': this.emit('p2pRead', { peer: f.peer, reader: f.reader, throughSeq: f.throughSeq }); break;
+        case 'teamRead': this.emit('teamRead', { teamId: f.teamId, reader: f.reader, throughSeq: f.throughSeq }); break;
         case 'teamMembership':
           this.emit('teamMembership', { teamId: f.teamId, isMember: f.isMember });
           // A team joined: what it holds from the join on may have applied before this edge followed it.
@@ -305,6 +309,24 @@ export class IMClient extends EventSource {
     if (to?.team !== undefined) return (await this.call('sendTeamMessage', { ...fields, teamId: to.team })).seq;
     throw new TypeError('sendMessage needs {p2p: account} or {team: teamId}');
   }
+
+  // Read receipts (issue 38)
+
+  /**
+   * NIM's sendMessageReceipt / seed 001's sendTeamMessageReceipts: this user read `{p2p: peer}` through
+   * `throughSeq` of its own log (a received message's seq), or `{team: teamId}` through the team's sequence.
+   */
+  async markRead(conversation, throughSeq) {
+    if (conversation?.p2p !== undefined) return void await this.call('markRead', { peer: conversation.p2p, throughSeq });
+    if (conversation?.team !== undefined) return void await this.call('markRead', { teamId: conversation.team, throughSeq });
+    throw new TypeError('markRead needs {p2p: account} or {team: teamId}');
+  }
+
+  /** Seed 001's refreshTeamMessageReceipts: who read the team's messages at `seqs` (1 … 100). */
+  async teamReceipts(teamId, seqs) { return (await this.call('teamReceipts', { teamId, seqs })).receipts; }
+
+  /** The user's one-to-one conversations, newest first, with unread counts and both read positions. */
+  async conversations() { return (await this.call('conversations')).conversations; }
 
   // Teams (seed 001)
 

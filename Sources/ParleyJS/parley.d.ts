@@ -180,6 +180,12 @@ export interface Relations {
   blocked: string[]; muted: string[]; teams: string[];
 }
 
+/** Who read one team message (issue 38). */
+export interface TeamReceipt { seq: number; from: string; readCount: number; unreadCount: number; readers: string[]; unread: string[] }
+
+/** One of the user's one-to-one conversations (issue 38). */
+export interface Conversation { peer: string; last: ImItem; unread: number; readThrough: number; peerReadThrough: number }
+
 export type TeamNotifyState = 'all' | 'none' | 'onlyManager';
 
 export interface TeamOptions {
@@ -202,6 +208,8 @@ export type ImEvent =
   | { type: 'teamMembership'; teamId: string; isMember: boolean }
   | { type: 'teamItem'; teamId: string; item: TeamItem; alert: boolean }
   | { type: 'historyGone'; fromSeq: number; toSeq: number }
+  | { type: 'p2pRead'; peer: string; reader: string; throughSeq: number }
+  | { type: 'teamRead'; teamId: string; reader: string; throughSeq: number }
   | { type: 'connectionState'; state: 'loggingIn' | 'loggedIn' | 'lost' | 'loginFailed'; error?: ChatroomError };
 
 export interface IMClientOptions {
@@ -258,6 +266,9 @@ export declare class IMClient implements Events<ImEvent> {
   updateNotifyStateInTeam(teamId: string, state: TeamNotifyState): Promise<void>;
   notifyStateForNewMsg(teamId: string): Promise<TeamNotifyState>;
   fetchTeam(teamId: string, query?: { afterSeq?: number; limit?: number }): Promise<TeamSnapshot>;
+  markRead(conversation: { p2p: string } | { team: string }, throughSeq: number): Promise<void>;
+  teamReceipts(teamId: string, seqs: number[]): Promise<TeamReceipt[]>;
+  conversations(): Promise<Conversation[]>;
   call(op: string, fields?: Record<string, unknown>): Promise<any>;
 }
 

@@ -205,9 +205,14 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
     /// Every node still in the registry (all but dropped ones, which no group names) last answered this
     /// node's links with a peer protocol version that has `feature`.
+    /// As the driver's gates do (`RaftDriver.everyNode(has:)`): the links count too, and an empty registry (a
+    /// founding cluster's first moment) says no rather than yes for nodes nobody asked.
     public func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool {
         guard let state = await metaState(maxAge: metaMaxAge) else { return false }
-        return await transport.everyPeerHas(feature, among: state.nodes.values.filter { $0.state != .dropped }.map(\.id))
+        let members = state.nodes.values.filter { $0.state != .dropped }.map(\.id)
+        guard !members.isEmpty else { return false }
+        let linked = await transport.linkStatus().map(\.peer)
+        return await transport.everyPeerHas(feature, among: Set(members).union(linked))
     }
 
     private func metaState(maxAge: TimeInterval) async -> MetaState? {

@@ -24,8 +24,11 @@
 ///   them when the app asks for it (`preSend.im`, SPEC W3); an app may ask only once every node does.
 /// - 10: reads the shard command `webhook` (tag 201: a shard's webhook outbox, SPEC W2) and shard snapshots of
 ///   version 2 (with that outbox); shard leaders keep after-event copies only once every node does.
+/// - 11: reads IM read receipts (IM command tag 8 `markRead`, the reads `teamReceipts` and `conversations`, the
+///   effect `peerRead`, the events `read`) and IM snapshots of version 2 (read positions), issue 38; clients
+///   and the server API may use them only once every node does.
 public enum PeerProtocol {
-    public static let version = 10
+    public static let version = 11
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -60,9 +63,12 @@ public enum PeerProtocol {
         case imPreSend
         /// The shard command `webhook` (tag 201) and shard snapshot version 2: after-event copies (W2).
         case webhookCopies
+        /// IM read receipts (IM command tag 8, its reads, effect and events) and IM snapshot version 2.
+        case readReceipts
 
         public var version: Int {
             switch self {
+            case .readReceipts: 11
             case .webhookCopies: 10
             case .imPreSend: 9
             case .connectionBudgets: 6

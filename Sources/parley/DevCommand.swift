@@ -69,10 +69,31 @@ struct DevCommand: AsyncParsableCommand {
                 }
             }
         }
+        // Ctrl-C (or SIGTERM) asks every node to stop gracefully; this process ends when they have. Caught from
+        // before the first node starts: a signal while the nodes or the demo start must not leave nodes behind.
+        let signals = DispatchQueue(label: "parley.dev.signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: signals)
+            source.setEventHandler {
+                Self.say("\nstopping…\n")
+                exits.stopping()
+                processes.terminateAll()
+            }
+            source.resume()
+            sources.append(source)
+        }
         for id in layout.ids {
+            guard !exits.isStopping else {
+                exits.exited()  // never started
+                continue
+            }
             try processes.start(id)
             Self.writePidFile(processes, id, data)
         }
+        // A signal while the loop ran may have missed a node started after it.
+        if exits.isStopping { processes.terminateAll() }
 
         var banner = "Parley dev cluster: \(nodes) nodes, \(shards) shards, data in \(data)/\n"
         for id in layout.ids {
@@ -91,20 +112,6 @@ struct DevCommand: AsyncParsableCommand {
         banner += "Watch it: parley status --node http://127.0.0.1:\(opsPort) --watch      Stop: Ctrl-C\n"
         Self.say(banner)
 
-        // Ctrl-C (or SIGTERM) asks every node to stop gracefully; this process ends when they have.
-        let signals = DispatchQueue(label: "parley.dev.signals")
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: signals)
-            source.setEventHandler {
-                Self.say("\nstopping…\n")
-                exits.stopping()
-                processes.terminateAll()
-            }
-            source.resume()
-            sources.append(source)
-        }
         await exits.allExited()
         withExtendedLifetime(sources) {}
     }

@@ -171,6 +171,47 @@ struct EdgeImTests {
         ok(try await d.call("sendMessage", ["roomId": "r1", "body": "from my IM login"]))
     }
 
+    @Test("38: read receipts over WebSockets: a team mark tells the sender's devices (kind teamRead), teamReceipts counts, a one-to-one mark tells the peer (kind p2pRead), conversations counts; malformed marks are 414 and change nothing")
+    func readReceipts() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        func first(_ v: JSONValue?) -> JSONValue? { if case .array(let a)? = v { a.first } else { nil } }
+        let alice = try await server.client(), bob = try await server.client()
+        _ = try await login(alice, "alice")
+        _ = try await login(bob, "bob")
+        ok(try await alice.call("teamCreate", ["teamId": "crew", "name": "Crew", "beInviteMode": "noAuth"]))
+        ok(try await alice.call("teamInvite", ["teamId": "crew", "targets": ["bob"]]))
+        let sent = try await alice.call("sendTeamMessage", ["teamId": "crew", "body": "hello"])
+        guard case .int(let seq)? = sent["data"]?["seq"] else { Issue.record("\(sent)"); return }
+        for bad: [String: Any] in [["teamId": "crew", "peer": "alice", "throughSeq": seq], ["throughSeq": seq],
+                                   ["teamId": "crew"], ["teamId": "crew", "throughSeq": -1]] {
+            #expect(code(try await bob.call("markRead", bad)) == 414, "\(bad)")
+        }
+        #expect(code(try await bob.call("teamReceipts", ["teamId": "crew", "seqs": [Int]()])) == 414)
+        let unread = try await alice.call("teamReceipts", ["teamId": "crew", "seqs": [seq]])
+        #expect(first(unread["data"]?["receipts"])?["unread"] == .array([.string("bob")]), "\(unread)")
+        ok(try await bob.call("markRead", ["teamId": "crew", "throughSeq": seq]))
+        let heard = try await alice.event("im") { $0["kind"] == .string("teamRead") }
+        #expect(heard["teamId"] == .string("crew") && heard["reader"] == .string("bob") && heard["throughSeq"] == .int(seq), "\(heard)")
+        let read = try await alice.call("teamReceipts", ["teamId": "crew", "seqs": [seq]])
+        let receipt = first(read["data"]?["receipts"])
+        #expect(receipt?["readers"] == .array([.string("bob")]) && receipt?["readCount"] == .int(1) && receipt?["unreadCount"] == .int(0)
+                && receipt?["from"] == .string("alice") && receipt?["seq"] == .int(seq), "\(read)")
+
+        let p2p = try await alice.call("sendP2P", ["to": "bob", "body": "psst"])
+        guard case .int(let receiverSeq)? = p2p["data"]?["seq"] else { Issue.record("\(p2p)"); return }
+        let before = try await bob.call("conversations", [:])
+        #expect(first(before["data"]?["conversations"])?["unread"] == .int(1) && first(before["data"]?["conversations"])?["peer"] == .string("alice"), "\(before)")
+        ok(try await bob.call("markRead", ["peer": "alice", "throughSeq": receiverSeq]))
+        let told = try await alice.event("im") { $0["kind"] == .string("p2pRead") }
+        #expect(told["peer"] == .string("bob") && told["reader"] == .string("bob") && told["throughSeq"] == .int(receiverSeq), "\(told)")
+        let after = try await bob.call("conversations", [:])
+        let c = first(after["data"]?["conversations"])
+        #expect(c?["unread"] == .int(0) && c?["readThrough"] == .int(receiverSeq) && c?["last"]?["body"] == .string("psst"), "\(after)")
+        await alice.close()
+        await bob.close()
+    }
+
     @Test("19: IM ops need a login; bad tokens, bad fields, notification sends and other accounts are refused")
     func badInputIsRefused() async throws {
         let server = try await Fixture.server()

@@ -140,7 +140,9 @@ struct ClientPortCertificates {
             let dev = Process()
             dev.executableURL = try LocalNodeProcesses.parleyExecutable()
             dev.arguments = ["dev", "--tls", "--nodes", "1", "--shards", "4", "--data", data, "--http-port", "\(ports[0])",
-                             "--peer-port", "\(ports[1])", "--ops-port", "\(ports[2])"]
+                             "--peer-port", "\(ports[1])", "--ops-port", "\(ports[2])",
+                             // No demo page: its default port (node 1's minus one) may be another test cluster's.
+                             "--demo-port", "0"]
             dev.standardOutput = FileHandle.nullDevice
             dev.standardError = FileHandle.nullDevice
             try dev.run()

@@ -37,7 +37,7 @@ def headers_for(app_key, app_secret, path, body):
 def one_run(parley, requests, concurrency, base_port):
     data = tempfile.mkdtemp(prefix="parley-apiload-")
     proc = subprocess.Popen([parley, "dev", "--data", data, "--http-port", str(base_port),
-                             "--peer-port", str(base_port + 100), "--shards", "16"],
+                             "--peer-port", str(base_port + 100), "--shards", "16", "--demo-port", "0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         nodes = [f"127.0.0.1:{base_port + i}" for i in range(3)]

@@ -143,6 +143,14 @@ def main():
                               {"url": "https://203.0.113.9/parley", "preSend": {"im": True}})
         if old_protocol < 9 and (code != 503 or answer.get("code") != 10503):
             failures.append(f"setWebhooks with preSend.im beside an older node: {code} {answer}")
+        # Read receipts (peer protocol 11) wait for every node: beside an older one the server API answers 10503
+        # and nothing is written; once all speak 11 they are read.
+        signed(base, app_key, app_secret, "/v1/user/create", {"accid": "reader", "token": "reader-token"})
+        code, answer = signed(base, app_key, app_secret, "/v1/msg/conversations", {"accid": "reader"})
+        if old_protocol < 11 and (code != 503 or answer.get("code") != 10503):
+            failures.append(f"/v1/msg/conversations beside an older node: {code} {answer}")
+        if old_protocol >= 11 and code != 200:
+            failures.append(f"/v1/msg/conversations: {code} {answer}")
         # Which kind of node led the shards: a run where old nodes led nothing (or everything) would not have
         # sent commands both ways.
         led = {}

@@ -18,7 +18,7 @@ export class Chromium {
       // Pages in the background keep their timers (heartbeats, reconnect delays) at full speed.
       '--disable-background-timer-throttling', '--disable-renderer-backgrounding',
       '--disable-backgrounding-occluded-windows', 'about:blank',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    ], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });  // its own process group: close kills its helpers too
     const endpoint = await new Promise((resolve, reject) => {
       let text = '';
       const timer = setTimeout(() => reject(new Error(`chromium did not start: ${text.slice(-500)}`)), 20000);
@@ -84,9 +84,13 @@ export class Chromium {
 
   async close() {
     try { this.socket?.close(); } catch {}
-    this.child.kill('SIGKILL');
-    await new Promise((resolve) => (this.child.exitCode !== null ? resolve() : this.child.once('exit', resolve)));
-    rmSync(this.profile, { recursive: true, force: true });
+    const exited = new Promise((resolve) => (this.child.exitCode !== null ? resolve() : this.child.once('exit', resolve)));
+    try { process.kill(-this.child.pid, 'SIGKILL'); } catch { this.child.kill('SIGKILL'); }
+    await exited;
+    // A helper process may still be writing its last file for a moment.
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try { rmSync(this.profile, { recursive: true, force: true }); return; } catch { await new Promise((r) => setTimeout(r, 100)); }
+    }
   }
 }
 

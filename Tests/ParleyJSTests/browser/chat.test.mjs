@@ -109,7 +109,7 @@ describe('the JavaScript SDK in headless Chromium against parley dev (3 nodes)',
     await bob.close();
   });
 
-  it('IMClient in the page: a friend request, one-to-one and team messages between two nodes, each once in order', async () => {
+  it('IMClient in the page: a friend request, one-to-one and team messages between two nodes, each once in order; read receipts both ways', async () => {
     const login = async (account, edge) => {
       const page = await browser.open(`${cluster.demoURL}/`, { ready: 'window.demo !== undefined', name: `im-${account}` });
       await page.eval(`(async () => {
@@ -118,7 +118,7 @@ describe('the JavaScript SDK in headless Chromium against parley dev (3 nodes)',
         const { addresses } = await (await fetch('/addresses', { method: 'POST', body: JSON.stringify({ roomId: 'im-probe', account: '${account}', edge: ${edge} }) })).json();
         window.im = new IMClient({ addresses, reconnectDelayMs: 200 });
         window.imEvents = [];
-        for (const type of ['item', 'teamItem', 'friendChanged', 'teamMembership']) window.im.addEventListener(type, (e) => window.imEvents.push(e.detail));
+        for (const type of ['item', 'teamItem', 'friendChanged', 'teamMembership', 'teamRead', 'p2pRead']) window.im.addEventListener(type, (e) => window.imEvents.push(e.detail));
         await window.im.login(session.appKey, '${account}', session.token);
       })()`);
       return page;
@@ -140,6 +140,22 @@ describe('the JavaScript SDK in headless Chromium against parley dev (3 nodes)',
     assert.deepEqual(got.team, Array.from({ length: 5 }, (_, i) => `t-${i}`));
     assert.deepEqual(got.seqs, Array.from({ length: got.seqs.length }, (_, i) => i + 1), 'jon\'s log items arrive once each, in order');
     assert.equal(got.lastSeq, got.seqs.length);
+    // Issue 38: jon reads both conversations; ivy's page hears it and reads the receipts.
+    await jon.eval(`(async () => {
+      const last = imEvents.filter((e) => e.type === 'teamItem').at(-1).item.seq;
+      const lastP2P = imEvents.filter((e) => e.type === 'item' && e.item.kind === 'message').at(-1).item.seq;
+      await im.markRead({ team: 'crew' }, last);
+      await im.markRead({ p2p: 'ivy' }, lastP2P);
+    })()`);
+    await ivy.waitFor("imEvents.some((e) => e.type === 'teamRead' && e.reader === 'jon') && imEvents.some((e) => e.type === 'p2pRead' && e.reader === 'jon')", { what: 'jon\'s receipts at ivy' });
+    const receipts = await ivy.eval("(async () => { const t = await im.fetchTeam('crew', { afterSeq: 0, limit: 100 }); const seqs = t.items.filter((i) => i.kind === 'message').map((i) => i.seq); return im.teamReceipts('crew', seqs); })()");
+    assert.equal(receipts.length, 5);
+    assert.ok(receipts.every((r) => r.readers.includes('jon') && r.unreadCount === 0), JSON.stringify(receipts));
+    const conversations = await jon.eval('im.conversations()');
+    assert.equal(conversations[0].peer, 'ivy');
+    assert.equal(conversations[0].unread, 0);
+    const ivySide = await ivy.eval('im.conversations()');
+    assert.ok(ivySide[0].peerReadThrough >= 10, JSON.stringify(ivySide));
     await ivy.eval('im.logout()');
     await jon.eval('im.logout()');
     await ivy.close();
