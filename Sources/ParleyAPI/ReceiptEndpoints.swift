@@ -30,8 +30,15 @@ enum ReceiptEndpoints {
         var peerReadThrough: UInt64
     }
 
+    struct TeamConversationJSON: Encodable, Sendable {
+        var tid: String
+        var last: TeamJSON.Item?
+        var unread: Int
+        var readThrough: UInt64
+    }
+
     struct Receipts: Encodable, Sendable { var receipts: [ReceiptJSON] }
-    struct Conversations: Encodable, Sendable { var conversations: [ConversationJSON] }
+    struct Conversations: Encodable, Sendable { var conversations: [ConversationJSON]; var teams: [TeamConversationJSON] }
 
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/team/receipts", TeamReceipts.self) { api, b, app in
@@ -51,12 +58,15 @@ enum ReceiptEndpoints {
         .post("/v1/msg/conversations", Account.self) { api, b, app in
             try await api.requireReceipts()
             let (me, _) = try await api.accounts(app, b.accid)
-            guard case .read(.conversations(let list)) = try await api.im(.read(.conversations), for: me) else {
+            guard case .read(.conversations(let list, let teams)) = try await api.im(.read(.conversations), for: me) else {
                 throw APIError(.unavailable, "unexpected reply to a read")
             }
             return Conversations(conversations: list.map {
                 ConversationJSON(peer: AppScope.local($0.peer), last: ImItemJSON($0.last), unread: $0.unread,
                                  readThrough: $0.readThrough, peerReadThrough: $0.peerReadThrough)
+            }, teams: teams.map {
+                TeamConversationJSON(tid: AppScope.local($0.teamId), last: $0.last.map(TeamJSON.Item.init), unread: $0.unread,
+                                     readThrough: $0.readThrough)
             })
         },
     ]

@@ -308,19 +308,24 @@ struct TeamJSON: Encodable, Sendable {
             Member(accid: AppScope.local($0.account), type: Int($0.member.role.rawValue), mute: $0.member.muted,
                    notifyState: Int($0.member.notify.rawValue), joinTime: $0.member.joinedAt)
         }
-        items = v.items.map { i in
-            switch i.kind {
-            case .message(let m):
-                return Item(seq: i.seq, time: i.time, kind: "message", from: AppScope.local(m.from), msgId: m.clientMessageId,
-                            type: m.type, body: m.body, ext: m.ext)
-            case .notification(let n):
-                var attachment: [String: String] = [:]
-                for (tag, value) in n.attachment { attachment["\(tag.rawValue)"] = value }
-                return Item(seq: i.seq, time: i.time, kind: "notification", operation: Int(n.operation.rawValue),
-                            source: AppScope.local(n.source), targets: n.targets.map(AppScope.local), notifyExt: n.notifyExt,
-                            attachment: attachment)
-            }
-        }
+        items = v.items.map(Item.init)
         nextSeq = v.nextSeq
+    }
+}
+
+extension TeamJSON.Item {
+    /// A team log item with the app's own ids.
+    init(_ i: TeamLogItem) {
+        switch i.kind {
+        case .message(let m):
+            self.init(seq: i.seq, time: i.time, kind: "message", from: AppScope.local(m.from), msgId: m.clientMessageId,
+                      type: m.type, body: m.body, ext: m.ext)
+        case .notification(let n):
+            var attachment: [String: String] = [:]
+            for (tag, value) in n.attachment { attachment["\(tag.rawValue)"] = value }
+            self.init(seq: i.seq, time: i.time, kind: "notification", operation: Int(n.operation.rawValue),
+                      source: AppScope.local(n.source), targets: n.targets.map(AppScope.local), notifyExt: n.notifyExt,
+                      attachment: attachment)
+        }
     }
 }

@@ -7,7 +7,6 @@ extension IMClient {
     private struct Sent: Decodable { var seq: Int64; var time: Int64? }
     private struct Team: Decodable { var team: TeamSnapshot }
     private struct Receipts: Decodable { var receipts: [TeamReceipt] }
-    private struct Conversations: Decodable { var conversations: [IMConversation] }
 
     // MARK: Friends (004)
 
@@ -99,9 +98,10 @@ extension IMClient {
                        answer: Receipts.self).receipts
     }
 
-    /// The user's one-to-one conversations, newest first, with unread counts and read positions.
-    public func conversations() async throws -> [IMConversation] {
-        try await call("conversations", answer: Conversations.self).conversations
+    /// The user's conversations — one-to-one and teams, each newest first — with unread counts and read
+    /// positions (recent sessions, at login or whenever the app shows its list).
+    public func conversations() async throws -> IMConversationList {
+        try await call("conversations", answer: IMConversationList.self)
     }
 
     // MARK: Teams (001)

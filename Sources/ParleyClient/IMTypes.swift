@@ -215,6 +215,23 @@ public struct IMConversation: Sendable, Hashable, Decodable {
     public var peerReadThrough: Int64
 }
 
+/// One of the user's teams as a conversation (issue 38 item 4): its newest message, the user's unread count
+/// (others' messages after its position, since it joined) and its position.
+public struct IMTeamConversation: Sendable, Hashable, Decodable {
+    public var teamId: String
+    public var last: TeamItem?
+    public var unread: Int
+    public var readThrough: Int64
+}
+
+/// What `conversations()` answers: the one-to-one conversations and the teams, each newest first.
+public struct IMConversationList: Sendable, Hashable, Decodable {
+    public var oneToOne: [IMConversation]
+    public var teams: [IMTeamConversation]
+
+    enum CodingKeys: String, CodingKey { case oneToOne = "conversations", teams }
+}
+
 /// The login's connection, as the seed's NIMLoginStep reports it.
 public enum IMConnectionState: Sendable, Hashable {
     case loggingIn

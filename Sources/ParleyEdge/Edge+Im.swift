@@ -87,7 +87,9 @@ extension Edge {
                     j.field("firstSeq", first)
                 case .read(.team(let view)): j.key("team"); j.team(view)
                 case .read(.teamReceipts(let receipts)): j.key("receipts"); j.teamReceipts(receipts)
-                case .read(.conversations(let list)): j.key("conversations"); j.conversations(list)
+                case .read(.conversations(let list, let teams)):
+                    j.key("conversations"); j.conversations(list)
+                    j.key("teams"); j.teamSummaries(teams)
                 case .team(let o): if let seq = o.messageSeq { j.field("seq", seq) }
                 default: break
                 }

@@ -103,6 +103,19 @@ extension JSONText {
         endArray()
     }
 
+    /// Issue 38 item 4: the user's teams as conversations: the newest message (null when none), unread, position.
+    public mutating func teamSummaries(_ list: [TeamSummary]) {
+        beginArray()
+        for t in list {
+            beginObject()
+            field("teamId", AppScope.local(t.teamId))
+            key("last"); if let last = t.last { teamItem(last) } else { null() }
+            field("unread", t.unread); field("readThrough", t.readThrough)
+            endObject()
+        }
+        endArray()
+    }
+
     private static func name<T: Equatable>(_ value: T, _ table: [String: T]) -> String {
         table.first { $0.value == value }?.key ?? "?"
     }

@@ -122,13 +122,36 @@ public enum ImAnswerCodec {
         case .teamReceipts(let receipts):
             w.write(UInt8(4)); w.write(UInt64(receipts.count))
             for x in receipts { w.write(x.seq); w.write(x.from); w.write(x.readers); w.write(x.unread) }
-        case .conversations(let list):
+        case .conversations(let list, let teams):
             w.write(UInt8(5)); w.write(UInt64(list.count))
             for c in list {
                 w.write(c.peer); ImShardState.write(c.last, into: &w); w.write(UInt64(c.unread)); w.write(c.readThrough)
                 w.write(c.peerReadThrough)
             }
+            write(teams, into: &w)
+        case .teamSummaries(let list):
+            w.write(UInt8(6)); write(list, into: &w)
         }
+    }
+
+    static func write(_ list: [TeamSummary], into w: inout ByteWriter) {
+        w.write(UInt64(list.count))
+        for t in list {
+            w.write(t.teamId); w.write(t.last != nil)
+            if let last = t.last { ImShardState.write(last, into: &w) }
+            w.write(UInt64(t.unread)); w.write(t.readThrough)
+        }
+    }
+
+    static func readSummaries(_ r: inout ByteReader) throws(CodecError) -> [TeamSummary] {
+        var list: [TeamSummary] = []
+        for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
+            let teamId = try r.readString()
+            let last = try r.readBool() ? try ImShardState.readTeamItem(&r) : nil
+            let unread = try r.readUInt64()
+            list.append(TeamSummary(teamId: teamId, last: last, unread: Int(clamping: unread), readThrough: try r.readUInt64()))
+        }
+        return list
     }
 
     static func readResult(_ r: inout ByteReader) throws(CodecError) -> ImReadResult {
@@ -177,7 +200,8 @@ public enum ImAnswerCodec {
                 list.append(ConversationView(peer: peer, last: last, unread: Int(clamping: unread), readThrough: try r.readUInt64(),
                                              peerReadThrough: try r.readUInt64()))
             }
-            return .conversations(list)
+            return .conversations(list, teams: try readSummaries(&r))
+        case 6: return .teamSummaries(try readSummaries(&r))
         case let tag: throw .badTag("IM read result", UInt64(tag))
         }
     }

@@ -12,6 +12,9 @@ public enum ImRead: Sendable, Equatable {
     case teamReceipts(teamId: String, seqs: [UInt64])
     /// Issue 38: the actor's one-to-one conversations with unread counts and read positions.
     case conversations
+    /// Issue 38 item 4: the actor's summary (newest message, unread count, position) of each of these teams of
+    /// this shard (at most `maxSummaryTeams`; teams it is not in are left out).
+    case teamSummaries(teamIds: [String])
 }
 
 /// What a read answers.
@@ -23,7 +26,10 @@ public enum ImReadResult: Sendable, Equatable {
     case relations(ImRelations)
     case team(TeamView)
     case teamReceipts([TeamReceipt])
-    case conversations([ConversationView])
+    /// The one-to-one conversations (from the user's shard) and, filled by the cluster from the teams'
+    /// shards, the user's teams (newest message first).
+    case conversations([ConversationView], teams: [TeamSummary])
+    case teamSummaries([TeamSummary])
 }
 
 public struct ImRelations: Sendable, Equatable {
@@ -93,7 +99,9 @@ extension ImShardState {
             case .teamReceipts(let teamId, let seqs):
                 return .success(.teamReceipts(try teamReceipts(teamId, seqs: seqs, context: context)))
             case .conversations:
-                return .success(.conversations(conversations(of: context.actor)))
+                return .success(.conversations(conversations(of: context.actor), teams: []))
+            case .teamSummaries(let teamIds):
+                return .success(.teamSummaries(try teamSummaries(teamIds, of: context.actor)))
             }
         } catch let error as ImError {
             return .failure(error)

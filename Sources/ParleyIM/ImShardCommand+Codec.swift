@@ -42,6 +42,7 @@ extension ImShardCommand {
             case .team(let teamId, let after, let limit): w.write(UInt8(3)); w.write(teamId); w.write(after); w.write(limit)
             case .teamReceipts(let teamId, let seqs): w.write(UInt8(4)); w.write(teamId); w.write(UInt64(seqs.count)); for s in seqs { w.write(s) }
             case .conversations: w.write(UInt8(5))
+            case .teamSummaries(let teamIds): w.write(UInt8(6)); w.write(teamIds)
             }
         case .markRead(let mark):
             w.write(UInt8(8))
@@ -96,6 +97,7 @@ extension ImShardCommand {
                 for _ in 0..<(try r.readCount(minimumItemBytes: 1)) { seqs.append(try r.readUInt64()) }
                 self = .read(.teamReceipts(teamId: teamId, seqs: seqs))
             case 5: self = .read(.conversations)
+            case 6: self = .read(.teamSummaries(teamIds: try r.readStrings()))
             case let tag: throw .badTag("IM read", UInt64(tag))
             }
         case 8:

@@ -40,7 +40,39 @@ public struct ConversationView: Sendable, Equatable {
     public var peerReadThrough: UInt64
 }
 
+/// A team as one of a member's conversations (issue 38 item 4): its newest message, the member's unread count
+/// and position.
+public struct TeamSummary: Sendable, Equatable {
+    public var teamId: String
+    /// The team's newest message the log holds (nil when none).
+    public var last: TeamLogItem?
+    /// Messages of others after the member's position, sent since it joined.
+    public var unread: Int
+    public var readThrough: UInt64
+}
+
 extension ImShardState {
+    /// At most this many teams per summaries read (a user's team cap).
+    public static let maxSummaryTeams = 500
+
+    /// The actor's summary of each of these teams (on this shard) it is a member of; others are left out.
+    func teamSummaries(_ teamIds: [String], of account: String) throws -> [TeamSummary] {
+        try check(teamIds.count <= Self.maxSummaryTeams, "at most \(Self.maxSummaryTeams) teams")
+        var summaries: [TeamSummary] = []
+        for teamId in Set(teamIds).sorted() {
+            guard let t = team(teamId), let me = t.members[account] else { continue }
+            var last: TeamLogItem?
+            var unread = 0
+            for item in t.log.entries {
+                guard case .message(let m) = item.kind else { continue }
+                last = item
+                if m.from != account, item.seq > me.readThrough, item.time >= me.joinedAt { unread += 1 }
+            }
+            summaries.append(TeamSummary(teamId: teamId, last: last, unread: unread, readThrough: me.readThrough))
+        }
+        return summaries
+    }
+
     /// At most this many sequences per receipts read.
     public static let maxReceiptSeqs = 100
 

@@ -325,8 +325,11 @@ export class IMClient extends EventSource {
   /** Seed 001's refreshTeamMessageReceipts: who read the team's messages at `seqs` (1 … 100). */
   async teamReceipts(teamId, seqs) { return (await this.call('teamReceipts', { teamId, seqs })).receipts; }
 
-  /** The user's one-to-one conversations, newest first, with unread counts and both read positions. */
-  async conversations() { return (await this.call('conversations')).conversations; }
+  /**
+   * The user's conversations, each list newest first: `{conversations: [{peer, last, unread, readThrough,
+   * peerReadThrough}], teams: [{teamId, last, unread, readThrough}]}`.
+   */
+  async conversations() { return this.call('conversations'); }
 
   // Teams (seed 001)
 

@@ -186,6 +186,9 @@ export interface TeamReceipt { seq: number; from: string; readCount: number; unr
 /** One of the user's one-to-one conversations (issue 38). */
 export interface Conversation { peer: string; last: ImItem; unread: number; readThrough: number; peerReadThrough: number }
 
+/** One of the user's teams as a conversation (issue 38): newest message, unread count, position. */
+export interface TeamConversation { teamId: string; last: TeamItem | null; unread: number; readThrough: number }
+
 export type TeamNotifyState = 'all' | 'none' | 'onlyManager';
 
 export interface TeamOptions {
@@ -268,7 +271,7 @@ export declare class IMClient implements Events<ImEvent> {
   fetchTeam(teamId: string, query?: { afterSeq?: number; limit?: number }): Promise<TeamSnapshot>;
   markRead(conversation: { p2p: string } | { team: string }, throughSeq: number): Promise<void>;
   teamReceipts(teamId: string, seqs: number[]): Promise<TeamReceipt[]>;
-  conversations(): Promise<Conversation[]>;
+  conversations(): Promise<{ conversations: Conversation[]; teams: TeamConversation[] }>;
   call(op: string, fields?: Record<string, unknown>): Promise<any>;
 }
 

@@ -208,6 +208,7 @@ struct EdgeImTests {
         let after = try await bob.call("conversations", [:])
         let c = first(after["data"]?["conversations"])
         #expect(c?["unread"] == .int(0) && c?["readThrough"] == .int(receiverSeq) && c?["last"]?["body"] == .string("psst"), "\(after)")
+        #expect(after["data"]?["teams"] != nil, "the teams' part is always there")
         await alice.close()
         await bob.close()
     }

@@ -85,7 +85,7 @@ import ParleyWire
         world.send("tom", P2PSend(to: "amy", clientMessageId: "t0", body: "hello"))
         let tomShard = world.shard(of: "tom"), amyShard = world.shard(of: "amy")
         func conversations(_ who: String, _ shard: Int) -> [ConversationView] {
-            guard case .success(.read(.conversations(let list))) = world.shards[shard].apply(.read(.conversations),
+            guard case .success(.read(.conversations(let list, _))) = world.shards[shard].apply(.read(.conversations),
                                                                                              context: ImContext(actor: who, time: world.time)) else { return [] }
             return list
         }
@@ -111,6 +111,32 @@ import ParleyWire
         world.relay()
         #expect(world.heard.isEmpty && world.user("amy").peerReadThrough["tom"] == receiverSeqs[1])
         #expect(world.shards[tomShard].apply(.markRead(.p2p(peer: "tom", throughSeq: 1)), context: ImContext(actor: "tom", time: 1)).failureCode == .oneself)
+    }
+
+    @Test("Item 4: a member's team summary counts the others' messages after its position, sent since it joined; its own never; the newest message; non-members left out")
+    func teamSummaries() {
+        var (world, seqs) = kiteWithMessages()
+        world.team("amy", "kite", .invite(targets: ["zed"], postscript: "", notifyExt: ""))
+        var shard = world.shards[world.shard(of: "kite")]
+        func summary(_ who: String) -> TeamSummary? {
+            guard case .success(.read(.teamSummaries(let list))) = shard.apply(.read(.teamSummaries(teamIds: ["kite", "nope"])),
+                                                                              context: ImContext(actor: who, time: world.time)) else { return nil }
+            #expect(list.count <= 1, "only the teams it is in")
+            return list.first
+        }
+        #expect(summary("bea")?.unread == 4 && summary("bea")?.last?.seq == seqs[3])
+        #expect(summary("amy")?.unread == 2, "tom's two; her own never")
+        #expect(summary("zed")?.unread == 0, "everything came before zed joined")
+        #expect(summary("gus") == nil)
+        _ = shard.apply(.markRead(.team(teamId: "kite", throughSeq: seqs[1])), context: ImContext(actor: "bea", time: world.time))
+        #expect(summary("bea")?.unread == 2 && summary("bea")?.readThrough == seqs[1])
+        let codec = ImShardCommand.read(.teamSummaries(teamIds: ["kite"]))
+        #expect(try! ImShardCommand(decoding: codec.encoded()) == codec)
+        var w = ByteWriter()
+        let answer: Result<ImApplied, ImError> = .success(.read(.conversations([], teams: [summary("bea")!])))
+        ImAnswerCodec.write(answer, into: &w)
+        var r = ByteReader(w.bytes)
+        #expect(try! ImAnswerCodec.read(&r) == answer)
     }
 
     @Test("Snapshots: a state without read positions writes version 1 byte for byte as before; with them, version 2, and restores to the same state")

@@ -71,7 +71,18 @@ import Testing
             _ = try await dan.teamReceipts("crew", seqs: seqs)
             Issue.record("a stranger read the receipts")
         } catch let error as ChatroomError { #expect(error.code == 14214) }
-        for c in [alice, bob, bobPhone, carol, dan] { await c.logout() }
+        // Item 4 for teams: carol's unread count (alice's messages after her position) from another node, and
+        // after she reads on.
+        let (carolAgain, _) = try await helpers.client(cluster, 1, "carol")
+        var crew = try await carolAgain.conversations().teams.first { $0.teamId == "crew" }
+        #expect(crew?.unread == 2 && crew?.readThrough == seqs[0] && crew?.last?.body == "three", "\(String(describing: crew))")
+        try await carolAgain.markRead(team: "crew", throughSeq: seqs[2])
+        crew = try await carolAgain.conversations().teams.first { $0.teamId == "crew" }
+        #expect(crew?.unread == 0)
+        let viaAPITeams = try await Self.api.post(cluster.http(2), "/v1/msg/conversations", ["accid": "bob"])
+        let bobTeams = viaAPITeams.data["teams"] as? [[String: Any]] ?? []
+        #expect(bobTeams.first?["tid"] as? String == "crew" && bobTeams.first?["unread"] as? Int == 0, "\(viaAPITeams.json)")
+        for c in [alice, bob, bobPhone, carol, carolAgain, dan] { await c.logout() }
         }
     }
 
@@ -88,7 +99,7 @@ import Testing
             aliceBox.items.filter { $0.kind == "message" && $0.from == "carol" }.count == 3
                 && aliceBox.items.contains { $0.kind == "message" && $0.from == "alice" }
         }
-        var conversations = try await alice.conversations()
+        var conversations = try await alice.conversations().oneToOne
         #expect(conversations.map(\.peer) == ["carol"] && conversations.first?.unread == 3)
         #expect(conversations.first?.last.body == "reply", "the newest message of the conversation, sent or received")
 
@@ -99,14 +110,14 @@ import Testing
         try await cluster.eventually("the reply in carol's log", seconds: 10) {
             carolBox.items.contains { $0.kind == "message" && $0.from == "alice" }
         }
-        let carolSide = try await carol.conversations()
+        let carolSide = try await carol.conversations().oneToOne
         #expect(carolSide.first?.peer == "alice" && carolSide.first?.peerReadThrough == receiverSeqs[1])
         #expect(carolSide.first?.unread == 1, "alice's reply is unread at carol's")
 
         // alice comes back on another node: the count is where she left it.
         await alice.logout()
         let (aliceAgain, _) = try await helpers.client(cluster, 2, "alice")
-        conversations = try await aliceAgain.conversations()
+        conversations = try await aliceAgain.conversations().oneToOne
         #expect(conversations.first?.unread == 1 && conversations.first?.readThrough == receiverSeqs[1])
         let viaAPI = try await Self.api.post(cluster.http(3), "/v1/msg/conversations", ["accid": "alice"])
         #expect(viaAPI.status == 200, "\(viaAPI.json)")

@@ -30,7 +30,37 @@ extension RaftDriver {
                                     deadline: deadline)
             }
         }
+        if case .read(.conversations) = command {
+            return conversations(account: account, shard: shard, actor: actor, deadline: deadline)
+        }
         return routeIm(command, account: account, shard: shard, actor: actor, requestKey: requestKey, deadline: deadline)
+    }
+
+    /// Issue 38 item 4: a user's conversations — the one-to-one ones from its shard, then a summary of each of
+    /// its teams from the teams' shards (one read per shard holding some), newest message first.
+    private func conversations(account: String, shard: ShardID, actor: CommandActor, deadline: NIODeadline)
+        -> EventLoopFuture<Result<ImApplied, ImError>> {
+        let read = { (command: ImShardCommand, shard: ShardID) in
+            self.routeIm(command, account: account, shard: shard, actor: actor, requestKey: nil, deadline: deadline)
+        }
+        return read(.read(.conversations), shard).and(read(.read(.relations), shard)).flatMap { oneToOne, relations in
+            guard case .success(.read(.conversations(let list, _))) = oneToOne else { return self.loop.makeSucceededFuture(oneToOne) }
+            guard case .success(.read(.relations(let r))) = relations else { return self.loop.makeSucceededFuture(relations) }
+            let byShard = Dictionary(grouping: r.teams) { self.shard(ofTeam: $0) }
+            let reads = byShard.keys.sorted().map { read(.read(.teamSummaries(teamIds: byShard[$0]!)), $0) }
+            return EventLoopFuture.whenAllSucceed(reads, on: self.loop).map { answers in
+                var teams: [TeamSummary] = []
+                for answer in answers {
+                    switch answer {
+                    case .success(.read(.teamSummaries(let some))): teams += some
+                    case .failure(let error): return .failure(error)
+                    default: return .failure(ImError(.badParameter, "unexpected reply to a team summary"))
+                    }
+                }
+                teams.sort { ($0.last?.time ?? 0, $0.teamId) > ($1.last?.time ?? 0, $1.teamId) }
+                return .success(.read(.conversations(list, teams: teams)))
+            }
+        }
     }
 
     /// `limitExceeded` for the first of `accounts` already in `maxTeamsPerUser` teams (by a linearizable read of

@@ -151,11 +151,12 @@ describe('the JavaScript SDK in headless Chromium against parley dev (3 nodes)',
     const receipts = await ivy.eval("(async () => { const t = await im.fetchTeam('crew', { afterSeq: 0, limit: 100 }); const seqs = t.items.filter((i) => i.kind === 'message').map((i) => i.seq); return im.teamReceipts('crew', seqs); })()");
     assert.equal(receipts.length, 5);
     assert.ok(receipts.every((r) => r.readers.includes('jon') && r.unreadCount === 0), JSON.stringify(receipts));
-    const conversations = await jon.eval('im.conversations()');
-    assert.equal(conversations[0].peer, 'ivy');
-    assert.equal(conversations[0].unread, 0);
+    const jonSide = await jon.eval('im.conversations()');
+    assert.equal(jonSide.conversations[0].peer, 'ivy');
+    assert.equal(jonSide.conversations[0].unread, 0);
+    assert.deepEqual(jonSide.teams.map((t) => [t.teamId, t.unread, t.last.body]), [['crew', 0, 't-4']]);
     const ivySide = await ivy.eval('im.conversations()');
-    assert.ok(ivySide[0].peerReadThrough >= 10, JSON.stringify(ivySide));
+    assert.ok(ivySide.conversations[0].peerReadThrough >= 10, JSON.stringify(ivySide));
     await ivy.eval('im.logout()');
     await jon.eval('im.logout()');
     await ivy.close();
