@@ -123,6 +123,10 @@ public actor IMClient: RequestChannel {
                 heartbeat = Task { [weak self] in await self?.beat(every: .milliseconds(hello.heartbeatMs), link: candidate) }
                 try await sync()
                 await refillTeams()
+                // Recent sessions with their unread counts (issue 38); a cluster still upgrading (5030) has none.
+                if let list = try? await decode(IMConversationList.self, try await send(ChatroomRequest(op: "conversations", fields: [:]))) {
+                    sink.yield(.conversations(list))
+                }
                 return answer.nextSeq
             } catch let error as ChatroomError {
                 if link?.id == id { link = nil }

@@ -191,6 +191,9 @@ public enum IMEvent: Sendable, Hashable {
     /// Issue 38 (seed 001's team receipts): `reader` read the team's messages through this team sequence:
     /// refresh the receipts of this user's messages (`teamReceipts`).
     case teamRead(teamId: String, reader: String, throughSeq: Int64)
+    /// Issue 38 item 4: the user's conversations with their unread counts, read after every login and
+    /// re-login (NIM's recent sessions); later changes arrive as items and read events.
+    case conversations(IMConversationList)
 }
 
 /// Who read one team message (seed 001's NIMTeamMessageReceipt: read and unread counts and who).

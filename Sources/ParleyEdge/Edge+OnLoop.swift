@@ -2,13 +2,14 @@ import Foundation
 import NIOCore
 import ParleyCluster
 import ParleyIM
+import ParleyPlacement
 import ParleyRooms
 
 /// Issue 35 item 3: a connection's requests answered on its own event loop, with no hop through the `Edge`
 /// actor. Once the connection said `hello`, every request is admitted there (A9, A1, A8, A6) and the room
 /// commands of rooms it is in (all but `enter` and `exit`), `ping` and `authMode` are answered there: the
 /// command goes to its shard and the answer comes back to the loop; so is a logged-in device's one-to-one
-/// message to an account the node's registry knows. The barriers (`hello`, `enter`, `exit`, `imLogin`) and
+/// message to an account the node's registry knows, and its team message. The barriers (`hello`, `enter`, `exit`, `imLogin`) and
 /// the other IM ops still run on the actor, which owns the sessions they change.
 extension Edge {
     /// Ops that change what the connection's later requests see (its hello, account, rooms, IM login); they
@@ -38,6 +39,9 @@ extension Edge {
         case .im(.send(let message)):
             if let sent = p2pMessage(socket, connection: connection, id: request.id, message) { return sent }
             return loop.makeFutureWithTask { await self.run(connection, id: request.id, op) }
+        case .im(.team(let teamId, let command)) where command.isMessage:
+            if let sent = teamMessage(socket, connection: connection, id: request.id, teamId: teamId, command) { return sent }
+            return loop.makeFutureWithTask { await self.run(connection, id: request.id, op) }
         case .hello, .enter, .room, .im:
             return loop.makeFutureWithTask { await self.run(connection, id: request.id, op) }
         }
@@ -53,12 +57,27 @@ extension Edge {
         }
         var m = message
         m.to = AppScope.scoped(m.to, in: login.namespace)
+        // Applied on the receiver's shard, where its blocklist is.
+        return imOnLoop(socket, connection: connection, id: id, login: login, .send(m), shard: cluster.shard(ofUser: m.to))
+    }
+
+    /// A logged-in device's team message (issue 35), sent from the connection's loop: it names no account to
+    /// check; the team's shard decides membership, mute and budget. Nil before a login (the actor answers 4018).
+    nonisolated func teamMessage(_ socket: ClientSocket, connection: UInt64, id: Int64, teamId: String, _ command: TeamCommand)
+        -> EventLoopFuture<Void>? {
+        guard let login = socket.sessions.read({ $0.im }) else { return nil }
+        let scoped = AppScope.scoped(teamId, in: login.namespace)
+        return imOnLoop(socket, connection: connection, id: id, login: login, .team(teamId: scoped, command),
+                        shard: cluster.shard(ofTeam: scoped))
+    }
+
+    /// Submits an IM command of the connection's login from its loop and queues the answer there.
+    private nonisolated func imOnLoop(_ socket: ClientSocket, connection: UInt64, id: Int64, login: (appKey: String, account: String, scoped: String, namespace: String),
+                                      _ command: ImShardCommand, shard: ShardID) -> EventLoopFuture<Void> {
         let identity = SessionIdentity(userId: login.scoped, authMode: .imSession,
                                        sessionId: Self.sessionId(edgeId: cluster.edgeId, connection: connection),
                                        edgeId: cluster.edgeId)
-        // Applied on the receiver's shard, where its blocklist is.
-        return cluster.submitIm(.send(m), account: login.scoped, shard: cluster.shard(ofUser: m.to), actor: .session(identity),
-                                on: socket.eventLoop)
+        return cluster.submitIm(command, account: login.scoped, shard: shard, actor: .session(identity), on: socket.eventLoop)
             .map { result in socket.send(TextFrame(Self.imAnswer(id: id, result, namespace: login.namespace))) }
             .flatMapErrorThrowing { error in socket.send(TextFrame(EventFrame.error(id: id, ProtocolError.from(error)))) }
     }

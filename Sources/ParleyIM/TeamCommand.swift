@@ -25,6 +25,12 @@ public enum TeamCommand: Sendable, Equatable {
 }
 
 extension TeamCommand {
+    /// A member's message (`send`): what a device sends most, answered from its connection's loop (issue 35).
+    public var isMessage: Bool {
+        if case .send = self { return true }
+        return false
+    }
+
     /// The accounts this command may make members of the team (`actor`: who issues it): the creator, an
     /// invitee (at once in `noAuth` be-invite mode, later by accepting), the one who accepts or applies, an
     /// approved applicant. Their team count is checked on their own shards before it runs (`maxTeamsPerUser`).

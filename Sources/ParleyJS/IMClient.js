@@ -36,7 +36,8 @@ const TEAM_FIELDS = ['intro', 'announcement', 'avatar', 'joinMode', 'inviteMode'
  * Events (`{type, ...}`): `item` {item}, `friendChanged` {friend, isFriend}, `blocklistChanged`,
  * `muteListChanged`, `teamMembership` {teamId, isMember}, `teamItem` {teamId, item, alert}, `historyGone`
  * {fromSeq, toSeq}, `connectionState` {state: 'loggingIn'|'loggedIn'|'lost'|'loginFailed', error?}, and the read
- * receipts (issue 38) `p2pRead` {peer, reader, throughSeq} and `teamRead` {teamId, reader, throughSeq}.
+ * receipts (issue 38) `p2pRead` {peer, reader, throughSeq} and `teamRead` {teamId, reader, throughSeq}, and
+ * `conversations` {conversations, teams} after every (re)login: the user's conversations with unread counts.
  */
 export class IMClient extends EventSource {
   constructor({
@@ -113,6 +114,10 @@ export class IMClient extends EventSource {
       this.heartbeat = setInterval(() => this.#beat(link), hello.heartbeatMs || 25000);
       await this.#sync();
       await this.#refillTeams();
+      // Recent sessions with their unread counts (issue 38); a cluster still upgrading (5030) has none.
+      try {
+        this.emit('conversations', await link.request('conversations', {}, timeout));
+      } catch {}
       return answer.nextSeq;
     }, { abandon: (link) => { if (this.link === link) this.link = null; } });
   }

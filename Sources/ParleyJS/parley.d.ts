@@ -213,6 +213,7 @@ export type ImEvent =
   | { type: 'historyGone'; fromSeq: number; toSeq: number }
   | { type: 'p2pRead'; peer: string; reader: string; throughSeq: number }
   | { type: 'teamRead'; teamId: string; reader: string; throughSeq: number }
+  | { type: 'conversations'; conversations: Conversation[]; teams: TeamConversation[] }
   | { type: 'connectionState'; state: 'loggingIn' | 'loggedIn' | 'lost' | 'loginFailed'; error?: ChatroomError };
 
 export interface IMClientOptions {

@@ -46,6 +46,32 @@ struct EdgeImTests {
         await bob.close()
     }
 
+    @Test("issue 35: a logged-in device's team message goes from its loop (the team's shard decides membership); before a login the actor answers 4018")
+    func teamMessagesFromTheConnectionsLoop() async throws {
+        let server = try await Fixture.server()
+        defer { Task { await server.stop() } }
+        let alice = try await server.client(), bob = try await server.client()
+        #expect(code(try await alice.call("sendTeamMessage", ["teamId": "crew", "body": "too soon"])) == 4018)
+        #expect(server.cluster.imSubmittedOnLoop == 0)
+        _ = try await login(alice, "alice")
+        _ = try await login(bob, "bob")
+        ok(try await alice.call("teamCreate", ["teamId": "crew", "name": "Crew", "beInviteMode": "noAuth"]))
+        ok(try await alice.call("teamInvite", ["teamId": "crew", "targets": ["bob"]]))
+        let before = server.cluster.imSubmittedOnLoop
+        let sent = try await alice.call("sendTeamMessage", ["teamId": "crew", "body": "hi team", "clientMessageId": "t1"])
+        ok(sent)
+        #expect(sent["data"]?["seq"] != nil && server.cluster.imSubmittedOnLoop == before + 1)
+        let heard = try await bob.event("team") { $0["item"]?["body"] == .string("hi team") }
+        #expect(heard["teamId"] == .string("crew"), "\(heard)")
+        // Not a member: the team's shard refuses (14214), as from the actor.
+        let carol = try await server.client()
+        _ = try await login(carol, "carol")
+        #expect(code(try await carol.call("sendTeamMessage", ["teamId": "crew", "body": "let me in"])) == 14214)
+        await alice.close()
+        await bob.close()
+        await carol.close()
+    }
+
     @Test("004: request and verify reach both users' devices: FriendAdd items (request, verify) and friendChanged")
     func friendRequestWithVerification() async throws {
         let server = try await Fixture.server()

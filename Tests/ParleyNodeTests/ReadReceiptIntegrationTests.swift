@@ -116,7 +116,11 @@ import Testing
 
         // alice comes back on another node: the count is where she left it.
         await alice.logout()
-        let (aliceAgain, _) = try await helpers.client(cluster, 2, "alice")
+        let (aliceAgain, aliceAgainBox) = try await helpers.client(cluster, 2, "alice")
+        // The SDK read the list at login by itself (NIM's recent sessions).
+        try await cluster.eventually("the conversation list at login", seconds: 10) {
+            aliceAgainBox.events.contains { if case .conversations(let l) = $0 { l.oneToOne.first?.unread == 1 } else { false } }
+        }
         conversations = try await aliceAgain.conversations().oneToOne
         #expect(conversations.first?.unread == 1 && conversations.first?.readThrough == receiverSeqs[1])
         let viaAPI = try await Self.api.post(cluster.http(3), "/v1/msg/conversations", ["accid": "alice"])

@@ -88,13 +88,16 @@ def prepare_parley(http_ports, app_key, app_secret, levels, budgeted=False):
     time.sleep(3)  # the edges learn the app's users from meta, a moment behind the API
 
 
-def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None, per_connection=1, im=False):
+def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None, per_connection=1, im=False,
+             team=False):
     args = [load, "--mode", mode, "--servers", ",".join(servers), "--clients", str(level), "--seconds", str(seconds),
             "--size", str(size)]
     if mode == "parley":
         args += ["--app", app_key, "--level", f"l{level}-", "--per-connection", str(per_connection)]
         if im:
             args += ["--im"]
+        if team:
+            args += ["--team"]
     before = cpu_seconds(pids)
     line = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 120)
     after = cpu_seconds(pids)
@@ -132,11 +135,14 @@ def main():
     parser.add_argument("--im", action="store_true",
                         help="with --baseline: one-to-one messages (imLogin, sendP2P to the next writer) instead of "
                              "room messages — the IM path through the edge (issue 35)")
+    parser.add_argument("--team", action="store_true",
+                        help="with --baseline: team messages (imLogin, each writer's own two-member team, "
+                             "sendTeamMessage) instead of room messages")
     args = parser.parse_args()
     if not (args.nats_server or args.baseline):
         parser.error("--nats-server or --baseline")
-    if args.im and not args.baseline:
-        parser.error("--im compares two Parley builds (--baseline)")
+    if (args.im or args.team) and not args.baseline:
+        parser.error("--im and --team compare two Parley builds (--baseline)")
     other = "baseline" if args.baseline else "jetstream"
     levels = [int(x) for x in args.levels.split(",")]
     work = tempfile.mkdtemp(prefix="parley-vs-jetstream-")
@@ -165,13 +171,13 @@ def main():
                 if args.baseline:
                     rows.append(run_load(args.load, "parley", other_urls, level, args.seconds, args.size,
                                          [p.pid for p in other_procs], app_key, label="baseline",
-                                         per_connection=args.per_connection, im=args.im))
+                                         per_connection=args.per_connection, im=args.im, team=args.team))
                 else:
                     rows.append(run_load(args.load, "jetstream", other_urls, level, args.seconds, args.size,
                                          [p.pid for p in other_procs]))
                 rows.append(run_load(args.load, "parley", ws, level, args.seconds, args.size,
                                      [p.pid for p in parley_procs], app_key, per_connection=args.per_connection,
-                                     im=args.im))
+                                     im=args.im, team=args.team))
     finally:
         kill_groups(procs)
         shutil.rmtree(work, ignore_errors=True)

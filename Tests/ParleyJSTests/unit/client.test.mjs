@@ -8,7 +8,7 @@ import { ProtocolTestNetwork } from './ProtocolTestPeer.mjs';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const auth = { mode: 'independent', appKey: 'demo', account: 'u', token: 't' };
 
-async function until(condition, what, ms = 3000) {
+async function until(condition, what, ms = 10000) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) { if (condition()) return; await sleep(5); }
   throw new Error(`timed out waiting for ${what}`);
@@ -18,7 +18,7 @@ function setUp(addresses = ['a:1', 'b:1'], options = {}) {
   const network = new ProtocolTestNetwork();
   const edges = addresses.map((a) => network.edge(a));
   const client = new ChatroomClient({ addressLookup: () => addresses, WebSocketImpl: network.WebSocket, reconnectDelayMs: 10,
-                                      requestTimeoutMs: 300, ...options });
+                                      requestTimeoutMs: 1000, ...options });
   const seen = [];
   for (const type of ['message', 'gap', 'connectionState', 'autoLoginFailed']) {
     client.addEventListener(type, (e) => seen.push(e.detail));
@@ -102,7 +102,7 @@ test('heartbeats: a ping refused 416 keeps the link; a ping never answered drops
   await sleep(250);
   assert.deepEqual(states(), ['entering', 'enterOK'], 'a refused ping is not a dead link');
   edges[0].pingAnswer = 'silent';
-  await until(() => states().includes('loseConnection') && states().at(-1) === 'enterOK', 're-entered after silence', 4000);
+  await until(() => states().includes('loseConnection') && states().at(-1) === 'enterOK', 're-entered after silence');
   assert.equal(edges[0].enters.length + edges[1].enters.length, 2);
   client.close();
 });

@@ -47,7 +47,11 @@ func main() {
 	createStream := flag.Bool("create-stream", false, "jetstream: create the R3 file stream ROOMS (rooms.>) and exit")
 	perConnection := flag.Int("per-connection", 1, "parley: writers sharing one WebSocket (1-10: a user is in at most 10 rooms)")
 	im := flag.Bool("im", false, "parley: one-to-one messages (imLogin, sendP2P to the next writer's account) instead of room messages")
+	team := flag.Bool("team", false, "parley: team messages (imLogin, each writer's own team with the next writer in it, sendTeamMessage) instead of room messages")
 	flag.Parse()
+	if *team {
+		*im = true
+	}
 	if *perConnection < 1 || *perConnection > 10 || (*im && *perConnection != 1) {
 		fmt.Fprintln(os.Stderr, "--per-connection must be 1 … 10 (1 with --im: a connection is one user's device)")
 		os.Exit(2)
@@ -89,6 +93,8 @@ func main() {
 			var err error
 			if *mode == "jetstream" {
 				send, err = jetStreamWriter(urls[w%len(urls)], w, body)
+			} else if *team {
+				send, err = teamWriter(shared[w], fmt.Sprintf("%sw%d", *level, (w+1)%*clients), body, &waits)
 			} else if *im {
 				send, err = imWriter(shared[w], fmt.Sprintf("%sw%d", *level, (w+1)%*clients), body, &waits)
 			} else {
@@ -286,6 +292,45 @@ func imWriter(conn *sharedConn, to string, body string, waits *int64) (func() er
 	return func() error {
 		n++
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendP2P", "to": to, "type": "text", "body": body,
+			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
+	}, nil
+}
+
+// teamWriter logs its connection in, makes its own team (once: a later run finds it) with the next writer in it
+// (so a message reaches two members' devices), then sends team messages to it and awaits each answer.
+func teamWriter(conn *sharedConn, next string, body string, waits *int64) (func() error, error) {
+	login, err := conn.call(map[string]any{"op": "imLogin",
+		"auth": map[string]any{"mode": "im", "appKey": conn.appKey, "account": conn.account, "token": conn.account + "-token"}})
+	if err != nil {
+		return nil, err
+	}
+	if ok, _ := login["ok"].(bool); !ok {
+		return nil, fmt.Errorf("imLogin %s: %v", conn.account, login)
+	}
+	teamId := conn.account + "-team"
+	// 14210: the team exists (an earlier run); 14213: the next writer is in it already (or is this writer).
+	for _, op := range []map[string]any{
+		{"op": "teamCreate", "teamId": teamId, "name": "Bench", "beInviteMode": "noAuth"},
+		{"op": "teamInvite", "teamId": teamId, "targets": []string{next}},
+	} {
+		answer, err := conn.call(op)
+		if err != nil {
+			return nil, err
+		}
+		if ok, _ := answer["ok"].(bool); !ok {
+			code := 0.0
+			if e, _ := answer["error"].(map[string]any); e != nil {
+				code, _ = e["code"].(float64)
+			}
+			if code != 14210 && code != 14213 {
+				return nil, fmt.Errorf("%s %s: %v", op["op"], teamId, answer)
+			}
+		}
+	}
+	n := 0
+	return func() error {
+		n++
+		return callWaitingOutBudget(conn, map[string]any{"op": "sendTeamMessage", "teamId": teamId, "type": "text", "body": body,
 			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
 	}, nil
 }
