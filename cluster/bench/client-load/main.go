@@ -280,13 +280,8 @@ func (s *sharedConn) call(op map[string]any) (map[string]any, error) {
 // writer's account, so the message is stored on that user's shard and copied back to the sender's) and awaits
 // each answer; a 416 is waited out as parleyWriter does.
 func imWriter(conn *sharedConn, to string, body string, waits *int64) (func() error, error) {
-	login, err := conn.call(map[string]any{"op": "imLogin",
-		"auth": map[string]any{"mode": "im", "appKey": conn.appKey, "account": conn.account, "token": conn.account + "-token"}})
-	if err != nil {
+	if err := imLogin(conn); err != nil {
 		return nil, err
-	}
-	if ok, _ := login["ok"].(bool); !ok {
-		return nil, fmt.Errorf("imLogin %s: %v", conn.account, login)
 	}
 	n := 0
 	return func() error {
@@ -299,13 +294,8 @@ func imWriter(conn *sharedConn, to string, body string, waits *int64) (func() er
 // teamWriter logs its connection in, makes its own team (once: a later run finds it) with the next writer in it
 // (so a message reaches two members' devices), then sends team messages to it and awaits each answer.
 func teamWriter(conn *sharedConn, next string, body string, waits *int64) (func() error, error) {
-	login, err := conn.call(map[string]any{"op": "imLogin",
-		"auth": map[string]any{"mode": "im", "appKey": conn.appKey, "account": conn.account, "token": conn.account + "-token"}})
-	if err != nil {
+	if err := imLogin(conn); err != nil {
 		return nil, err
-	}
-	if ok, _ := login["ok"].(bool); !ok {
-		return nil, fmt.Errorf("imLogin %s: %v", conn.account, login)
 	}
 	teamId := conn.account + "-team"
 	// 14210: the team exists (an earlier run); 14213: the next writer is in it already (or is this writer).
@@ -333,6 +323,19 @@ func teamWriter(conn *sharedConn, next string, body string, waits *int64) (func(
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendTeamMessage", "teamId": teamId, "type": "text", "body": body,
 			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
 	}, nil
+}
+
+// imLogin makes the connection its account's IM device.
+func imLogin(conn *sharedConn) error {
+	login, err := conn.call(map[string]any{"op": "imLogin",
+		"auth": map[string]any{"mode": "im", "appKey": conn.appKey, "account": conn.account, "token": conn.account + "-token"}})
+	if err != nil {
+		return err
+	}
+	if ok, _ := login["ok"].(bool); !ok {
+		return fmt.Errorf("imLogin %s: %v", conn.account, login)
+	}
+	return nil
 }
 
 // callWaitingOutBudget sends `op` until it is answered ok; a 416 (the connection's or the app's send budget) is
