@@ -2,6 +2,11 @@
 // `client.addEventListener('message', e => e.detail)`) and handed to every open async iterator
 // (`for await (const event of client.events())`), in the order it happened. An iterator buffers from its
 // creation until the loop leaves it or the client closes.
+// A `CustomEvent` where the runtime has one (browsers, Node 19+); an `Event` carrying `detail` where it has not.
+const makeEvent = typeof CustomEvent === 'function'
+  ? (type, detail) => new CustomEvent(type, { detail })
+  : (type, detail) => Object.assign(new Event(type), { detail });
+
 export class EventSource extends EventTarget {
   #iterators = new Set();
   #finished = false;
@@ -9,7 +14,7 @@ export class EventSource extends EventTarget {
   /** Dispatches `{type, ...detail}` as a `CustomEvent(type, {detail})` and to every iterator. */
   emit(type, detail) {
     const event = { type, ...detail };
-    this.dispatchEvent(new CustomEvent(type, { detail: event }));
+    this.dispatchEvent(makeEvent(type, event));
     for (const iterator of this.#iterators) iterator.push(event);
   }
 

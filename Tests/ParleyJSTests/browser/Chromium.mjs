@@ -1,6 +1,6 @@
-// Debian's chromium, headless, driven over the DevTools protocol with Node's own WebSocket (node
-// --experimental-websocket): no npm packages. One browser, many pages; each page runs real JavaScript
-// against the real cluster.
+// Debian's chromium, headless, driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: JSON
+// messages ended by NUL on file descriptors 3 and 4), so any Node from 18 on will do and no npm package is
+// needed. One browser, many pages; each page runs real JavaScript against the real cluster.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,23 +14,21 @@ export class Chromium {
     const profile = mkdtempSync(join(tmpdir(), 'parley-js-chromium-'));
     const child = spawn(chromiumPath, [
       '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-      `--user-data-dir=${profile}`, '--remote-debugging-port=0', '--window-size=1000,800',
+      `--user-data-dir=${profile}`, '--remote-debugging-pipe', '--window-size=1000,800',
       // Pages in the background keep their timers (heartbeats, reconnect delays) at full speed.
       '--disable-background-timer-throttling', '--disable-renderer-backgrounding',
       '--disable-backgrounding-occluded-windows', 'about:blank',
-    ], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });  // its own process group: close kills its helpers too
-    const endpoint = await new Promise((resolve, reject) => {
-      let text = '';
-      const timer = setTimeout(() => reject(new Error(`chromium did not start: ${text.slice(-500)}`)), 20000);
-      child.stderr.on('data', (chunk) => {
-        text += chunk;
-        const found = /DevTools listening on (ws:\/\/\S+)/.exec(text);
-        if (found) { clearTimeout(timer); resolve(found[1]); }
-      });
-      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`chromium exited ${code}: ${text.slice(-500)}`)); });
-    });
+    ], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true });  // its own process group: close kills its helpers too
+    let errors = '';
+    child.stderr.on('data', (chunk) => { errors = (errors + chunk).slice(-2000); });
     const browser = new Chromium(child, profile);
-    await browser.#connect(endpoint);
+    browser.#connect(child.stdio[3], child.stdio[4]);
+    // The browser answers once it is up.
+    await Promise.race([
+      browser.send('Browser.getVersion'),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`chromium did not start: ${errors}`)), 20000)),
+      new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`chromium exited ${code}: ${errors}`)))),
+    ]);
     return browser;
   }
 
@@ -42,22 +40,25 @@ export class Chromium {
     this.listeners = new Map();
   }
 
-  #connect(endpoint) {
-    return new Promise((resolve, reject) => {
-      this.socket = new WebSocket(endpoint);
-      this.socket.onopen = () => resolve();
-      this.socket.onerror = (e) => reject(new Error(`DevTools socket: ${e.message ?? e}`));
-      this.socket.onmessage = (message) => {
-        const m = JSON.parse(message.data);
+  #connect(input, output) {
+    this.input = input;
+    let pending = '';
+    output.setEncoding('utf8');
+    output.on('data', (chunk) => {
+      pending += chunk;
+      let end;
+      while ((end = pending.indexOf('\0')) >= 0) {
+        const m = JSON.parse(pending.slice(0, end));
+        pending = pending.slice(end + 1);
         if (m.id !== undefined) {
           const w = this.waiting.get(m.id);
-          if (!w) return;
+          if (!w) continue;
           this.waiting.delete(m.id);
           if (m.error) w.reject(new Error(`${w.method}: ${m.error.message}`)); else w.resolve(m.result);
         } else {
           for (const listener of this.listeners.get(m.sessionId) ?? []) listener(m.method, m.params);
         }
-      };
+      }
     });
   }
 
@@ -65,7 +66,7 @@ export class Chromium {
     const id = ++this.lastId;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject, method });
-      this.socket.send(JSON.stringify({ id, method, params, sessionId }));
+      this.input.write(JSON.stringify({ id, method, params, sessionId }) + '\0');
     });
   }
 
@@ -83,7 +84,7 @@ export class Chromium {
   }
 
   async close() {
-    try { this.socket?.close(); } catch {}
+    try { this.input?.end(); } catch {}
     const exited = new Promise((resolve) => (this.child.exitCode !== null ? resolve() : this.child.once('exit', resolve)));
     try { process.kill(-this.child.pid, 'SIGKILL'); } catch { this.child.kill('SIGKILL'); }
     await exited;

@@ -1,6 +1,6 @@
 // Issue 37: the JavaScript SDK and the demo page in a real browser (headless Chromium) against a real
-// 3-node cluster started with `parley dev`. Run: PARLEY_BIN=.build/debug/parley node --experimental-websocket
-// --test Tests/ParleyJSTests/browser/ (.ci/run does). Bounded: every wait has a deadline, the suite stops the
+// 3-node cluster started with `parley dev`. Run: PARLEY_BIN=.build/debug/parley node --test
+// Tests/ParleyJSTests/browser/ (.ci/run does). Bounded: every wait has a deadline, the suite stops the
 // cluster and the browser however it ends.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
