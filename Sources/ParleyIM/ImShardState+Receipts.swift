@@ -61,12 +61,10 @@ extension ImShardState {
         var summaries: [TeamSummary] = []
         for teamId in Set(teamIds).sorted() {
             guard let t = team(teamId), let me = t.members[account] else { continue }
-            var last: TeamLogItem?
+            let last = t.log.entries.last { if case .message = $0.kind { true } else { false } }
             var unread = 0
-            for item in t.log.entries {
-                guard case .message(let m) = item.kind else { continue }
-                last = item
-                if m.from != account, item.seq > me.readThrough, item.time >= me.joinedAt { unread += 1 }
+            for item in t.log.entries(after: me.readThrough) {
+                if case .message(let m) = item.kind, m.from != account, item.time >= me.joinedAt { unread += 1 }
             }
             summaries.append(TeamSummary(teamId: teamId, last: last, unread: unread, readThrough: me.readThrough))
         }
@@ -101,7 +99,8 @@ extension ImShardState {
                 guard upTo > member.readThrough else { return .success([]) }
                 team.members[me]!.readThrough = upTo
                 var told: Set<String> = [me]
-                for item in team.log.entries where item.seq > member.readThrough && item.seq <= upTo {
+                for item in team.log.entries(after: member.readThrough) {
+                    guard item.seq <= upTo else { break }
                     if case .message(let m) = item.kind, team.members[m.from] != nil { told.insert(m.from) }
                 }
                 teams[teamId] = team

@@ -57,12 +57,24 @@ public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
 
     /// The entry with this sequence, by binary search (entries are in sequence order).
     public func entry(seq: UInt64) -> LogEntry<Kind>? {
+        let i = index(of: seq)
+        return i < entries.count && entries[i].seq == seq ? entries[i] : nil
+    }
+
+    /// The entries after `seq`, oldest first, found by binary search (a read receipt or an unread count looks
+    /// at what follows a position, not at the whole log).
+    public func entries(after seq: UInt64) -> ArraySlice<LogEntry<Kind>> {
+        seq == .max ? entries[entries.endIndex...] : entries[index(of: seq + 1)...]
+    }
+
+    /// The index of the first entry with a sequence at or above `seq`.
+    private func index(of seq: UInt64) -> Int {
         var lo = 0, hi = entries.count
         while lo < hi {
             let mid = (lo + hi) / 2
             if entries[mid].seq < seq { lo = mid + 1 } else { hi = mid }
         }
-        return lo < entries.count && entries[lo].seq == seq ? entries[lo] : nil
+        return lo
     }
 
     /// What follows `seq`, oldest first, at most `limit` (1 … `maxSyncItems`); `historyGone` when the entry
@@ -74,7 +86,7 @@ public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
         guard seq >= droppedThroughSeq else {
             return .failure(ImError(.historyGone, "the log no longer holds \(seq + 1) … \(droppedThroughSeq)"))
         }
-        return .success(Array(entries.drop { $0.seq <= seq }.prefix(limit)))
+        return .success(Array(entries(after: seq).prefix(limit)))
     }
 
     /// For restore: entries as a snapshot had them.

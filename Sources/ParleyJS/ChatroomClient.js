@@ -1,5 +1,5 @@
 import { ChatroomError } from './ChatroomError.js';
-import { EventSource } from './EventSource.js';
+import { ClientEvents } from './ClientEvents.js';
 import { connectFirst, sleep } from './Link.js';
 import { ReconnectPolicy } from './ReconnectPolicy.js';
 import { ResumeLedger } from './ResumeLedger.js';
@@ -45,7 +45,7 @@ export function newClientMessageId() {
  * and `gap` from the server, deduplicated by seq; `connectionState` and `autoLoginFailed` from the SDK.
  * Each is `{type, roomId, seq, data}`.
  */
-export class ChatroomClient extends EventSource {
+export class ChatroomClient extends ClientEvents {
   /**
    * @param {object} options
    * @param {(roomId: string) => Promise<string[]>|string[]} options.addressLookup the app server's room address

@@ -1,5 +1,5 @@
 import { ChatroomError } from './ChatroomError.js';
-import { EventSource } from './EventSource.js';
+import { ClientEvents } from './ClientEvents.js';
 import { connectFirst, sleep } from './Link.js';
 import { PROTOCOL_VERSIONS, newClientMessageId } from './ChatroomClient.js';
 import { ReconnectPolicy } from './ReconnectPolicy.js';
@@ -39,7 +39,7 @@ const TEAM_FIELDS = ['intro', 'announcement', 'avatar', 'joinMode', 'inviteMode'
  * receipts (issue 38) `p2pRead` {peer, reader, throughSeq} and `teamRead` {teamId, reader, throughSeq}, and
  * `conversations` {conversations, teams} after every (re)login: the user's conversations with unread counts.
  */
-export class IMClient extends EventSource {
+export class IMClient extends ClientEvents {
   constructor({
     addresses, lastSeq = 0, requestTimeoutMs = 10000, connectTimeoutMs = 10000, reconnectDelayMs = 500,
     clientName = 'parley-js/0.1', secure, WebSocketImpl = globalThis.WebSocket,

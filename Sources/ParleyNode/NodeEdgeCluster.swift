@@ -19,6 +19,10 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// Where each shard's feed is polled; moves to the leader a page names, or to the next replica on failure.
     private let feedNodes = NIOLockedValueBox<[ShardID: NodeID]>([:])
     private let meta = NIOLockedValueBox<(state: MetaState?, fetched: Date)>((nil, .distantPast))
+    /// Feature → when every node last said it has it: a yes holds for `metaMaxAge` (as the meta state it came
+    /// from does), so a client's frequent op (a read receipt) does not ask every link each time; a no is asked
+    /// again at once, so an upgrade is seen when it finishes.
+    private let featuresHeld = NIOLockedValueBox<[PeerProtocol.Feature: Date]>([:])
     /// How long a command may take, leader changes included.
     public var commandTimeout: TimeAmount = .seconds(5)
     /// How stale the cached meta state may be before a token or address lookup refreshes it.
@@ -208,11 +212,14 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// As the driver's gates do (`RaftDriver.everyNode(has:)`): the links count too, and an empty registry (a
     /// founding cluster's first moment) says no rather than yes for nodes nobody asked.
     public func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool {
+        if let held = featuresHeld.withLockedValue({ $0[feature] }), Date().timeIntervalSince(held) <= metaMaxAge { return true }
         guard let state = await metaState(maxAge: metaMaxAge) else { return false }
         let members = state.nodes.values.filter { $0.state != .dropped }.map(\.id)
         guard !members.isEmpty else { return false }
         let linked = await transport.linkStatus().map(\.peer)
-        return await transport.everyPeerHas(feature, among: Set(members).union(linked))
+        let every = await transport.everyPeerHas(feature, among: Set(members).union(linked))
+        featuresHeld.withLockedValue { $0[feature] = every ? Date() : nil }
+        return every
     }
 
     private func metaState(maxAge: TimeInterval) async -> MetaState? {

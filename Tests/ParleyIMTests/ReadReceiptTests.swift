@@ -139,6 +139,16 @@ import ParleyWire
         #expect(try! ImAnswerCodec.read(&r) == answer)
     }
 
+    @Test("A log's entries after a position, by binary search: none after the last or after UInt64.max, all after 0")
+    func entriesAfterAPosition() {
+        let (world, seqs) = kiteWithMessages()
+        let log = world.teamRecord("kite")!.log
+        #expect(log.entries(after: 0).map(\.seq) == log.entries.map(\.seq))
+        #expect(log.entries(after: seqs[1]).map(\.seq) == [seqs[2], seqs[3]])
+        #expect(log.entries(after: seqs[3]).isEmpty && log.entries(after: .max).isEmpty)
+        #expect(try! log.after(.max, limit: 1, limits: ImLimits()).get().isEmpty)
+    }
+
     @Test("Snapshots: a state without read positions writes version 1 byte for byte as before; with them, version 2, and restores to the same state")
     func snapshotsCarryReadPositions() throws {
         var (world, seqs) = kiteWithMessages()

@@ -1,13 +1,13 @@
-// What a client reports without being asked: every event is dispatched on the client (an `EventTarget`:
-// `client.addEventListener('message', e => e.detail)`) and handed to every open async iterator
-// (`for await (const event of client.events())`), in the order it happened. An iterator buffers from its
-// creation until the loop leaves it or the client closes.
 // A `CustomEvent` where the runtime has one (browsers, Node 19+); an `Event` carrying `detail` where it has not.
 const makeEvent = typeof CustomEvent === 'function'
   ? (type, detail) => new CustomEvent(type, { detail })
   : (type, detail) => Object.assign(new Event(type), { detail });
 
-export class EventSource extends EventTarget {
+// What a client reports without being asked: every event is dispatched on the client (an `EventTarget`:
+// `client.addEventListener('message', e => e.detail)`) and handed to every open async iterator
+// (`for await (const event of client.events())`), in the order it happened. An iterator buffers from its
+// creation until the loop leaves it or the client closes.
+export class ClientEvents extends EventTarget {
   #iterators = new Set();
   #finished = false;
 
