@@ -145,7 +145,41 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     /// SPEC W5: the pre-send checks (W3) this node made for each app since it started (absent: none, or a node
     /// older than this field). Only a shard's leader calls, so the cluster's totals are the sum over nodes.
     public var webhooks: [Webhooks]?
+    /// SPEC D1: what this node holds in memory against its bounds (nil from a node older than this field).
+    public var memory: Memory?
     public static let activityIntervalSeconds = 2
+
+    /// SPEC D1: bytes held in memory, by part, beside the bound of each (docs/operations.md, "Memory"). The
+    /// figures are estimates from the data's sizes (strings' bytes and a fixed part per item), not the
+    /// allocator's; `rssBytes` is the process's resident memory as the kernel counts it.
+    public struct Memory: Codable, Sendable, Equatable {
+        /// Raft log entries held by every shard replica, and the node's bound on them.
+        public var raftLogBytes: Int
+        public var raftLogBoundBytes: Int
+        /// Recent events for the edges' feeds, over all replicas, and the bound of each replica's.
+        public var feedBytes: Int
+        public var feedBoundBytesPerShard: Int
+        /// The rooms' recent-history windows over all replicas, and the bound of each shard's (0: none).
+        public var historyWindowBytes: Int
+        public var historyWindowBoundBytesPerShard: Int
+        /// The shards whose replicated window bound is the node's (a shard's leader sets it once every node
+        /// reads it; until then the windows keep only their per-room count).
+        public var shardsWithWindowBound: Int
+        public var rssBytes: Int?
+
+        public init(raftLogBytes: Int, raftLogBoundBytes: Int, feedBytes: Int, feedBoundBytesPerShard: Int,
+                    historyWindowBytes: Int, historyWindowBoundBytesPerShard: Int, shardsWithWindowBound: Int,
+                    rssBytes: Int?) {
+            self.raftLogBytes = raftLogBytes
+            self.raftLogBoundBytes = raftLogBoundBytes
+            self.feedBytes = feedBytes
+            self.feedBoundBytesPerShard = feedBoundBytesPerShard
+            self.historyWindowBytes = historyWindowBytes
+            self.historyWindowBoundBytesPerShard = historyWindowBoundBytesPerShard
+            self.shardsWithWindowBound = shardsWithWindowBound
+            self.rssBytes = rssBytes
+        }
+    }
 
     public struct Webhooks: Codable, Sendable, Equatable {
         public var app: String

@@ -64,6 +64,9 @@ public struct NodeConfig: Sendable, Equatable {
     public var webhookTargets = WebhookTargetRule.publicOnly
     /// SPEC W4: after-event callbacks older than this are dropped unsent, counted (`--webhook-drop-after`).
     public var webhookDropAfterSeconds = 3_600
+    /// SPEC D1: what the node keeps in memory, in bytes (`--raft-log-memory`, `--feed-bytes`,
+    /// `--history-window-bytes`).
+    public var memory = MemoryBounds()
     /// Issue 35: the event loops the node's Raft groups run on (`--raft-loops`); shard `s` on loop `s % K`
     /// (docs/cores.md). Nil: one per two cores — Raft did about 60 % of a node's work at 64 writers and the
     /// edge the rest, so half the cores go to each; on a 2-core machine one loop, which measured best there.

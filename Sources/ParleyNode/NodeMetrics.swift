@@ -22,6 +22,11 @@ public final class NodeMetrics: Sendable {
     private let shardsHosted: Metrics.Gauge
     private let shardsLed: Metrics.Gauge
     private let imPending: Metrics.Gauge
+    /// SPEC D1: bytes held in memory by part (estimates, as /status's `memory`), and the resident set.
+    private let memoryRaftLog: Metrics.Gauge
+    private let memoryFeeds: Metrics.Gauge
+    private let memoryWindows: Metrics.Gauge
+    private let memoryResident: Metrics.Gauge
     private let peerGauges = Mutex<[UInt64: PeerGauges]>([:])
 
     private struct PeerGauges {
@@ -54,6 +59,10 @@ public final class NodeMetrics: Sendable {
         shardsHosted = Metrics.Gauge(label: "parley_shards_hosted", factory: factory)
         shardsLed = Metrics.Gauge(label: "parley_shards_led", factory: factory)
         imPending = Metrics.Gauge(label: "parley_im_effects_pending", factory: factory)
+        memoryRaftLog = Metrics.Gauge(label: "parley_memory_raft_log_bytes", factory: factory)
+        memoryFeeds = Metrics.Gauge(label: "parley_memory_feed_bytes", factory: factory)
+        memoryWindows = Metrics.Gauge(label: "parley_memory_history_window_bytes", factory: factory)
+        memoryResident = Metrics.Gauge(label: "parley_memory_resident_bytes", factory: factory)
     }
 
     /// Sets the scrape-time gauges from a status report:
@@ -72,6 +81,12 @@ public final class NodeMetrics: Sendable {
         shardsHosted.record(report.shards.count)
         shardsLed.record(led.count)
         imPending.record(led.reduce(0) { $0 + ($1.imPending ?? 0) })
+        if let m = report.memory {
+            memoryRaftLog.record(m.raftLogBytes)
+            memoryFeeds.record(m.feedBytes)
+            memoryWindows.record(m.historyWindowBytes)
+            if let rss = m.rssBytes { memoryResident.record(rss) }
+        }
         for peer in report.peers {
             let gauges = peerGauges.withLock { all in
                 if let g = all[peer.id] { return g }

@@ -56,7 +56,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         self.metrics = metrics
         try DataFolder.prepare(config.dataDirectory)
         let database = try NodeDatabase(path: config.dataDirectory + "/node.sqlite", durable: config.durable,
-                                        metrics: metrics.factory)
+                                        metrics: metrics.factory, cacheBytes: config.memory.sqliteCacheBytes)
         network = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount))
         raftLoop = MultiThreadedEventLoopGroup(numberOfThreads: config.raftLoopCount)
         // The transport and the Raft loops call each other; the reference is set once both exist.
@@ -111,6 +111,9 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             shardMap: ShardMap(shardCount: config.shardCount, replicationFactor: config.replicationFactor),
             raft: groupConfig, boot: UInt64(Date().timeIntervalSince1970 * 1000))
         hostConfig.founding = founding
+        hostConfig.memory = config.memory
+        // The Raft log's bound is the node's: each loop's host keeps its share.
+        hostConfig.memory.raftLogBytes = config.memory.raftLogBytes / max(1, config.raftLoopCount)
         let transport = self.transport
         let factory = metrics.factory
         let firstStart = try database.groupIDs().isEmpty
@@ -363,11 +366,26 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let webhookFigures = webhooks.figures.report
         report.webhooks = webhookFigures.isEmpty ? nil : webhookFigures
         report.activity = activity.all
+        report.memory = .init(
+            raftLogBytes: shards.reduce(0) { $0 + $1.logBytes }, raftLogBoundBytes: config.memory.raftLogBytes,
+            feedBytes: shards.reduce(0) { $0 + $1.feedBytes }, feedBoundBytesPerShard: config.memory.feedBytesPerShard,
+            historyWindowBytes: shards.reduce(0) { $0 + $1.windowBytes },
+            historyWindowBoundBytesPerShard: config.memory.historyWindowBytes,
+            shardsWithWindowBound: shards.filter { $0.windowBound == config.memory.historyWindowBytes }.count,
+            rssBytes: Self.residentBytes())
         return report
     }
 }
 
 extension NodeRuntime {
+    /// The process's resident memory (`VmRSS` of /proc/self/status), nil where there is none.
+    static func residentBytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kb = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        return kb * 1024
+    }
+
     /// Seconds to the millisecond, so /status does not print 17 digits.
     static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
 

@@ -8,6 +8,12 @@ public final class MemoryStorage: RaftStorage {
     private var currentSnapshot = Snapshot()
     /// `log[0]` stands for the snapshot (its index and term); real entries follow.
     private var log: [Entry] = [Entry(term: 0, index: 0)]
+    /// The bytes of the entries held (their `byteSize`), so a host can bound its groups' logs in memory
+    /// (SPEC D1) without walking them.
+    public private(set) var heldBytes = 0
+    /// Entries up to this index hold no data here (`evict(through:)`): a durable log reads them back from disk.
+    /// Their terms stay, so matching and probing never need the disk.
+    public private(set) var evictedThrough: LogIndex = 0
 
     public init() {}
 
@@ -69,6 +75,8 @@ public final class MemoryStorage: RaftStorage {
         guard s.metadata.index > currentSnapshot.metadata.index else { throw RaftStorageError.snapshotOutOfDate }
         currentSnapshot = s
         log = [Entry(term: s.metadata.term, index: s.metadata.index)]
+        heldBytes = 0
+        evictedThrough = s.metadata.index
     }
 
     /// Makes a snapshot of the application state `data` as of `index` (which must be applied); the
@@ -84,11 +92,32 @@ public final class MemoryStorage: RaftStorage {
         return currentSnapshot
     }
 
+    /// Drops the data of the entries up to `index` (at most the last), keeping their terms: for a storage that
+    /// holds them on disk too and reads them back (SPEC D1). Only committed entries may be evicted — they are
+    /// never replaced.
+    public func evict(through index: LogIndex) {
+        let end = min(index, lastIndexValue)
+        guard end > max(offset, evictedThrough) else { return }
+        for i in Int(max(offset, evictedThrough) + 1 - offset)...Int(end - offset) {
+            heldBytes -= log[i].byteSize
+            log[i].data = []
+        }
+        evictedThrough = end
+    }
+
+    /// The bytes counted for the entry at `index` in `heldBytes` (its `byteSize`; 0 once evicted — what is left
+    /// of it, its index and term, is bounded by the entries between snapshots).
+    public func heldSize(at index: LogIndex) -> Int {
+        guard index > max(offset, evictedThrough), index <= lastIndexValue else { return 0 }
+        return log[Int(index - offset)].byteSize
+    }
+
     /// Drops the entries before `index`; the entry at `index` becomes the placeholder.
     public func compact(upTo index: LogIndex) throws {
         guard index > offset else { throw RaftStorageError.compacted }
         guard index <= lastIndexValue else { throw RaftStorageError.unavailable }
         let drop = Int(index - offset)
+        for e in log[1...drop] where e.index > evictedThrough { heldBytes -= e.byteSize }
         var kept = [Entry(term: log[drop].term, index: index)]
         kept.reserveCapacity(log.count - drop)
         kept.append(contentsOf: log[(drop + 1)...])
@@ -105,7 +134,12 @@ public final class MemoryStorage: RaftStorage {
         let start = newEntries.first!.index
         guard start <= lastIndexValue + 1 else { throw RaftStorageError.unavailable }
         let keep = Int(start - offset)
-        if keep < log.count { log.removeSubrange(keep...) }
+        precondition(start > evictedThrough, "an evicted (committed) entry cannot be replaced")
+        if keep < log.count {
+            for e in log[keep...] { heldBytes -= e.byteSize }
+            log.removeSubrange(keep...)
+        }
+        for e in newEntries { heldBytes += e.byteSize }
         log.append(contentsOf: newEntries)
     }
 }

@@ -28,6 +28,8 @@ struct Room: Sendable {
     /// Resend de-duplication: the seq of each message in history that has a clientMessageId, by sender and
     /// id. Derived from history (rebuilt on restore), so it holds exactly what history holds.
     var sentMessages: [String: UInt64] = [:]
+    /// SPEC D1: the estimated bytes of `history` (`HistoryItem.estimatedBytes`); derived, never in a snapshot.
+    var historyBytes = 0
 
     init(info: RoomInfo, queueMaxSize: Int) {
         self.info = info
@@ -109,13 +111,28 @@ struct Room: Sendable {
     mutating func remember(_ item: HistoryItem, env: ApplyEnv, _ fx: inout ApplyEffects) {
         fx.stored.append(StoredHistoryItem(roomId: info.roomId, item: item))
         if case .message(let m) = item, !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = m.seq }
+        let head = history.first?.seq
+        let bytes = item.estimatedBytes
         history.append(item)
+        historyBytes += bytes
+        fx.windowBytes += bytes
         let oldest = env.now - env.limits.historyRetentionMillis
         while let first = history.first, first.time < oldest || history.count > env.limits.maxHistoryPerRoom {
-            let dropped = history.removeFirst()
-            droppedThroughSeq = max(droppedThroughSeq, dropped.seq)
-            if case .message(let m) = dropped, !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = nil }
+            fx.windowBytes -= dropOldest(first)
         }
+        if history.first?.seq != head { fx.newWindowHeads.append(info.roomId) }
+    }
+
+    /// Drops the oldest history item (`first`) from the window (it stays in the durable store); returns its
+    /// estimated bytes. A resend of a dropped message is no longer recognized.
+    mutating func dropOldest(_ first: HistoryItem) -> Int {
+        let dropped = history.removeFirst()
+        assert(dropped.seq == first.seq)
+        droppedThroughSeq = max(droppedThroughSeq, dropped.seq)
+        if case .message(let m) = dropped, !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = nil }
+        let bytes = dropped.estimatedBytes
+        historyBytes -= bytes
+        return bytes
     }
 }
 

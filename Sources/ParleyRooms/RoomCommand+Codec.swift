@@ -230,6 +230,7 @@ extension RoomCommand: BinaryCodable {
         case .yieldRoom(let id): w.write(UInt8(35)); w.write(id)
         case .setScopedAppPolicy(let ns, let p): w.write(UInt8(36)); w.write(ns); w.write(p)
         case .setSendBudget(let ns, let b): w.write(UInt8(37)); w.write(ns); w.write(b)
+        case .setHistoryWindow(let bytes): w.write(UInt8(39)); w.write(bytes)
         }
     }
 
@@ -272,6 +273,7 @@ extension RoomCommand: BinaryCodable {
         case 35: self = .yieldRoom(roomId: try r.readString())
         case 36: self = .setScopedAppPolicy(namespace: try r.readString(), try r.read())
         case 37: self = .setSendBudget(namespace: try r.readString(), try r.read())
+        case 39: self = .setHistoryWindow(bytes: try r.readInt())
         case 38:
             var e: EnterRoom = try r.read()
             e.replacing = try r.readString()

@@ -13,6 +13,9 @@ public enum RoomCommand: Sendable, Hashable {
     case setScopedAppPolicy(namespace: String, AppPolicy)
     /// A1: the message budgets of an app's rooms in this shard (app server only).
     case setSendBudget(namespace: String, SendBudget)
+    /// SPEC D1: the bytes the shard's rooms' recent-history windows hold together (0: no byte bound); the
+    /// cluster (the shard's leader) proposes it once every node reads it.
+    case setHistoryWindow(bytes: Int)
     case fetchRoomInfo(roomId: String)
     /// The shard's room ids after `after` (exclusive, "" = from the start), sorted, at most `limit`:
     /// how the server API walks every room for a broadcast.
@@ -82,7 +85,8 @@ public enum RoomCommand: Sendable, Hashable {
         case .setRoomMute(let s), .updateAllowlist(let s): s.roomId
         case .queueOffer(let o): o.roomId
         case .queueBatchUpdate(let b): b.roomId
-        case .setAppPolicy, .setScopedAppPolicy, .setSendBudget, .listRooms, .sessionLost, .setGlobalMute: nil
+        case .setAppPolicy, .setScopedAppPolicy, .setSendBudget, .setHistoryWindow, .listRooms, .sessionLost,
+             .setGlobalMute: nil
         }
     }
 

@@ -52,6 +52,9 @@ struct ApplyEffects {
     var events: [RoomEvent] = []
     /// Items added to history (the node also writes them to its durable history store).
     var stored: [StoredHistoryItem] = []
+    /// SPEC D1: the change of the rooms' window bytes, and the rooms whose oldest window item changed.
+    var windowBytes = 0
+    var newWindowHeads: [String] = []
     var online: [String] = []
     var offline: [String] = []
     /// W2: what the app server hears of, kept only when the shard collects it (some app wants after-event

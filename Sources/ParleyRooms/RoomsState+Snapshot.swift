@@ -7,14 +7,16 @@ extension RoomsState {
     static let snapshotMagic: [UInt8] = [0x50, 0x52, 0x4D, 0x53]  // "PRMS"
     /// Bump when the layout changes; restore refuses versions it does not know.
     /// 4 adds the apps' own policies (A8); 5 the apps' send budgets (A1); 3 and 4 are still read (none had
-    /// one).
-    public static let snapshotVersion: UInt8 = 5
+    /// one). 6 adds the windows' byte bound (SPEC D1), written only once one is set (which only a cluster whose
+    /// every node reads it does), so until then a snapshot is byte for byte version 5.
+    public static let snapshotVersion: UInt8 = 6
+    static let unboundedWindowVersion: UInt8 = 5
 
     /// The whole state as bytes.
     public func snapshot() -> [UInt8] {
         var w = ByteWriter(capacity: snapshotSizeEstimate)
         for b in Self.snapshotMagic { w.write(b) }
-        w.write(Self.snapshotVersion)
+        w.write(historyWindowBytes > 0 ? Self.snapshotVersion : Self.unboundedWindowVersion)
         w.write(limits)
         w.write(policy)
         let namespaces = appPolicies.keys.sorted()
@@ -29,6 +31,7 @@ extension RoomsState {
             w.write(ns)
             w.write(sendBudgets[ns]!)
         }
+        if historyWindowBytes > 0 { w.write(historyWindowBytes) }
         let mutes = globalMutes.keys.sorted()
         w.write(UInt64(mutes.count))
         for u in mutes {
@@ -68,6 +71,11 @@ extension RoomsState {
                 sendBudgets[ns] = try r.read()
             }
         }
+        if version >= 6 {
+            let bytes = try r.readInt()
+            guard Self.historyWindowRange.contains(bytes) else { throw .invalidValue("history window bytes") }
+            historyWindowBytes = bytes
+        }
         for _ in 0 ..< (try r.readCount(minimumItemBytes: 2)) {
             let u = try r.readString()
             globalMutes[u] = try r.readInt64()
@@ -90,6 +98,7 @@ extension RoomsState {
                 userRooms[AppScope.user(u, ofRoom: id), default: []].append(id)
             }
         }
+        rebuildHeads()
     }
 
     /// A cheap upper-bound guess of the snapshot size in bytes (for Raft's snapshot policy).
@@ -100,12 +109,7 @@ extension RoomsState {
             total += room.members.count * 96 + room.sessions.count * 96 + room.tempMutes.count * 24
             total += room.allowlist.count * 24
             for (k, item) in room.queue { total += k.utf8.count + item.value.utf8.count + 24 }
-            for item in room.history {
-                switch item {
-                case .message(let m): total += 64 + m.body.utf8.count + m.ext.utf8.count + m.senderRoomExt.utf8.count
-                case .notification(let n): total += 64 + n.notifyExt.utf8.count + n.targets.count * 24
-                }
-            }
+            total += room.historyBytes
         }
         return total
     }
@@ -183,6 +187,7 @@ extension Room: BinaryCodable {
         let n = try r.readCount()
         history.reserveCapacity(n)
         for _ in 0 ..< n { history.append(try r.read()) }
+        historyBytes = history.reduce(0) { $0 + $1.estimatedBytes }
         droppedThroughSeq = try r.readUInt64()
         for case .message(let m) in history where !m.clientMessageId.isEmpty { sentMessages[Self.sentKey(m)] = m.seq }
         // The invariants apply relies on: forged bytes must fail here, not trap later.

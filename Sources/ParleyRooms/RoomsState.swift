@@ -16,6 +16,10 @@ public struct RoomsState: Sendable {
     var globalMutes: [String: Int64] = [:]
     /// E3 across shards: room slots of the users whose home shard this is.
     var slots: [String: [RoomSlot]] = [:]
+    /// SPEC D1: the bytes all rooms' recent-history windows may hold together (0: no bound but each room's
+    /// count and retention), replicated (`setHistoryWindow`); and what is derived of the windows.
+    public internal(set) var historyWindowBytes = 0
+    var window = RoomWindows()
     /// History items added since the last `takeStoredHistory()`: scratch, not state (never in a snapshot).
     private var stored: [StoredHistoryItem] = []
     /// Whether to collect `takeStoredHistory()` items (a node with a durable history store turns it on).
@@ -62,6 +66,9 @@ public struct RoomsState: Sendable {
         return edges.sorted()
     }
 
+    /// The bounds `setHistoryWindow` accepts besides 0.
+    public static let historyWindowRange = (64 << 10) ... (1 << 40)
+
     /// How many rooms the shard holds (cheaper than `roomIds.count`).
     public var roomCount: Int { rooms.count }
 
@@ -76,6 +83,7 @@ public struct RoomsState: Sendable {
         fx.collectsActivity = collectsActivity
         do {
             let reply = try dispatch(command, env, &fx)
+            if fx.windowBytes != 0 || !fx.newWindowHeads.isEmpty { settleWindows(fx) }
             if collectsStoredHistory && !fx.stored.isEmpty { stored += fx.stored }
             if !fx.activity.isEmpty { activity += fx.activity }
             return ApplyOutcome(result: .success(reply), events: fx.events)
@@ -131,6 +139,12 @@ public struct RoomsState: Sendable {
                 throw RoomError(.badParameter, "send rates must be 1-1000000 a second, each burst at least its rate")
             }
             sendBudgets[namespace] = budget
+        case .setHistoryWindow(let bytes):
+            try requireAppServer(env)
+            guard bytes == 0 || (Self.historyWindowRange).contains(bytes) else {
+                throw RoomError(.badParameter, "a history window is 0 (none) or 64 KiB … 1 TiB")
+            }
+            setHistoryWindow(bytes: bytes)
         case .fetchRoomInfo(let roomId):
             let i = try slot(roomId)
             if case .session = env.context.actor {

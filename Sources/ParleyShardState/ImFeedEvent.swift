@@ -16,6 +16,14 @@ public enum ImFeedEvent: Sendable, Hashable, BinaryCodable {
         }
     }
 
+    /// SPEC D1: estimated bytes held for this event (its encoded size and a fixed part; IM events are few
+    /// beside room messages, so encoding them to measure is cheap enough).
+    public var estimatedBytes: Int {
+        var w = ByteWriter(capacity: 256)
+        encode(to: &w)
+        return 64 + w.bytes.count
+    }
+
     public func encode(to w: inout ByteWriter) {
         switch self {
         case .user(let e): w.write(UInt8(1)); ImAnswerCodec.write([e], into: &w)

@@ -27,9 +27,12 @@ public final class DurableGroupLog: RaftStorage {
     /// Bytes of entries appended since the last snapshot (an estimate of the live log: entries replaced
     /// by a leader's are counted too). A group snapshots when it grows large, not only every so many entries.
     public private(set) var bytesSinceSnapshot = 0
+    /// Reads `raft_log` rows by seq (their entries' bytes, in the order asked): how evicted entries come back.
+    private let readRows: ([Int64]) throws -> [[UInt8]]
 
     init(group: GroupID, memory: MemoryStorage, sequence: LogSequence, rows: [(seq: Int64, last: LogIndex)] = [],
-         logFrom: Int64 = 0, rewriteAfterRows: Int64) {
+         logFrom: Int64 = 0, rewriteAfterRows: Int64, readRows: @escaping ([Int64]) throws -> [[UInt8]]) {
+        self.readRows = readRows
         self.group = group
         self.memory = memory
         self.sequence = sequence
@@ -42,12 +45,60 @@ public final class DurableGroupLog: RaftStorage {
 
     public func initialState() throws -> (HardState, ConfState) { try memory.initialState() }
     public func entries(from lo: LogIndex, to hi: LogIndex, maxBytes: Int) throws -> [Entry] {
-        try memory.entries(from: lo, to: hi, maxBytes: maxBytes)
+        let evicted = memory.evictedThrough
+        guard lo <= evicted, lo < hi else { return try memory.entries(from: lo, to: hi, maxBytes: maxBytes) }
+        guard lo > (try memory.snapshot()).metadata.index else { throw RaftStorageError.compacted }
+        var out = try readEvicted(from: lo, to: min(hi, evicted + 1), maxBytes: maxBytes)
+        let size = out.byteSize
+        if out.last?.index == evicted, hi > evicted + 1, size < maxBytes {
+            let more = try memory.entries(from: evicted + 1, to: hi, maxBytes: maxBytes - size)
+            out += more
+        }
+        return out
     }
+
+    /// SPEC D1: entries evicted from memory, read back from this group's rows (a follower far behind, a
+    /// rewrite). Every row with entries from `lo` on is replayed in order, each replacing what it overlaps,
+    /// as `NodeDatabase.openGroup` does; committed entries are never replaced, so the last word is the right one.
+    private func readEvicted(from lo: LogIndex, to hi: LogIndex, maxBytes: Int) throws -> [Entry] {
+        let wanted = rows.filter { $0.last >= lo }.map(\.seq)
+        var held: [Entry] = []
+        for bytes in try readRows(wanted) {
+            let decoded = try LogRow.decode(bytes, group: group)
+            guard let first = decoded.first?.index else { continue }
+            if let start = held.first?.index, first >= start, first <= held.last!.index + 1 {
+                held.removeSubrange(Int(first - start)...)
+                held += decoded
+            } else {
+                held = decoded  // it starts before what is held, or after a hole: only what follows counts
+            }
+        }
+        guard let start = held.first?.index, start <= lo, held.last!.index >= hi - 1 else {
+            // Not on disk (any more): the leader sends a snapshot instead.
+            throw RaftStorageError.unavailable
+        }
+        var out: [Entry] = []
+        var size = 0
+        for e in held[Int(lo - start)..<Int(hi - start)] {
+            size += e.byteSize
+            if size > maxBytes && !out.isEmpty { break }
+            out.append(e)
+        }
+        return out
+    }
+
+    /// SPEC D1: drops the data of the entries up to `index` from memory (committed ones, on disk in this
+    /// group's rows); they are read back when needed.
+    public func evict(through index: LogIndex) { memory.evict(through: index) }
+    public var evictedThrough: LogIndex { memory.evictedThrough }
+    public func heldSize(at index: LogIndex) -> Int { memory.heldSize(at: index) }
     public func term(at index: LogIndex) throws -> Term { try memory.term(at: index) }
     public func firstIndex() throws -> LogIndex { try memory.firstIndex() }
     public func lastIndex() throws -> LogIndex { try memory.lastIndex() }
     public func snapshot() throws -> Snapshot { try memory.snapshot() }
+
+    /// The bytes of the entries held in memory (SPEC D1: the host bounds their sum over its groups).
+    public var heldBytes: Int { memory.heldBytes }
 
     /// The hard state as last set (durable once the staged write is committed).
     public var hardState: HardState { memory.persistedHardState }
@@ -86,7 +137,7 @@ public final class DurableGroupLog: RaftStorage {
     @discardableResult
     public func createSnapshot(at index: LogIndex, confState: ConfState?, data: [UInt8]) throws -> Snapshot {
         let snapshot = try memory.createSnapshot(at: index, confState: confState, data: data)
-        bytesSinceSnapshot = try memory.entries(from: index + 1, to: memory.lastIndex() + 1, maxBytes: .max)
+        bytesSinceSnapshot = try entries(from: index + 1, to: memory.lastIndex() + 1, maxBytes: .max)
             .reduce(0) { $0 + $1.data.count }
         pending.snapshot = snapshot
         return snapshot
@@ -162,7 +213,7 @@ public final class DurableGroupLog: RaftStorage {
         let after = try memory.snapshot().metadata.index
         let last = try memory.lastIndex()
         if last > after {
-            let live = try memory.entries(from: after + 1, to: last + 1, maxBytes: maxBytes + 1)
+            let live = try entries(from: after + 1, to: last + 1, maxBytes: maxBytes + 1)
             guard live.last?.index == last, live.reduce(0, { $0 + $1.data.count }) <= maxBytes else { return false }
             if !pending.snapshotReplacesLog { pending.entries = live }
         }

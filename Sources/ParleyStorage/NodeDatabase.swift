@@ -49,7 +49,8 @@ public final class NodeDatabase: Sendable {
     public var joinedTransactions: Int { groupCommit.joinedCount }
 
     public init(path: String, durable: Bool = true, metrics: any MetricsFactory = NOOPMetricsHandler.instance,
-                rewriteAfterRows: Int64 = 131_072, checkpointFrames: Int = NodeDatabase.checkpointPages) throws {
+                rewriteAfterRows: Int64 = 131_072, checkpointFrames: Int = NodeDatabase.checkpointPages,
+                cacheBytes: Int = NodeDatabase.defaultCacheBytes) throws {
         self.rewriteAfterRows = rewriteAfterRows
         commitTime = Metrics.Timer(label: Self.commitTimeMetric, factory: metrics)
         var config = Configuration()
@@ -63,11 +64,11 @@ public final class NodeDatabase: Sendable {
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF")
             // The larger page cache keeps the log tree's inner pages from being read back.
-            try db.execute(sql: "PRAGMA cache_size = -\(Self.cacheKiB)")
+            try db.execute(sql: "PRAGMA cache_size = -\(max(64, cacheBytes >> 10))")
             // A WAL that grew while checkpoints fell behind is cut back when it starts again.
             try db.execute(sql: "PRAGMA journal_size_limit = \(Self.walSizeLimitBytes)")
         }
-        history = try RoomHistoryStore(path: Self.historyPath(for: path), durable: durable)
+        history = try RoomHistoryStore(path: Self.historyPath(for: path), durable: durable, cacheBytes: cacheBytes)
         try Self.migrator(history: history).migrate(queue)
         // Every group commit rewrites the same few hot pages (the tails of the log tree, the groups' rows); a
         // checkpoint copies only the newest copy of each, so copying every `checkpointFrames` frames instead
@@ -126,8 +127,9 @@ public final class NodeDatabase: Sendable {
         checkpointer.waitUntilIdle()
         return checkpointer.counts
     }
-    /// Page cache per connection, KiB (SQLite's default is 2,000).
-    static let cacheKiB = 32_768
+    /// SPEC D1: the page cache of each of the node's two databases (SQLite's default is 2,000 KiB), in bytes;
+    /// `--sqlite-cache-bytes`. Pages the writes touch stay in it up to this size.
+    public static let defaultCacheBytes = 8 << 20
 
     /// The durable room history, in a database file of its own beside this one (`historyPath(for:)`).
     public let history: RoomHistoryStore
@@ -216,7 +218,7 @@ public final class NodeDatabase: Sendable {
         batch.update(group) { $0 = write }
         try commit(batch)
         return DurableGroupLog(group: group, memory: memory, sequence: sequence, logFrom: sequence.upcoming,
-                               rewriteAfterRows: rewriteAfterRows)
+                               rewriteAfterRows: rewriteAfterRows, readRows: { [unowned self] in try self.logRowBytes($0) })
     }
 
     /// Creates an empty group that will be brought up to date by its leader (a replica added later).
@@ -229,7 +231,25 @@ public final class NodeDatabase: Sendable {
         batch.update(group) { $0 = write }
         try commit(batch)
         return DurableGroupLog(group: group, memory: MemoryStorage(), sequence: sequence, logFrom: sequence.upcoming,
-                               rewriteAfterRows: rewriteAfterRows)
+                               rewriteAfterRows: rewriteAfterRows, readRows: { [unowned self] in try self.logRowBytes($0) })
+    }
+
+    /// SPEC D1: the entries' bytes of `raft_log` rows by seq, in the order asked (a row not there is left out):
+    /// a group reads back the entries it evicted from memory.
+    func logRowBytes(_ seqs: [Int64]) throws -> [[UInt8]] {
+        guard !seqs.isEmpty else { return [] }
+        return try queue.read { db in
+            var found: [Int64: [UInt8]] = [:]
+            for chunk in stride(from: 0, to: seqs.count, by: 500) {
+                let part = Array(seqs[chunk..<min(seqs.count, chunk + 500)])
+                let marks = part.map { _ in "?" }.joined(separator: ",")
+                for row in try Row.fetchAll(db, sql: "SELECT seq, entries FROM raft_log WHERE seq IN (\(marks))",
+                                            arguments: StatementArguments(part)) {
+                    found[row[0]] = [UInt8](row[1] as Data)
+                }
+            }
+            return seqs.compactMap { found[$0] }
+        }
     }
 
     /// The group's log rows: from the one scan of the table, or a new scan once a commit made it stale.
@@ -287,7 +307,7 @@ public final class NodeDatabase: Sendable {
             memory.setHardState(HardState(term: Term(bitPattern: hs[0]), vote: NodeID(bitPattern: hs[1]),
                                           commit: LogIndex(bitPattern: hs[2])))
             return DurableGroupLog(group: group, memory: memory, sequence: sequence, rows: rows, logFrom: logFrom,
-                                   rewriteAfterRows: rewriteAfterRows)
+                                   rewriteAfterRows: rewriteAfterRows, readRows: { [unowned self] in try self.logRowBytes($0) })
         }
     }
 

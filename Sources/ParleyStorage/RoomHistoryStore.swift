@@ -23,7 +23,7 @@ public final class RoomHistoryStore: Sendable {
     private let lastSeqs = Mutex<[String: UInt64?]>([:])
 
     /// Opens (creating if needed) the history database at `path`, synced at each commit when `durable`.
-    init(path: String, durable: Bool) throws {
+    init(path: String, durable: Bool, cacheBytes: Int = NodeDatabase.defaultCacheBytes) throws {
         var config = Configuration()
         config.journalMode = .wal
         config.label = "parley-history"
@@ -32,7 +32,7 @@ public final class RoomHistoryStore: Sendable {
             // As for the node's database: GRDB's WAL set-up leaves NORMAL, which does not sync at commit.
             try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF")
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(NodeDatabase.checkpointPages)")
-            try db.execute(sql: "PRAGMA cache_size = -\(NodeDatabase.cacheKiB)")
+            try db.execute(sql: "PRAGMA cache_size = -\(max(64, cacheBytes >> 10))")
         }
         var m = DatabaseMigrator()
         Self.migrate(&m)

@@ -27,8 +27,10 @@
 /// - 11: reads IM read receipts (IM command tag 8 `markRead`, the reads `teamReceipts` and `conversations`, the
 ///   effect `peerRead`, the events `read`) and IM snapshots of version 2 (read positions), issue 38; clients
 ///   and the server API may use them only once every node does.
+/// - 12: reads the room command `setHistoryWindow` (tag 39: the byte bound of a shard's rooms' history
+///   windows, SPEC D1) and rooms snapshots of version 6; shard leaders propose it only once every node does.
 public enum PeerProtocol {
-    public static let version = 11
+    public static let version = 12
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -65,9 +67,12 @@ public enum PeerProtocol {
         case webhookCopies
         /// IM read receipts (IM command tag 8, its reads, effect and events) and IM snapshot version 2.
         case readReceipts
+        /// The room command `setHistoryWindow` (tag 39) and rooms snapshot version 6 (SPEC D1).
+        case historyWindow
 
         public var version: Int {
             switch self {
+            case .historyWindow: 12
             case .readReceipts: 11
             case .webhookCopies: 10
             case .imPreSend: 9

@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import ParleyNode
 import ParleyPlacement
+import ParleyRooms
 
 /// `parley node`: run one node. Every option can also come from the environment (`PARLEY_ID`,
 /// `PARLEY_LISTEN`, …) or a config file of `name = value` lines (`--config`); a flag wins over the
@@ -44,6 +45,14 @@ struct NodeCommand: AsyncParsableCommand {
     var movesPerNode: Int?
     @Option(name: .customLong("snapshot-bytes-per-second"), help: "Snapshot bytes a node sends per second, over all shards, to fill moved replicas (default 33554432 = 32 MiB; 0 = no cap).")
     var snapshotBytesPerSecond: Int?
+    @Option(name: .customLong("raft-log-memory"), help: "Bytes of Raft log entries the node keeps in memory over all its shards (default 16777216 = 16 MiB; past it applied entries are read back from disk when needed).")
+    var raftLogMemory: Int?
+    @Option(name: .customLong("feed-bytes"), help: "Bytes of recent events each shard replica keeps for the edges' feeds (default 524288 = 512 KiB).")
+    var feedBytes: Int?
+    @Option(name: .customLong("history-window-bytes"), help: "Bytes of recent history each shard's rooms keep in memory together, the rest read from disk (default 524288 = 512 KiB; 0 = only each room's 5000 items; the same on every node).")
+    var historyWindowBytes: Int?
+    @Option(name: .customLong("sqlite-cache-bytes"), help: "Page cache of each of the node's two SQLite databases (default 8388608 = 8 MiB).")
+    var sqliteCacheBytes: Int?
     @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
     var apps: [String] = []
     @Option(name: .customLong("peer-tls-cert"), help: "PEM certificate of this node for mutual TLS on the peer port (with --peer-tls-key and --peer-tls-ca).")
@@ -130,6 +139,24 @@ struct NodeCommand: AsyncParsableCommand {
                 throw ValidationError("--snapshot-bytes-per-second must be 0 (no cap) or at least 65536")
             }
             nodeConfig.moves.snapshotBytesPerSecond = n
+        }
+        if let b = value("raft-log-memory", raftLogMemory.map(String.init)) {
+            guard let n = Int(b), n >= 1 << 20 else { throw ValidationError("--raft-log-memory must be at least 1048576 (1 MiB)") }
+            nodeConfig.memory.raftLogBytes = n
+        }
+        if let b = value("feed-bytes", feedBytes.map(String.init)) {
+            guard let n = Int(b), n >= 16 << 10 else { throw ValidationError("--feed-bytes must be at least 16384") }
+            nodeConfig.memory.feedBytesPerShard = n
+        }
+        if let b = value("history-window-bytes", historyWindowBytes.map(String.init)) {
+            guard let n = Int(b), n == 0 || RoomsState.historyWindowRange.contains(n) else {
+                throw ValidationError("--history-window-bytes must be 0 (none) or 65536 … 1099511627776")
+            }
+            nodeConfig.memory.historyWindowBytes = n
+        }
+        if let b = value("sqlite-cache-bytes", sqliteCacheBytes.map(String.init)) {
+            guard let n = Int(b), n >= 1 << 20 else { throw ValidationError("--sqlite-cache-bytes must be at least 1048576 (1 MiB)") }
+            nodeConfig.memory.sqliteCacheBytes = n
         }
         if noFsync || settings.value("no-fsync") == "true" { nodeConfig.durable = false }
         if let text = value("max-connections", maxConnections.map(String.init)) {

@@ -45,6 +45,29 @@ import ParleyRooms
         #expect(small.page(after: 5).gap && small.page(after: 40) == ([], 40, false))
     }
 
+    /// SPEC D1: a feed is bounded by bytes as well as by count: big events push old ones out sooner, and what
+    /// went is a gap for a cursor before it (the edge then reads the rooms' history).
+    @Test func D1_aFeedHoldsAtMostItsBytes() {
+        let body = String(repeating: "x", count: 1_000)
+        func message(_ seq: UInt64) -> RoomEvent {
+            RoomEvent(roomId: "r", seq: seq, audience: .room, kind: .message(ChatMessage(
+                seq: seq, serverId: seq, time: 1, senderId: "u", senderNickname: "", senderAvatar: "", senderRoomExt: "",
+                type: .text, clientMessageId: "", body: body, ext: "")))
+        }
+        let log = ShardEventLog(applied: 0, maxBytes: 16 << 10)
+        for i in 1...100 { log.applied(UInt64(i), [message(UInt64(i))]) }
+        #expect(log.bytes <= 16 << 10 && log.bytes > 12 << 10)
+        #expect(log.batches.count < 16 && log.batches.last?.index == 100)
+        #expect(log.completeAfter == log.batches.first!.index - 1)
+        #expect(log.page(after: 50).gap && !log.page(after: log.completeAfter).gap)
+        // One event larger than the bound is still held (the newest batch always is).
+        let tiny = ShardEventLog(applied: 0, maxBytes: 512)
+        tiny.applied(1, [message(1)])
+        #expect(tiny.batches.count == 1)
+        tiny.restored(at: 9)
+        #expect(tiny.bytes == 0)
+    }
+
     @Test func E5_aSilentEdgeExpiresOnlyOnTheLeaderAndOnlyOnceAtATime() {
         let board = EdgeFeedBoard(leaseMillis: 1_000)
         // A follower never expires anyone.

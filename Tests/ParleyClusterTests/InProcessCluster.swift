@@ -26,6 +26,7 @@ final class InProcessCluster {
     var rewriteAfterRows: Int64 = 131_072
     var logRewriteMaxBytes = 1 << 20
     var limits = RoomLimits()
+    var memory = MemoryBounds()
     var clock: Int64 = 1_700_000_000_000
     private var cycle = 0
     let ticksEvery = 2
@@ -44,12 +45,13 @@ final class InProcessCluster {
         var config = RaftHost.Config(nodeID: node, nodes: nodes.filter { !joined.contains($0) }, shardMap: shardMap,
                                      boot: boots[node]!)
         config.founding = !joined.contains(node)
-        config.snapshotEvery = snapshotEvery
-        config.snapshotEveryBytes = snapshotEveryBytes
+        config.snapshots.every = snapshotEvery
+        config.snapshots.everyBytes = snapshotEveryBytes
         config.historyFlushTicks = historyFlushTicks
         config.logRewriteMaxBytes = logRewriteMaxBytes
         config.limits = limits
-        config.snapshotKeep = 5
+        config.snapshots.keep = 5
+        config.memory = memory
         let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false,
                                   rewriteAfterRows: rewriteAfterRows)
         databases[node] = db

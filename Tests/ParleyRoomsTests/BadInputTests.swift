@@ -72,6 +72,9 @@ private func mu(_ user: String, enable: Bool = true, duration: UInt64 = 0, notif
         BadInput("setSendBudget burst below rate", .setSendBudget(namespace: "a", SendBudget(userMessagesPerSecond: 5, userBurst: 4,
                                                                                              roomMessagesPerSecond: 9, roomBurst: 9)), .badParameter),
         BadInput("setSendBudget bad namespace", .setSendBudget(namespace: "a\u{1F}b", SendBudget()), .badParameter),
+        BadInput("setHistoryWindow by a client", .setHistoryWindow(bytes: 1 << 20), by: s("owner"), .noPermission),
+        BadInput("setHistoryWindow below 64 KiB", .setHistoryWindow(bytes: 4_096), .badParameter),
+        BadInput("setHistoryWindow negative", .setHistoryWindow(bytes: -1), .badParameter),
         BadInput("fetchRoomInfo unknown", .fetchRoomInfo(roomId: "zz"), .roomNotFound),
         BadInput("fetchRoomInfo not entered", .fetchRoomInfo(roomId: "r1"), by: s("ghost"), .notEntered),
         // enter / exit / sessionLost
@@ -186,7 +189,7 @@ private func mu(_ user: String, enable: Bool = true, duration: UInt64 = 0, notif
     func everyCommandCovered() {
         func tag(_ c: RoomCommand) -> UInt8 { c.encoded()[0] }
         let covered = Set(Self.cases.map { tag($0.command) })
-        let expected = Set<UInt8>(1 ... 30).union([37])  // 37: setSendBudget (A1)
+        let expected = Set<UInt8>(1 ... 30).union([37, 39])  // 37: setSendBudget (A1); 39: setHistoryWindow (D1)
         #expect(covered == expected, "missing tags: \(expected.subtracting(covered).sorted())")
     }
 

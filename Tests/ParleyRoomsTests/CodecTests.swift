@@ -19,6 +19,9 @@ import ParleyWire
             .setTempMute(MemberUpdate(roomId: "r", userId: "u", enable: false, duration: UInt64.max,
                                       needNotify: false, notifyExt: "😀")),
             .queueInit(roomId: "r", maxSize: Int.min),
+            // Two commands whose tags once collided (38): each must come back as itself.
+            .enter(EnterRoom(roomId: "r", nickname: "n", replacing: "edge#7")),
+            .setHistoryWindow(bytes: 1 << 20),
         ]
     }
 

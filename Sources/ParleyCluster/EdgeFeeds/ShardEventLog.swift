@@ -16,12 +16,18 @@ final class ShardEventLog {
     /// The replica's applied index as last reported.
     private(set) var applied: LogIndex
     private var eventCount = 0
+    /// SPEC D1: the events' estimated bytes held (`RoomEvent.estimatedBytes`).
+    private(set) var bytes = 0
+    /// Each held batch's estimated bytes, in the batches' order.
+    private var batchBytes: Deque<Int> = []
     let maxEvents: Int
+    let maxBytes: Int
 
-    init(applied: LogIndex, maxEvents: Int = 50_000) {
+    init(applied: LogIndex, maxEvents: Int = 50_000, maxBytes: Int = 1 << 20) {
         completeAfter = applied
         self.applied = applied
         self.maxEvents = maxEvents
+        self.maxBytes = maxBytes
     }
 
     /// Records an applied entry (its events may be empty).
@@ -29,10 +35,14 @@ final class ShardEventLog {
         assert(index > applied, "applied indexes go forward")
         applied = index
         guard !events.isEmpty || !im.isEmpty else { return }
+        let size = events.reduce(0) { $0 + $1.estimatedBytes } + im.reduce(0) { $0 + $1.estimatedBytes }
         batches.append(ShardEventBatch(index: index, events: events, im: im))
+        batchBytes.append(size)
         eventCount += events.count + im.count
-        while eventCount > maxEvents, batches.count > 1, let first = batches.popFirst() {
+        bytes += size
+        while eventCount > maxEvents || bytes > maxBytes, batches.count > 1, let first = batches.popFirst() {
             eventCount -= first.events.count + first.im.count
+            bytes -= batchBytes.removeFirst()
             completeAfter = first.index
         }
     }
@@ -40,7 +50,9 @@ final class ShardEventLog {
     /// The replica was restored from a snapshot at `index`: events up to it never passed here.
     func restored(at index: LogIndex) {
         batches.removeAll()
+        batchBytes.removeAll()
         eventCount = 0
+        bytes = 0
         completeAfter = index
         applied = index
     }

@@ -26,7 +26,13 @@ protocol HostedGroup: AnyObject {
     /// appends have to wait for this node's sync).
     func applyDurableCommitted(_ ready: Ready)
     /// Second half, once the batch is durable: apply the committed entries, answer proposers, advance.
-    func finishReady(_ ready: Ready, snapshotEvery: LogIndex, everyBytes: Int, keep: LogIndex) throws
+    func finishReady(_ ready: Ready, snapshots: SnapshotRule) throws
+    /// SPEC D1: drops from memory the data of applied entries but the newest `keepBytes` of them (they stay on
+    /// disk and are read back for a follower that needs them), so the host's logs stay within its bound.
+    /// Returns the bytes freed.
+    func evictLog(keepBytes: Int) -> Int
+    /// The bytes of log entries this replica holds in memory.
+    var logBytesHeld: Int { get }
     /// Whether a configuration change applied (or a snapshot replaced the configuration) since the last call.
     func takeConfigurationChanged() -> Bool
 }
@@ -272,14 +278,14 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         }
     }
 
-    func finishReady(_ rd: Ready, snapshotEvery: LogIndex, everyBytes: Int, keep: LogIndex) throws {
+    func finishReady(_ rd: Ready, snapshots: SnapshotRule) throws {
         for entry in rd.committedEntries where entry.index > applied { apply(entry) }
         if let unreadable { throw unreadable }
         raft.advance(rd)
         serveReads()
         // Only a change of role or term can orphan a proposal.
         if rd.softState != nil || rd.hardState.map({ $0.term != termBeforeReady }) == true { markOrphanedProposals() }
-        try snapshotIfDue(every: snapshotEvery, everyBytes: everyBytes, keep: keep)
+        try snapshotIfDue(snapshots)
     }
 
     /// Applies one committed entry: each command of its batch in order, or a membership change. A leader's
@@ -402,16 +408,51 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         for id in ids { pending.removeValue(forKey: id)!.completion(.failure(.outcomeUnknown)) }
     }
 
-    /// Takes a snapshot when the log has grown by `every` entries or `everyBytes` bytes since the last one,
-    /// keeping `keep` entries behind it for followers that are only a little behind.
-    private func snapshotIfDue(every: LogIndex, everyBytes: Int, keep: LogIndex) throws {
+    /// Takes a snapshot when the log has grown by `every` entries or `everyBytes` bytes since the last one.
+    private func snapshotIfDue(_ rule: SnapshotRule) throws {
         let outgrown = applied > snapshotIndex && !Set(confState.allMembers).isSubset(of: snapshotMembers)
-        guard outgrown || applied >= snapshotIndex + every || (applied > snapshotIndex && log.bytesSinceSnapshot >= everyBytes)
+        guard outgrown || applied >= snapshotIndex + rule.every
+                || (applied > snapshotIndex && log.bytesSinceSnapshot >= rule.everyBytes)
         else { return }
+        try snapshotAndCompact(rule)
+    }
+
+    var logBytesHeld: Int { log.heldBytes }
+
+    func evictLog(keepBytes: Int) -> Int {
+        let before = log.heldBytes
+        var through = applied
+        var kept = 0
+        while through > log.evictedThrough {
+            kept += log.heldSize(at: through)
+            if kept > keepBytes { break }
+            through -= 1
+        }
+        log.evict(through: through)
+        return before - log.heldBytes
+    }
+
+    private func snapshotAndCompact(_ rule: SnapshotRule) throws {
         try log.createSnapshot(at: applied, confState: confState, data: snapshotData())
         snapshotIndex = applied
         snapshotMembers = Set(confState.allMembers)
+        try compact(rule)
+    }
+
+    /// Drops the entries the snapshot covers, keeping the newest `keep` of them within `keepBytes` for
+    /// followers a little behind (further behind, they get the snapshot).
+    private func compact(_ rule: SnapshotRule) throws {
         let first = try log.firstIndex()
-        if applied > keep, applied - keep > first { try log.compact(upTo: applied - keep) }
+        guard snapshotIndex >= first else { return }
+        var upTo = snapshotIndex
+        var bytes = 0
+        while upTo >= first, snapshotIndex - upTo < rule.keep {
+            bytes += log.heldSize(at: upTo)
+            if bytes > rule.keepBytes { break }
+            upTo -= 1
+        }
+        // Entries evicted from memory behind the snapshot go too: their rows may be deleted with it.
+        upTo = max(upTo, min(log.evictedThrough, snapshotIndex))
+        if upTo >= first { try log.compact(upTo: upTo) }
     }
 }

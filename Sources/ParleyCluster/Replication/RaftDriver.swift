@@ -56,6 +56,9 @@ public final class RaftDriver: @unchecked Sendable {
     let webhookBook = WebhookCopyBook()
     /// W4: copies older than this are dropped unsent (counted): an hour by default.
     public var webhookCopyMaxAgeMillis: Int64 = 3_600_000
+    /// SPEC D1: whether every node reads `setHistoryWindow`, and the shards with one in flight.
+    let windowReaders = PeerFeatureWatch(.historyWindow)
+    var settingWindow: Set<ShardID> = []
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
@@ -196,6 +199,8 @@ public final class RaftDriver: @unchecked Sendable {
             duty("IM relay", every: tickInterval) { $0.relayEffects() },
             // SPEC W2: the apps' after-event copies go out from each shard's leader at the tick's pace.
             duty("webhook copies", every: tickInterval) { $0.deliverWebhookCopies() },
+            // SPEC D1: each shard led here holds its rooms' windows within the node's byte setting.
+            duty("history windows", every: .seconds(1)) { $0.settleHistoryWindows() },
         ]
         if leaderBalance.intervalMillis > 0 && leaderBalance.transfersPerRound > 0 {
             duties.append(duty("leader balance", every: .milliseconds(leaderBalance.intervalMillis)) { $0.balanceLeaders() })

@@ -44,7 +44,7 @@ extension RaftHost {
                 historyPages.finish(read, writeWaitingRows: { try scratch.writeHistory(to: database) }) { deliver(.room($0)) }
             }
         }
-        let events = ShardEventLog(applied: replica.applied)
+        let events = ShardEventLog(applied: replica.applied, maxBytes: config.memory.feedBytesPerShard)
         replica.onApplied = { index, outcomes in
             let list = outcomes.count == 1 ? outcomes[0].roomEvents : outcomes.flatMap(\.roomEvents)
             let im = imFeed.events

@@ -57,15 +57,10 @@ public final class RaftHost {
         public var limits: RoomLimits
         /// Distinguishes this process's proposals from those of its earlier lives.
         public var boot: UInt64
-        /// Take a group snapshot after this many applied entries, keeping `snapshotKeep` entries behind it.
-        public var snapshotEvery: LogIndex = 10_000
-        /// …or once this many bytes of entries were appended since the last one: with batched entries 10,000
-        /// entries can be hundreds of MiB of log, held in memory and on disk. (While the rows a snapshot
-        /// frees were deleted inside its transaction, snapshots this often cost a fifth of a long run's
-        /// throughput at 1000 clients; deleted later, a few at a time, they cost nothing measurable —
-        /// docs/benchmarks.md, session 8.)
-        public var snapshotEveryBytes = 16 << 20
-        public var snapshotKeep: LogIndex = 1_000
+        /// When groups snapshot and what of their logs they keep in memory after.
+        public var snapshots = SnapshotRule()
+        /// SPEC D1: what this host's groups keep in memory, in bytes.
+        public var memory = MemoryBounds()
         /// Applied history rows are written at most this many ticks late (`HistoryFlushPolicy`).
         public var historyFlushTicks = 4
         /// A quiet group that pins old log rows writes its live entries again when they come to at most this
@@ -367,6 +362,14 @@ public final class RaftHost {
         return r.machine.webhooks.boxes
     }
 
+    /// SPEC D1: the shard's replicated window bound when this node leads it and it differs from this node's
+    /// setting; nil otherwise.
+    public func historyWindowToSet(shard: ShardID) -> Int? {
+        guard let r = replicas[shard], r.isLeader, r.machine.rooms.historyWindowBytes != config.memory.historyWindowBytes
+        else { return nil }
+        return config.memory.historyWindowBytes
+    }
+
     /// SPEC W2: proposes a change to the shard's webhook outbox (the cluster's own command).
     public func proposeWebhook(_ command: WebhookOutboxCommand, shard: ShardID, timestamp: Int64,
                                completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
@@ -453,10 +456,10 @@ public final class RaftHost {
 
         // A snapshot waits for the history rows written before it (see above): one by bytes waits until
         // the history thread is idle instead of stopping this loop behind a flush of thousands of rows.
-        let everyBytes = database.history.isWriting ? Int.max : config.snapshotEveryBytes
-        for (g, rd) in readies {
-            try g.finishReady(rd, snapshotEvery: config.snapshotEvery, everyBytes: everyBytes, keep: config.snapshotKeep)
-        }
+        var rule = config.snapshots
+        if database.history.isWriting { rule.everyBytes = .max }
+        for (g, rd) in readies { try g.finishReady(rd, snapshots: rule) }
+        boundLogMemory()
         if !writeFirst { try commitOrCarry(batch) }
         if readies.contains(where: { $0.0.takeConfigurationChanged() }) {
             // Written above: a replica the group removed can go now, storage and all.
@@ -468,10 +471,29 @@ public final class RaftHost {
         return readies.count
     }
 
+    /// SPEC D1: while this host's groups hold more than `memory.raftLogBytes` of entries in memory, the group
+    /// holding the most drops the data of its applied entries but its newest few (they stay on disk in its rows
+    /// and are read back for a follower that needs them): no snapshot, no write.
+    private func boundLogMemory() {
+        var held = groups.reduce(0) { $0 + $1.logBytesHeld }
+        guard held > config.memory.raftLogBytes else { return }
+        // What each group keeps must leave room under the bound for every group.
+        let keep = min(config.snapshots.keepBytes, config.memory.raftLogBytes / max(1, groups.count) / 2)
+        var relieved = 0
+        while held > config.memory.raftLogBytes, relieved < 8,
+              let g = groups.max(by: { $0.logBytesHeld < $1.logBytesHeld }), g.logBytesHeld > keep {
+            let freed = g.evictLog(keepBytes: keep)
+            guard freed > 0 else { break }
+            held -= freed
+            relieved += 1
+            metrics.logMemoryEvictions.increment()
+        }
+    }
+
     /// Of the quiet groups (none of the newest rows, few live bytes) that hold back old log rows, the one
     /// holding back the most writes its live entries again (staged with its next write), so the rows below it
     /// can go. One group at a time: a rewrite is a pause of this loop. A busy group frees its rows itself when
-    /// it snapshots (every `snapshotEveryBytes`); it used to be made to snapshot here, and those snapshots,
+    /// it snapshots (every `snapshots.everyBytes`); it used to be made to snapshot here, and those snapshots,
     /// one after another once the table was full, more than halved the throughput of a long run at 1000
     /// clients. Busy groups with under `logRewriteMaxBytes` of log were rewritten until session 9: all of
     /// them, one after another, ever larger copies that freed nothing, once the table held `rewriteAfterRows`
@@ -537,6 +559,13 @@ public final class RaftHost {
         /// Users and teams with IM state here.
         public var imUsers: Int
         public var imTeams: Int
+        /// SPEC D1: bytes of Raft log entries, of recent events for the feeds, and of the rooms' recent-history
+        /// windows this replica holds in memory.
+        public var logBytes: Int
+        public var feedBytes: Int
+        public var windowBytes: Int
+        /// The shard's replicated bound on its rooms' windows (0: none).
+        public var windowBound: Int
     }
 
     public func status() -> [ShardStatus] {
@@ -547,7 +576,10 @@ public final class RaftHost {
                                commit: s.hardState.commit, applied: r.applied, firstIndex: s.firstIndex,
                                lastIndex: s.lastIndex, snapshotIndex: r.snapshotIndex, rooms: r.machine.rooms.roomCount,
                                isQuiesced: s.isQuiesced, conf: r.confState, imPending: r.machine.im.outbox.count,
-                               imUsers: r.machine.im.users.count, imTeams: r.machine.im.teams.count)
+                               imUsers: r.machine.im.users.count, imTeams: r.machine.im.teams.count,
+                               logBytes: r.logBytesHeld, feedBytes: eventLogs[shard]?.bytes ?? 0,
+                               windowBytes: r.machine.rooms.windowBytes,
+                               windowBound: r.machine.rooms.historyWindowBytes)
         }
     }
 

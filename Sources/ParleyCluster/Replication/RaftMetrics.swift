@@ -26,6 +26,8 @@ final class RaftMetrics {
     let movesFailed: Counter
     /// Snapshot chunk bytes this node sent (`SnapshotPacer`).
     let snapshotBytesSent: Counter
+    /// SPEC D1: times a group dropped entries from memory to keep the host's Raft logs within their bound.
+    let logMemoryEvictions: Counter
     private let factory: any MetricsFactory
     /// `commandsOK[kind]`: applied without error, one per command type.
     private let commandsOK: [Counter]
@@ -49,6 +51,7 @@ final class RaftMetrics {
         movesDone = Counter(label: "parley_moves_done_total", factory: factory)
         movesFailed = Counter(label: "parley_moves_failed_total", factory: factory)
         snapshotBytesSent = Counter(label: "parley_snapshot_bytes_sent_total", factory: factory)
+        logMemoryEvictions = Counter(label: "parley_raft_log_evictions_total", factory: factory)
         commandsOK = RoomCommand.metricNames.map { name in
             Counter(label: Self.commandsName, dimensions: [("type", name), ("result", "ok")], factory: factory)
         }
@@ -88,7 +91,7 @@ extension RoomCommand {
         "fetchMembersByIds", "updateMyMemberInfo", "markManager", "markCommon", "setBlocked", "setMuted",
         "setTempMute", "kick", "setRoomMute", "updateAllowlist", "setGlobalMute", "queueInit", "queueOffer",
         "queueBatchUpdate", "queuePoll", "queueList", "queueDrop", "claimRoomSlot", "releaseRoomSlot", "listRooms",
-        "yieldRoom", "setScopedAppPolicy", "setSendBudget",
+        "yieldRoom", "setScopedAppPolicy", "setSendBudget", "setHistoryWindow",
     ]
 
     /// Index of this command's case in `metricNames` (a switch, so a new case fails to compile here).
@@ -131,6 +134,7 @@ extension RoomCommand {
         case .yieldRoom: 34
         case .setScopedAppPolicy: 35
         case .setSendBudget: 36
+        case .setHistoryWindow: 37
         }
     }
 }

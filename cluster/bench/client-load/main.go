@@ -23,6 +23,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// runTag starts every clientMessageId of this run, so a later run's messages to the same rooms are new
+// messages, not retries of an earlier run's (which the server answers with the original and does not store).
+var runTag = fmt.Sprintf("%x-", time.Now().UnixNano())
+
 type result struct {
 	System       string  `json:"system"`
 	Clients      int     `json:"clients"`
@@ -287,7 +291,7 @@ func imWriter(conn *sharedConn, to string, body string, waits *int64) (func() er
 	return func() error {
 		n++
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendP2P", "to": to, "type": "text", "body": body,
-			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
+			"clientMessageId": fmt.Sprintf("%s%d", runTag, n)}, waits)
 	}, nil
 }
 
@@ -321,7 +325,7 @@ func teamWriter(conn *sharedConn, next string, body string, waits *int64) (func(
 	return func() error {
 		n++
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendTeamMessage", "teamId": teamId, "type": "text", "body": body,
-			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
+			"clientMessageId": fmt.Sprintf("%s%d", runTag, n)}, waits)
 	}, nil
 }
 
@@ -376,6 +380,6 @@ func parleyWriter(conn *sharedConn, level string, w int, body string, waits *int
 	return func() error {
 		n++
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendMessage", "roomId": room, "type": "text", "body": body,
-			"clientMessageId": fmt.Sprintf("%d", n)}, waits)
+			"clientMessageId": fmt.Sprintf("%s%d", runTag, n)}, waits)
 	}, nil
 }

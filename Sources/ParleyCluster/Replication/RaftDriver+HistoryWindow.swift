@@ -1,0 +1,21 @@
+import NIOCore
+import ParleyTransport
+
+/// SPEC D1: each shard's leader sets the byte bound of its rooms' history windows (`setHistoryWindow`) to the
+/// node's setting, once every node reads the command (a rolling upgrade: until then the windows keep only their
+/// per-room count and retention, as before). A shard applies it as any entry, so every replica drops the same
+/// items at the same point of the log.
+extension RaftDriver {
+    func settleHistoryWindows() {
+        loop.preconditionInEventLoop()
+        refresh(windowReaders, now: .now())
+        guard windowReaders.everyNode else { return }
+        for shard in host.shards where !settingWindow.contains(shard) {
+            guard let bytes = host.historyWindowToSet(shard: shard) else { continue }
+            settingWindow.insert(shard)
+            host.propose(.setHistoryWindow(bytes: bytes), shard: shard, actor: .appServer, timestamp: Self.now()) { _ in
+                self.settingWindow.remove(shard)
+            }
+        }
+    }
+}

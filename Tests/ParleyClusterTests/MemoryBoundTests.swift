@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+import ParleyCluster
+import ParleyRaft
+import ParleyRooms
+
+/// SPEC D1: what a node keeps in memory is bounded by bytes — its groups' Raft logs, and each shard's rooms'
+/// history windows — and what left memory is still served (the log to followers as a snapshot, history from
+/// the store).
+@Suite struct MemoryBoundTests {
+    static let body = String(repeating: "y", count: 1_000)
+
+    static func bodies(_ outcome: ApplyOutcome) -> [String] {
+        guard case .success(.history(let items)) = outcome.result else { return [] }
+        return items.compactMap { if case .message(let m) = $0 { m.body } else { nil } }
+    }
+
+    @Test func D1_theHostsRaftLogsStayWithinTheirBytesAndALaggingReplicaStillCatchesUp() throws {
+        let cluster = try InProcessCluster(shards: 4)
+        let bound = 96 << 10
+        cluster.memory.raftLogBytes = bound
+        try cluster.restartAll()
+        let rooms = (0..<8).map { "room-\($0)" }
+        for r in rooms {
+            try cluster.submit(.createRoom(CreateRoom(roomId: r, creator: "ann", name: r)), room: r)
+            try cluster.submit(.enter(EnterRoom(roomId: r, nickname: "Ann")), room: r, as: session("ann"))
+        }
+        let lagging = cluster.nodes.last!
+        cluster.stop(lagging)
+        var peak = 0
+        for i in 0..<240 {
+            let r = rooms[i % rooms.count]
+            try cluster.submit(.sendMessage(SendMessage(roomId: r, body: Self.body + "\(i)")), room: r, as: session("ann"))
+            for host in cluster.hosts.values { peak = max(peak, host.status().reduce(0) { $0 + $1.logBytes }) }
+        }
+        // 240 KB of messages went through every replica's log; at most the bound (and one cycle's appends,
+        // a message here) was ever held, with no snapshot taken.
+        #expect(peak <= bound + 4_096)
+        #expect(peak > bound / 2)
+        for host in cluster.hosts.values { #expect(host.status().allSatisfy { $0.snapshotIndex == 1 }) }
+        // The replica that missed it all catches up from entries the leaders read back from their rows (there
+        // is no snapshot it could be sent instead), and every replica agrees.
+        try cluster.start(lagging)
+        try cluster.run(until: { (0..<4).allSatisfy { cluster.replicasAgree(on: $0) } }, "the lagging node to catch up")
+        #expect(cluster.hosts[lagging]!.status().allSatisfy { $0.snapshotIndex == 1 })
+        let all = try cluster.submit(.fetchHistory(HistoryQuery(roomId: "room-3", startTime: 1, limit: 100, ascending: true,
+                                                                types: [.text])), room: "room-3", as: session("ann"))
+        #expect(Self.bodies(all) == stride(from: 3, to: 240, by: 8).map { Self.body + "\($0)" })
+    }
+
+    @Test func D1_aShardsWindowBoundIsReplicatedAndEveryReplicaDropsTheSameAcrossRestarts() throws {
+        let cluster = try InProcessCluster(shards: 1)
+        cluster.snapshotEvery = 50
+        try cluster.restartAll()
+        for r in ["a", "b"] {
+            try cluster.submit(.createRoom(CreateRoom(roomId: r, creator: "ann", name: r)), room: r)
+            try cluster.submit(.enter(EnterRoom(roomId: r, nickname: "Ann")), room: r, as: session("ann"))
+        }
+        let bound = 64 << 10
+        #expect(try cluster.submit(.setHistoryWindow(bytes: bound), room: "a").errorCode == nil)
+        for i in 0..<150 {
+            let r = i % 3 == 0 ? "a" : "b"
+            try cluster.submit(.sendMessage(SendMessage(roomId: r, body: Self.body + "\(i)")), room: r, as: session("ann"))
+        }
+        try cluster.run(until: { cluster.replicasAgree(on: 0) })
+        for host in cluster.hosts.values {
+            let s = host.status()[0]
+            #expect(s.windowBound == bound && s.windowBytes <= bound && s.windowBytes > bound / 2)
+        }
+        // Every replica restarts from its snapshot and replays the rest: the windows still agree byte for byte.
+        for n in cluster.nodes { cluster.stop(n) }
+        for n in cluster.nodes { try cluster.start(n) }
+        try cluster.run(until: { cluster.allShardsHaveLeaders() })
+        for i in 150..<200 {
+            try cluster.submit(.sendMessage(SendMessage(roomId: "b", body: Self.body + "\(i)")), room: "b", as: session("ann"))
+        }
+        try cluster.run(until: { cluster.replicasAgree(on: 0) })
+        // What left the windows is read from the store, whole and in order.
+        let a = try cluster.submit(.fetchHistory(HistoryQuery(roomId: "a", startTime: 1, limit: 100, ascending: true,
+                                                              types: [.text])), room: "a", as: session("ann"))
+        #expect(Self.bodies(a) == stride(from: 0, to: 150, by: 3).map { Self.body + "\($0)" })
+        let b = try cluster.submit(.fetchHistory(HistoryQuery(roomId: "b", limit: 100, types: [.text])), room: "b",
+                                   as: session("ann"))
+        #expect(Self.bodies(b).count == 100 && Self.bodies(b).first == Self.body + "199")
+    }
+}
