@@ -17,8 +17,8 @@ public final class DurableGroupLog: RaftStorage {
     private let memory: MemoryStorage
     private var pending = GroupWrite()
     private let sequence: LogSequence
-    /// This group's rows that hold entries after its snapshot, oldest first: their seq and last index.
-    private var rows: [(seq: Int64, last: LogIndex)]
+    /// This group's rows that hold entries after its snapshot, oldest first: their seq and first and last index.
+    private var rows: [(seq: Int64, first: LogIndex, last: LogIndex)]
     /// Rows of this group below this seq are not needed (as last committed or staged).
     public private(set) var logFrom: Int64
     let rewriteAfterRows: Int64
@@ -30,7 +30,8 @@ public final class DurableGroupLog: RaftStorage {
     /// Reads `raft_log` rows by seq (their entries' bytes, in the order asked): how evicted entries come back.
     private let readRows: ([Int64]) throws -> [[UInt8]]
 
-    init(group: GroupID, memory: MemoryStorage, sequence: LogSequence, rows: [(seq: Int64, last: LogIndex)] = [],
+    init(group: GroupID, memory: MemoryStorage, sequence: LogSequence,
+         rows: [(seq: Int64, first: LogIndex, last: LogIndex)] = [],
          logFrom: Int64 = 0, rewriteAfterRows: Int64, readRows: @escaping ([Int64]) throws -> [[UInt8]]) {
         self.readRows = readRows
         self.group = group
@@ -58,10 +59,11 @@ public final class DurableGroupLog: RaftStorage {
     }
 
     /// SPEC D1: entries evicted from memory, read back from this group's rows (a follower far behind, a
-    /// rewrite). Every row with entries from `lo` on is replayed in order, each replacing what it overlaps,
+    /// rewrite). Every row with entries in the range is replayed in order, each replacing what it overlaps,
     /// as `NodeDatabase.openGroup` does; committed entries are never replaced, so the last word is the right one.
     private func readEvicted(from lo: LogIndex, to hi: LogIndex, maxBytes: Int) throws -> [Entry] {
-        let wanted = rows.filter { $0.last >= lo }.map(\.seq)
+        // Only the rows with entries in the range: a follower catching up reads what it is sent, not the log.
+        let wanted = rows.filter { $0.last >= lo && $0.first < hi }.map(\.seq)
         var held: [Entry] = []
         for bytes in try readRows(wanted) {
             let decoded = try LogRow.decode(bytes, group: group)
@@ -167,10 +169,10 @@ public final class DurableGroupLog: RaftStorage {
             dropped = rows.map(\.seq)
             rows.removeAll()
         }
-        if let last = write.entries.last {
+        if let first = write.entries.first, let last = write.entries.last {
             let seq = sequence.take()
             write.rowSeq = seq
-            rows.append((seq, last.index))
+            rows.append((seq, first.index, last.index))
         }
         if let s = write.snapshot {
             dropped += rows.filter { $0.last <= s.metadata.index }.map(\.seq)

@@ -286,7 +286,7 @@ public final class NodeDatabase: Sendable {
             }
             let after = try memory.lastIndex()
             var entries: [Entry] = []
-            var rows: [(seq: Int64, last: LogIndex)] = []
+            var rows: [(seq: Int64, first: LogIndex, last: LogIndex)] = []
             freedRows.withLock { $0 += stored.lazy.filter { $0.seq < logFrom }.map(\.seq) }
             for row in stored where row.seq >= logFrom {
                 let decoded = try LogRow.decode(row.bytes, group: group)
@@ -297,7 +297,7 @@ public final class NodeDatabase: Sendable {
                     entries = []  // the row starts before what is held, or after a hole: only what follows counts
                 }
                 entries += decoded
-                if last > after { rows.append((row.seq, last)) }
+                if last > after { rows.append((row.seq, first, last)) }
             }
             entries.removeAll { $0.index <= after }
             if let first = entries.first?.index, first != after + 1 {

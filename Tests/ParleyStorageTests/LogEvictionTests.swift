@@ -26,6 +26,7 @@ import ParleyRaftWire
         #expect(try log.term(at: 20) == 3 && log.term(at: 18) == 2)  // terms stay in memory
         #expect(try log.entries(from: 2, to: 31, maxBytes: .max) == before)
         #expect(try log.entries(from: 17, to: 23, maxBytes: .max) == Array(before[15..<21]))
+        #expect(try log.entries(from: 3, to: 6, maxBytes: .max) == Array(before[1..<4]))  // the first row alone
         // The byte limit still holds (at least one entry), across the evicted and the held part.
         let limited = try log.entries(from: 24, to: 31, maxBytes: 1)
         #expect(limited == [before[22]])

@@ -10,7 +10,8 @@ own copy of the message event carries (issue 34: from peer protocol 7 a forwarde
 the message); a resend with the same clientMessageId is answered with the same seq; an app's request for
 IM pre-send checks (peer protocol 9) is answered 503 while an older node runs; and an app's after-event
 callbacks (peer protocol 10: a shard command and snapshot form older nodes cannot read) make no shard keep
-copies while an older node runs. Bounded: 3 nodes,
+copies while an older node runs; and no shard takes the rooms' history window bound (peer protocol 12, SPEC D1)
+while an older node runs. Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -151,6 +152,14 @@ def main():
             failures.append(f"/v1/msg/conversations beside an older node: {code} {answer}")
         if old_protocol >= 11 and code != 200:
             failures.append(f"/v1/msg/conversations: {code} {answer}")
+        # SPEC D1: the rooms' window bound is a room command (tag 39) older nodes cannot read: no shard leader
+        # proposes it while one runs (peer protocol 12), and every message above went on all the same.
+        if old_protocol < 12:
+            for n, port in enumerate(ports):
+                code, text = http(f"http://127.0.0.1:{port}/status")
+                memory = (json.loads(text).get("memory") or {}) if code == 200 else {}
+                if memory.get("shardsWithWindowBound", 0) != 0:
+                    failures.append(f"{labels[n]} node {n + 1}: shards took the window bound beside an older node: {memory}")
         # Which kind of node led the shards: a run where old nodes led nothing (or everything) would not have
         # sent commands both ways.
         led = {}
