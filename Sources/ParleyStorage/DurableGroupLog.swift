@@ -59,33 +59,35 @@ public final class DurableGroupLog: RaftStorage {
     }
 
     /// SPEC D1: entries evicted from memory, read back from this group's rows (a follower far behind, a
-    /// rewrite). Every row with entries in the range is replayed in order, each replacing what it overlaps,
-    /// as `NodeDatabase.openGroup` does; committed entries are never replaced, so the last word is the right one.
+    /// rewrite, the committed entries a restarted replica applies). Memory kept every entry's term, and an
+    /// entry with the log's index and term is the log's entry (Raft's log matching): so the rows with entries
+    /// in the range are read in order, a few at a time, each entry taken where its term is the log's (a row's
+    /// older, replaced version is not), until the range — or `maxBytes` of it — is whole.
     private func readEvicted(from lo: LogIndex, to hi: LogIndex, maxBytes: Int) throws -> [Entry] {
-        // Only the rows with entries in the range: a follower catching up reads what it is sent, not the log.
         let wanted = rows.filter { $0.last >= lo && $0.first < hi }.map(\.seq)
-        var held: [Entry] = []
-        for bytes in try readRows(wanted) {
-            let decoded = try LogRow.decode(bytes, group: group)
-            guard let first = decoded.first?.index else { continue }
-            if let start = held.first?.index, first >= start, first <= held.last!.index + 1 {
-                held.removeSubrange(Int(first - start)...)
-                held += decoded
-            } else {
-                held = decoded  // it starts before what is held, or after a hole: only what follows counts
-            }
-        }
-        guard let start = held.first?.index, start <= lo, held.last!.index >= hi - 1 else {
-            // Not on disk (any more): the leader sends a snapshot instead.
-            throw RaftStorageError.unavailable
-        }
+        var found = [Entry?](repeating: nil, count: Int(hi - lo))
         var out: [Entry] = []
         var size = 0
-        for e in held[Int(lo - start)..<Int(hi - start)] {
-            size += e.byteSize
-            if size > maxBytes && !out.isEmpty { break }
-            out.append(e)
+        var next = lo
+        var taken = 0
+        fill: while taken < wanted.count {
+            let chunk = Array(wanted[taken..<min(wanted.count, taken + 32)])
+            taken += chunk.count
+            for bytes in try readRows(chunk) {
+                for e in try LogRow.decode(bytes, group: group) where e.index >= lo && e.index < hi {
+                    if found[Int(e.index - lo)] == nil, try memory.term(at: e.index) == e.term { found[Int(e.index - lo)] = e }
+                }
+            }
+            while next < hi, let e = found[Int(next - lo)] {
+                size += e.byteSize
+                if size > maxBytes && !out.isEmpty { break fill }
+                out.append(e)
+                next += 1
+            }
+            if next == hi { break }
         }
+        // Not on disk (any more): the leader sends a snapshot instead.
+        guard !out.isEmpty else { throw RaftStorageError.unavailable }
         return out
     }
 

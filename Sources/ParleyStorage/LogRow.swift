@@ -21,7 +21,9 @@ enum LogRow {
         return w.bytes
     }
 
-    static func decode(_ bytes: [UInt8], group: GroupID) throws -> [Entry] {
+    /// The row's entries; those up to `dataThrough` without their data (never copied out of the row: SPEC D1,
+    /// a node opening its groups holds their committed entries' indexes and terms only).
+    static func decode(_ bytes: [UInt8], group: GroupID, dataThrough: LogIndex = 0) throws -> [Entry] {
         var r = ByteReader(bytes)
         var out: [Entry] = []
         do {
@@ -34,7 +36,12 @@ enum LogRow {
                 guard let kind = EntryKind(rawValue: try r.readByte()) else {
                     throw StorageError.corrupt("group \(group): entry \(index) has an unknown kind")
                 }
-                out.append(Entry(term: term, index: index, kind: kind, data: try r.readBytes()))
+                if index <= dataThrough {
+                    try r.skipBytes()
+                    out.append(Entry(term: term, index: index, kind: kind, data: []))
+                } else {
+                    out.append(Entry(term: term, index: index, kind: kind, data: try r.readBytes()))
+                }
             }
         } catch let error as CodecError {
             throw StorageError.corrupt("group \(group): unreadable log row (\(error))")

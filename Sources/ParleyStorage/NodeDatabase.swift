@@ -28,7 +28,7 @@ public final class NodeDatabase: Sendable {
     private let sequence: LogSequence
     /// Rows of every group's log read by one scan, handed out as the groups are opened (a node opens all of
     /// its groups at start; the table has no per-group index, which would cost a page per group per commit).
-    private let unopenedRows = Mutex<[GroupID: [(seq: Int64, bytes: [UInt8])]]?>(nil)
+    private let unopenedRows = Mutex<[GroupID: [StoredRow]]?>(nil)
     /// A group whose oldest needed log row is this many rows old writes its live entries again (see
     /// `DurableGroupLog`); tests make it small.
     let rewriteAfterRows: Int64
@@ -218,7 +218,7 @@ public final class NodeDatabase: Sendable {
         batch.update(group) { $0 = write }
         try commit(batch)
         return DurableGroupLog(group: group, memory: memory, sequence: sequence, logFrom: sequence.upcoming,
-                               rewriteAfterRows: rewriteAfterRows, readRows: { [unowned self] in try self.logRowBytes($0) })
+                               rewriteAfterRows: rewriteAfterRows, readRows: { try self.logRowBytes($0) })
     }
 
     /// Creates an empty group that will be brought up to date by its leader (a replica added later).
@@ -231,7 +231,7 @@ public final class NodeDatabase: Sendable {
         batch.update(group) { $0 = write }
         try commit(batch)
         return DurableGroupLog(group: group, memory: MemoryStorage(), sequence: sequence, logFrom: sequence.upcoming,
-                               rewriteAfterRows: rewriteAfterRows, readRows: { [unowned self] in try self.logRowBytes($0) })
+                               rewriteAfterRows: rewriteAfterRows, readRows: { try self.logRowBytes($0) })
     }
 
     /// SPEC D1: the entries' bytes of `raft_log` rows by seq, in the order asked (a row not there is left out):
@@ -252,19 +252,44 @@ public final class NodeDatabase: Sendable {
         }
     }
 
-    /// The group's log rows: from the one scan of the table, or a new scan once a commit made it stale.
-    private func logRows(of group: GroupID) throws -> [(seq: Int64, bytes: [UInt8])] {
+    /// The group's log rows: from the one scan of the table, or a new scan once a commit made it stale. SPEC
+    /// D1: each row is decoded as it is read and its committed entries keep only their index and term (their
+    /// data is read back from the row when needed), so opening a node's groups holds their uncommitted tails,
+    /// not the whole log table. A row that does not decode keeps its bytes, for `openGroup` to report.
+    private func logRows(of group: GroupID) throws -> [StoredRow] {
         if let rows = unopenedRows.withLock({ $0?.removeValue(forKey: group) }) { return rows }
-        var all: [GroupID: [(seq: Int64, bytes: [UInt8])]] = [:]
+        var all: [GroupID: [StoredRow]] = [:]
         try queue.read { db in
+            var kept: [GroupID: (commit: LogIndex, logFrom: Int64)] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT group_id, commit_index, log_from FROM raft_group") {
+                kept[GroupID(bitPattern: row[0])] = (LogIndex(bitPattern: row[1]), row[2])
+            }
             let cursor = try Row.fetchCursor(db, sql: "SELECT seq, group_id, entries FROM raft_log ORDER BY seq")
             while let row = try cursor.next() {
-                all[GroupID(bitPattern: row[1]), default: []].append((row[0], [UInt8](row[2] as Data)))
+                let seq: Int64 = row[0]
+                let id = GroupID(bitPattern: row[1])
+                guard let (commit, logFrom) = kept[id], seq >= logFrom else {
+                    all[id, default: []].append(StoredRow(seq: seq, entries: []))  // not needed: freed at open
+                    continue
+                }
+                let bytes = [UInt8](row[2] as Data)
+                guard let entries = try? LogRow.decode(bytes, group: id, dataThrough: commit) else {
+                    all[id, default: []].append(StoredRow(seq: seq, entries: [], unreadable: bytes))
+                    continue
+                }
+                all[id, default: []].append(StoredRow(seq: seq, entries: entries))
             }
         }
         let mine = all.removeValue(forKey: group) ?? []
         unopenedRows.withLock { $0 = all }
         return mine
+    }
+
+    /// A `raft_log` row as a group is opened from it.
+    struct StoredRow {
+        var seq: Int64
+        var entries: [Entry]
+        var unreadable: [UInt8]? = nil
     }
 
     /// Loads a group as it was last committed, checking that its log is whole: its rows from `log_from` on,
@@ -289,7 +314,7 @@ public final class NodeDatabase: Sendable {
             var rows: [(seq: Int64, first: LogIndex, last: LogIndex)] = []
             freedRows.withLock { $0 += stored.lazy.filter { $0.seq < logFrom }.map(\.seq) }
             for row in stored where row.seq >= logFrom {
-                let decoded = try LogRow.decode(row.bytes, group: group)
+                let decoded = try row.unreadable.map { try LogRow.decode($0, group: group) } ?? row.entries
                 guard let first = decoded.first?.index, let last = decoded.last?.index else { continue }
                 if let held = entries.first?.index, first >= held, first <= entries.last!.index + 1 {
                     entries.removeSubrange(Int(first - held)...)
@@ -306,8 +331,10 @@ public final class NodeDatabase: Sendable {
             try memory.append(entries)
             memory.setHardState(HardState(term: Term(bitPattern: hs[0]), vote: NodeID(bitPattern: hs[1]),
                                           commit: LogIndex(bitPattern: hs[2])))
+            // Committed entries came without their data (`logRows`): they are read back from their rows.
+            memory.evict(through: LogIndex(bitPattern: hs[2]))
             return DurableGroupLog(group: group, memory: memory, sequence: sequence, rows: rows, logFrom: logFrom,
-                                   rewriteAfterRows: rewriteAfterRows, readRows: { [unowned self] in try self.logRowBytes($0) })
+                                   rewriteAfterRows: rewriteAfterRows, readRows: { try self.logRowBytes($0) })
         }
     }
 

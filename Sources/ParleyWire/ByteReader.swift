@@ -100,6 +100,11 @@ public struct ByteReader: Sendable {
         return Array(bytes[position ..< position + n])
     }
 
+    /// Skips what `ByteWriter.write(bytes:)` wrote, without copying it.
+    public mutating func skipBytes() throws(CodecError) {
+        position += try readCount()
+    }
+
     /// A presence byte, then a string when present.
     /// What `ByteWriter.write(optional:)` wrote.
     public mutating func readOptionalInt() throws(CodecError) -> Int? {

@@ -25,6 +25,25 @@ import ParleyRooms
         try store.since(roomId: room, afterSeq: 0, belowSeq: .max, notBefore: .min, limit: 10_000).map(\.seq)
     }
 
+    /// SPEC D1: rows handed over and not yet written are memory; past the store's bound the hand-over waits
+    /// for the writer (a replica replaying its log after a restart applies far faster than the store writes).
+    @Test func D1_rowsWaitingForTheWriterStayWithinTheirBound() throws {
+        let path = try temporaryDatabasePath("history-bound")
+        let store = try RoomHistoryStore(path: path, durable: true, maxQueuedBytes: 16 << 10)
+        var peak = 0
+        for n in 0..<60 {
+            let batch = rows("r\(n % 5)", (n * 20 + 1)...(n * 20 + 20))
+            let bytes = batch.reduce(0) { $0 + $1.item.estimatedBytes }
+            store.insertLater(batch)
+            peak = max(peak, store.queuedRowBytes)
+            #expect(store.queuedRowBytes <= (16 << 10) + bytes)
+        }
+        try store.waitForWrites()
+        #expect(store.queuedRowBytes == 0)
+        #expect(try store.count() == 1_200)
+        #expect(peak > 0)
+    }
+
     @Test func N5_aFlushWritesOneRowPerRoom() throws {
         let db = try NodeDatabase(path: try temporaryDatabasePath("history"), durable: false)
         var batch = StorageBatch()

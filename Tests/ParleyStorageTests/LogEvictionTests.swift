@@ -43,6 +43,27 @@ import ParleyRaftWire
         #expect(try reopened.entries(from: 2, to: 31, maxBytes: .max) == before)
     }
 
+    @Test func D1_aReopenedGroupHoldsOnlyItsUncommittedTailAndReadsTheRestBack() throws {
+        let path = try temporaryDatabasePath()
+        let db = try NodeDatabase(path: path)
+        let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))
+        try log.append(entries(2...25, term: 2))
+        try commit(db, log)
+        try log.append(entries(20...40, term: 3))  // a new leader's, replacing 20...25
+        log.setHardState(HardState(term: 3, vote: 1, commit: 30))
+        try commit(db, log)
+        let before = try log.entries(from: 2, to: 41, maxBytes: .max)
+        #expect(before[18].term == 3)
+
+        let reopened = try NodeDatabase(path: path).openGroup(1)
+        #expect(reopened.evictedThrough == 30)
+        #expect(reopened.heldBytes == before.suffix(10).reduce(0) { $0 + $1.byteSize })  // 31...40 only
+        #expect(try reopened.entries(from: 2, to: 41, maxBytes: .max) == before)
+        // Applying after a restart reads the committed ones back a batch at a time.
+        let batch = try reopened.entries(from: 2, to: 31, maxBytes: 3 * before[0].byteSize)
+        #expect(batch == Array(before[0..<3]))
+    }
+
     @Test func D1_evictedEntriesBehindASnapshotAreCompactedNotReadBack() throws {
         let db = try NodeDatabase(path: try temporaryDatabasePath())
         let log = try db.createGroup(1, bootstrap: ConfState(voters: [1]))

@@ -70,6 +70,8 @@ def main():
     parser.add_argument("--messages", type=int, default=100000)
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--check-history", action="store_true")
+    parser.add_argument("--restart", action="store_true",
+                        help="then kill -9 node 3, start it again and measure it once it is ready (a restart reads its log)")
     parser.add_argument("--node-option", action="append", default=[],
                         help="an option for every node, as --node-option=--history-window-bytes=0 (repeatable)")
     args = parser.parse_args()
@@ -96,6 +98,17 @@ def main():
         time.sleep(15)
         report["rssAfterQuietMB"] = [round(rss_mb(p)) for p in pids]
         report["memory"] = [memory_status(p) for p in http_ports]
+        if args.restart:
+            # A restart opens every group from its log rows: what it holds then is bounded too.
+            victim = procs[2]
+            os.killpg(victim.pid, 9)
+            victim.wait()
+            log = open(os.path.join(work, "node-3.log"), "ab")
+            procs[2] = subprocess.Popen(victim.args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            wait_ready(http_ports)
+            time.sleep(15)
+            report["restartedNodeRssMB"] = round(rss_mb(procs[2].pid))
+            report["restartedNodeMemory"] = memory_status(http_ports[2])
         if args.check_history:
             complete = 0
             for port in http_ports:
