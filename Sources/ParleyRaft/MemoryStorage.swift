@@ -43,6 +43,8 @@ public final class MemoryStorage: RaftStorage {
 
     public func entries(from lo: LogIndex, to hi: LogIndex, maxBytes: Int) throws -> [Entry] {
         guard lo > offset else { throw RaftStorageError.compacted }
+        // An evicted entry here has no data: handing it out would apply or send an empty entry.
+        precondition(lo >= hi || lo > evictedThrough, "entries \(lo)..<\(hi) asked of memory, evicted through \(evictedThrough)")
         guard hi <= lastIndexValue + 1 else { throw RaftStorageError.unavailable }
         guard lo < hi else { return [] }
         let start = Int(lo - offset), end = Int(hi - offset)

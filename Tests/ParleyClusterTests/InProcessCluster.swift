@@ -27,6 +27,8 @@ final class InProcessCluster {
     var logRewriteMaxBytes = 1 << 20
     var limits = RoomLimits()
     var memory = MemoryBounds()
+    /// What one group hands to apply per cycle (Raft's default when nil; a node sets 128 KiB).
+    var committedBytesPerReady: Int?
     var clock: Int64 = 1_700_000_000_000
     private var cycle = 0
     let ticksEvery = 2
@@ -52,6 +54,7 @@ final class InProcessCluster {
         config.limits = limits
         config.snapshots.keep = 5
         config.memory = memory
+        if let committedBytesPerReady { config.raft.maxCommittedSizePerReady = committedBytesPerReady }
         let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false,
                                   rewriteAfterRows: rewriteAfterRows)
         databases[node] = db

@@ -83,4 +83,30 @@ import ParleyRooms
                                    as: session("ann"))
         #expect(Self.bodies(b).count == 100 && Self.bodies(b).first == Self.body + "199")
     }
+
+    /// A restarted replica opens its log with the committed entries' data left on disk and applies them again
+    /// from there: the window bound set early in the log, and every message, come back the same.
+    @Test(arguments: [nil, 2_048] as [Int?])
+    func D1_aRestartedReplicaReplaysItsCommittedEntriesFromDiskToTheSameState(perReady: Int?) throws {
+        let cluster = try InProcessCluster(shards: 2)
+        cluster.committedBytesPerReady = perReady
+        try cluster.restartAll()
+        for shard in 0..<2 {
+            let room = (0..<50).map { "room-\($0)" }.first { cluster.shardMap.shard(ofRoom: $0) == shard }!
+            #expect(try cluster.submit(.setHistoryWindow(bytes: 64 << 10), room: room).errorCode == nil)
+            try cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: room)), room: room)
+            try cluster.submit(.enter(EnterRoom(roomId: room, nickname: "Ann")), room: room, as: session("ann"))
+            for i in 0..<40 {
+                try cluster.submit(.sendMessage(SendMessage(roomId: room, body: Self.body + "\(i)")), room: room, as: session("ann"))
+            }
+        }
+        try cluster.run(until: { cluster.replicasAgree(on: 0) && cluster.replicasAgree(on: 1) })
+        for n in cluster.nodes {
+            cluster.stop(n)
+            try cluster.start(n)
+            try cluster.run(until: { cluster.allShardsHaveLeaders() && cluster.replicasAgree(on: 0) && cluster.replicasAgree(on: 1) },
+                            "node \(n) to replay its log")
+            for s in cluster.hosts[n]!.status() { #expect(s.windowBound == 64 << 10 && s.snapshotIndex == 1) }
+        }
+    }
 }

@@ -152,7 +152,13 @@ import ParleyPlacement
         try await withLocalCluster(extraArguments: ["--app", "dev:\(Self.app.secret)"]) { cluster in
         let bob = (0..<50).map { "bob\($0)" }.first { shard(of: $0) != shard(of: "alice") }!
         try await start(cluster, users: ["alice", bob])
-        let victim = try #require(await cluster.leader(ofShard: shard(of: bob)))
+        // One leader, as every node reports it (not while the balancer moves it).
+        var found: UInt64?
+        try await cluster.eventually("one leader of bob's shard", seconds: 20) {
+            found = await cluster.leader(ofShard: shard(of: bob))
+            return found != nil
+        }
+        let victim = try #require(found)
         let entry = cluster.ids.first { $0 != victim }!
         var acknowledged: [String: UInt64] = [:]
         var i = 0

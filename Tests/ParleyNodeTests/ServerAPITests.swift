@@ -68,14 +68,18 @@ import ParleyPlacement
             try await capture("/v1/user/refreshToken", ["accid": "ann"])
             await bob.close()
             func state() async throws -> ([UInt64: [Int: String]], [MetaState]) {
+                // The digests and the applied indexes of one report each: entries applied between two reports
+                // would make a lagging replica's digest differ. The shards' window bound (SPEC D1), which their
+                // leaders set by themselves once every node reads it, is set first.
+                var digests: [UInt64: [Int: String]] = [:]
                 try await cluster.eventually("every replica to apply the same entries", seconds: 20) {
-                    let all = await cluster.statuses()
-                    guard all.count == cluster.ids.count else { return false }
+                    let all = await cluster.statuses(digests: true)
+                    guard all.count == cluster.ids.count,
+                          all.values.allSatisfy({ $0.memory?.shardsWithWindowBound == $0.shards.count }) else { return false }
                     let applied = all.values.map { s in s.shards.map { "\($0.shard):\($0.applied)" }.sorted() }
-                    return Set(applied).count == 1
-                }
-                let digests = await cluster.statuses(digests: true).mapValues { s in
-                    Dictionary(uniqueKeysWithValues: s.shards.map { ($0.shard, $0.digest ?? "") })
+                    guard Set(applied).count == 1 else { return false }
+                    digests = all.mapValues { s in Dictionary(uniqueKeysWithValues: s.shards.map { ($0.shard, $0.digest ?? "") }) }
+                    return true
                 }
                 var metas: [MetaState] = []
                 for id in cluster.ids { metas.append(try await cluster.metaState(via: id)) }
