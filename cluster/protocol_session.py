@@ -69,6 +69,15 @@ def start_nodes(parley, work, app_key, app_secret, count=3, shards=16, extra=())
     return procs, http_ports, peer_ports, cluster_secret
 
 
+def rss_kib(pid):
+    """The process's resident memory (VmRSS), KiB; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+    except OSError:
+        return 0
+
+
 def kill_groups(procs):
     """SIGKILL to each process's group (start_nodes starts each node in a session of its own)."""
     import os

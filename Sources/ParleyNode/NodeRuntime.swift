@@ -376,20 +376,12 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             historyWindowBytes: shards.reduce(0) { $0 + $1.windowBytes },
             historyWindowBoundBytesPerShard: config.memory.historyWindowBytes,
             shardsWithWindowBound: shards.filter { $0.windowBound == config.memory.historyWindowBytes }.count,
-            rssBytes: Self.residentBytes())
+            rssBytes: ResidentMemory.bytes())
         return report
     }
 }
 
 extension NodeRuntime {
-    /// The process's resident memory (`VmRSS` of /proc/self/status), nil where there is none.
-    static func residentBytes() -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kb = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
-        return kb * 1024
-    }
-
     /// Seconds to the millisecond, so /status does not print 17 digits.
     static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
 

@@ -1,4 +1,5 @@
 import ParleyIM
+import ParleyRooms
 import ParleyWire
 
 /// Issue 19: what an applied IM command has for users' online devices, in a shard's event feed beside the
@@ -16,12 +17,18 @@ public enum ImFeedEvent: Sendable, Hashable, BinaryCodable {
         }
     }
 
-    /// SPEC D1: estimated bytes held for this event (its encoded size and a fixed part; IM events are few
-    /// beside room messages, so encoding them to measure is cheap enough).
+    /// SPEC D1: estimated bytes held for this event: a message's body and ext, a team event's audience, and a
+    /// fixed part for the rest (`MemoryFootprint`).
     public var estimatedBytes: Int {
-        var w = ByteWriter(capacity: 256)
-        encode(to: &w)
-        return 64 + w.bytes.count
+        switch self {
+        case .user(let e):
+            guard case .item(let item) = e.kind, case .message(let m, _) = item.kind else { return 128 }
+            return 128 + MemoryFootprint.of(m.body) + MemoryFootprint.of(m.ext)
+        case .team(let e, let members):
+            var bytes = 128 + MemoryFootprint.of(members) + MemoryFootprint.of(e.alsoTo)
+            if case .message(let m) = e.item.kind { bytes += MemoryFootprint.of(m.body) + MemoryFootprint.of(m.ext) }
+            return bytes
+        }
     }
 
     public func encode(to w: inout ByteWriter) {

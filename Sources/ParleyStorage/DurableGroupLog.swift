@@ -141,8 +141,10 @@ public final class DurableGroupLog: RaftStorage {
     @discardableResult
     public func createSnapshot(at index: LogIndex, confState: ConfState?, data: [UInt8]) throws -> Snapshot {
         let snapshot = try memory.createSnapshot(at: index, confState: confState, data: data)
-        bytesSinceSnapshot = try entries(from: index + 1, to: memory.lastIndex() + 1, maxBytes: .max)
-            .reduce(0) { $0 + $1.data.count }
+        // An estimate from what memory holds: entries evicted after the index (a replica still replaying its
+        // log after a restart) count nothing rather than being read back from disk to be measured.
+        let last = try memory.lastIndex()
+        bytesSinceSnapshot = index < last ? (index + 1 ... last).reduce(0) { $0 + memory.heldSize(at: $1) } : 0
         pending.snapshot = snapshot
         return snapshot
     }

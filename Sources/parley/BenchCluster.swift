@@ -86,11 +86,7 @@ final class BenchCluster: @unchecked Sendable {
 
     /// Resident memory of node `id` in bytes (from /proc).
     func residentBytes(_ id: UInt64) -> Int? {
-        guard let pid = processes.pid(id),
-              let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return nil }
-        return kb * 1024
+        processes.pid(id).flatMap { ResidentMemory.bytes(ofProcess: "\($0)") }
     }
 
     /// CPU time (user and system) all node processes have used so far, in seconds (from /proc).

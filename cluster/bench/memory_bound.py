@@ -26,15 +26,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
 sys.path.insert(0, os.path.join(ROOT, "cluster", "bench"))
 from client_vs_jetstream import prepare_parley, run_load  # noqa: E402
-from protocol_session import kill_groups, start_nodes, wait_ready  # noqa: E402
+from protocol_session import kill_groups, rss_kib, start_nodes, wait_ready  # noqa: E402
 from signed_api import http, signed  # noqa: E402
 
 
 def rss_mb(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return rss_kib(pid) / 1024
 
 
 def memory_status(port):

@@ -53,7 +53,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
-from protocol_session import ProtocolSession, free_ports, start_nodes, wait_ready  # noqa: E402
+from protocol_session import ProtocolSession, free_ports, rss_kib, start_nodes, wait_ready  # noqa: E402
 from signed_api import http, signed, signed_headers  # noqa: E402
 results = []
 
@@ -61,13 +61,6 @@ results = []
 def check(name, ok, detail):
     results.append(ok)
     print(f"[exposure] {'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
-
-
-def rss_kib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def settle_rss(pid, seconds=1.5):

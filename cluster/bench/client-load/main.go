@@ -27,6 +27,9 @@ import (
 // messages, not retries of an earlier run's (which the server answers with the original and does not store).
 var runTag = fmt.Sprintf("%x-", time.Now().UnixNano())
 
+// clientMessageID names a writer's n-th message of this run.
+func clientMessageID(n int) string { return fmt.Sprintf("%s%d", runTag, n) }
+
 type result struct {
 	System       string  `json:"system"`
 	Clients      int     `json:"clients"`
@@ -291,7 +294,7 @@ func imWriter(conn *sharedConn, to string, body string, waits *int64) (func() er
 	return func() error {
 		n++
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendP2P", "to": to, "type": "text", "body": body,
-			"clientMessageId": fmt.Sprintf("%s%d", runTag, n)}, waits)
+			"clientMessageId": clientMessageID(n)}, waits)
 	}, nil
 }
 
@@ -325,7 +328,7 @@ func teamWriter(conn *sharedConn, next string, body string, waits *int64) (func(
 	return func() error {
 		n++
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendTeamMessage", "teamId": teamId, "type": "text", "body": body,
-			"clientMessageId": fmt.Sprintf("%s%d", runTag, n)}, waits)
+			"clientMessageId": clientMessageID(n)}, waits)
 	}, nil
 }
 
@@ -380,6 +383,6 @@ func parleyWriter(conn *sharedConn, level string, w int, body string, waits *int
 	return func() error {
 		n++
 		return callWaitingOutBudget(conn, map[string]any{"op": "sendMessage", "roomId": room, "type": "text", "body": body,
-			"clientMessageId": fmt.Sprintf("%s%d", runTag, n)}, waits)
+			"clientMessageId": clientMessageID(n)}, waits)
 	}, nil
 }
