@@ -45,9 +45,11 @@ public final class ClientSocket: Sendable {
     }
 }
 
-/// The writes the edge queued for the connections of one event loop. The first write into an empty outbox
-/// schedules one drain on the loop; whatever arrives until it runs goes out with it, each connection flushed
-/// once per drain (one syscall per connection per burst, however many events the burst holds).
+/// The writes the edge queued for the connections of one event loop. An answer, a close or a hello drains the
+/// outbox on the loop at once; fanned-out events (`add(contentsOf:)`) go out at once too unless the loop's last
+/// drain was less than `spacing` ago, then at that drain plus `spacing` — so under a burst each connection gets
+/// several events in one flush (one `writev` each, issue 35 item 3), and an event after a quiet moment is not
+/// held. Whatever is queued leaves in the order it came; each connection is flushed once per drain.
 final class LoopOutbox: Sendable {
     enum Write: Sendable {
         case text(TextFrame)
@@ -55,37 +57,74 @@ final class LoopOutbox: Sendable {
         case helloAccepted
     }
 
-    private let eventLoop: any EventLoop
-    private let pending = Mutex<[(ClientSocket, Write)]>([])
-
-    init(eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
+    private struct Queue {
+        var writes: [(ClientSocket, Write)] = []
+        /// A drain is due on the loop now.
+        var drainNow = false
+        /// A drain is scheduled for later (spaced events waiting).
+        var drainLater = false
+        /// Events are among `writes`.
+        var holdsEvents = false
+        /// When events last left: answers do not count (they are not spaced, and a sender's answer must not
+        /// hold back the fan-out of its message).
+        var lastEvents = NIODeadline.uptimeNanoseconds(0)
     }
 
+    private let eventLoop: any EventLoop
+    private let spacing: TimeAmount
+    private let pending = Mutex(Queue())
+
+    init(eventLoop: any EventLoop, spacing: TimeAmount = .zero) {
+        self.eventLoop = eventLoop
+        self.spacing = spacing
+    }
+
+    /// An answer, a close or a hello: drained on the loop at once (with whatever events wait before it).
     func add(_ socket: ClientSocket, _ write: Write) {
-        let first = pending.withLock { queue in
-            queue.append((socket, write))
-            return queue.count == 1
+        let schedule = pending.withLock { queue in
+            queue.writes.append((socket, write))
+            if queue.drainNow { return false }
+            queue.drainNow = true
+            return true
         }
-        if first { eventLoop.execute { self.drain() } }
+        if schedule { eventLoop.execute { self.drain() } }
     }
 
     /// Several writes at once (one page of a shard's events for this loop's connections): one lock, at most
     /// one drain scheduled, and each connection's frames of the page go out in one flush.
     func add(contentsOf writes: [(ClientSocket, Write)]) {
         guard !writes.isEmpty else { return }
-        let first = pending.withLock { queue in
-            let wasEmpty = queue.isEmpty
-            queue.append(contentsOf: writes)
-            return wasEmpty
+        enum Drain { case scheduled, now, at(NIODeadline) }
+        let drain: Drain = pending.withLock { queue in
+            queue.writes.append(contentsOf: writes)
+            queue.holdsEvents = true
+            if queue.drainNow || queue.drainLater { return .scheduled }
+            let at = queue.lastEvents + spacing
+            if spacing > .zero, at > .now() {
+                queue.drainLater = true
+                return .at(at)
+            }
+            queue.drainNow = true
+            return .now
         }
-        if first { eventLoop.execute { self.drain() } }
+        switch drain {
+        case .scheduled: break
+        case .now: eventLoop.execute { self.drain() }
+        // An answer may drain the queue before this runs; then it finds later events (or none) and writes them
+        // early, never late or out of order.
+        case .at(let deadline): eventLoop.scheduleTask(deadline: deadline) { self.drain() }
+        }
     }
 
     private func drain() {
+        let spaced = spacing > .zero
         let batch = pending.withLock { queue in
             var taken: [(ClientSocket, Write)] = []
-            swap(&taken, &queue)
+            swap(&taken, &queue.writes)
+            queue.drainNow = false
+            queue.drainLater = false
+            if spaced && queue.holdsEvents { queue.lastEvents = .now() }
+            queue.holdsEvents = false
             return taken
         }
         for (socket, write) in batch { socket.apply(write) }
@@ -96,11 +135,17 @@ final class LoopOutbox: Sendable {
 /// One `LoopOutbox` per event loop, created on first use.
 final class LoopOutboxes: Sendable {
     private let outboxes = Mutex<[ObjectIdentifier: LoopOutbox]>([:])
+    /// The least time between two drains of fanned-out events on one loop (`EdgeSettings.deliverySpacingMillis`).
+    private let spacing: TimeAmount
+
+    init(spacing: TimeAmount = .zero) {
+        self.spacing = spacing
+    }
 
     func outbox(for loop: any EventLoop) -> LoopOutbox {
         outboxes.withLock { all in
             if let existing = all[ObjectIdentifier(loop)] { return existing }
-            let made = LoopOutbox(eventLoop: loop)
+            let made = LoopOutbox(eventLoop: loop, spacing: spacing)
             all[ObjectIdentifier(loop)] = made
             return made
         }

@@ -24,7 +24,7 @@ public actor Edge {
     /// C5 take-overs entered as plain enters because some node does not read them yet (a rolling upgrade).
     let heldBackTakeOvers: RateLimitedWarning
     /// Where frames for each event loop's connections wait for that loop (one drain and flush per burst).
-    nonisolated let outboxes = LoopOutboxes()
+    nonisolated let outboxes: LoopOutboxes
     var nextConnection: UInt64 = 0
     var connections: [UInt64: ClientConnection] = [:]
     var rooms: [String: LocalRoom] = [:]
@@ -60,6 +60,7 @@ public actor Edge {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
+        outboxes = LoopOutboxes(spacing: .milliseconds(Int64(max(0, settings.deliverySpacingMillis))))
         requestBudgets = AppRequestBudgets(cluster: cluster, fallback: settings.requestBudget)
         refusedLogins = RateLimitedWarning(logger: logger, message: "refused client logins")
         connectionErrors = RateLimitedWarning(logger: logger, message: "closed client connections on an error")

@@ -32,6 +32,12 @@ public struct EdgeSettings: Sendable, Hashable {
     public var historyPageLimit: Int = 100
     /// Pause after a failed poll before the next (the shard may be electing a leader).
     public var pollRetryMillis: Int = 200
+    /// Issue 35 item 3: the least time between two writes of room events to one event loop's connections. An
+    /// event that comes after a quiet moment goes out at once; under a burst the events of this many ms go
+    /// to each connection in one flush (one system call) instead of one each, which is most of a delivery's
+    /// cost (docs/benchmarks.md: 20 ms took a fifth off the fan-out's CPU per delivery, 50 ms a third). Answers
+    /// are never held, and one that leaves takes the events queued before it along. 0 writes every page at once.
+    public var deliverySpacingMillis: Int = 20
     /// Bytes written to one connection but not yet taken by its socket beyond which (after a flush) it counts as
     /// too slow: it is sent close 1008 and dropped. Bounds the memory a client that stops reading holds.
     public var maxQueuedBytes = 1 << 20

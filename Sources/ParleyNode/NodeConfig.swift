@@ -103,6 +103,8 @@ public struct NodeConfig: Sendable, Equatable {
     /// keeps `EdgeSettings`' defaults (15,000 and 2,000 per IPv4 address or IPv6 /64, fair shares past half).
     public var maxConnections: Int?
     public var maxConnectionsPerAddress: Int?
+    /// Issue 35 item 3: `--delivery-spacing-ms` (`EdgeSettings.deliverySpacingMillis`); nil keeps its default.
+    public var deliverySpacingMillis: Int?
     /// SPEC T1: TLS on the client port (`--tls-cert`, `--tls-key`): HTTPS for the server API and WSS for
     /// clients, from PEM files re-read when they change; nil = plain HTTP (behind a TLS-terminating proxy).
     public var clientTLS: ClientCertificate?

@@ -183,6 +183,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         edgeSettings.legacyRoomsApp = config.legacyRoomsApp
         if let cap = config.maxConnections { edgeSettings.maxConnections = cap }
         if let cap = config.maxConnectionsPerAddress { edgeSettings.maxConnectionsPerAddress = cap }
+        if let spacing = config.deliverySpacingMillis { edgeSettings.deliverySpacingMillis = spacing }
         let edge = Edge(cluster: edgeCluster, settings: edgeSettings, logger: logger, metrics: metrics.edge)
         self.edge.withLockedValue { $0 = edge }
         let app = Application(router: router,

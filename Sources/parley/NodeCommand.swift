@@ -69,6 +69,8 @@ struct NodeCommand: AsyncParsableCommand {
     var maxConnections: Int?
     @Option(name: .customLong("max-connections-per-address"), help: "… from one IPv4 address or IPv6 /64 (default 2000; past half full, each source's share of what is left).")
     var maxConnectionsPerAddress: Int?
+    @Option(name: .customLong("delivery-spacing-ms"), help: "Least time between two writes of room events to one event loop's connections: a burst's events go to each member in one write (default 0: each page at once; answers are never held).")
+    var deliverySpacingMillis: Int?
     @Option(name: .customLong("legacy-rooms-app"), help: "The app that keeps the rooms made before apps were tenants (every node the same; docs/operations.md).")
     var legacyRoomsApp: String?
     @Flag(name: .customLong("no-fsync"), help: "Skip fsync (benchmarks only: a crash can lose acknowledged writes).")
@@ -166,6 +168,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let text = value("max-connections-per-address", maxConnectionsPerAddress.map(String.init)) {
             guard let n = Int(text), n >= 1 else { throw ValidationError("--max-connections-per-address must be a number ≥ 1") }
             nodeConfig.maxConnectionsPerAddress = n
+        }
+        if let text = value("delivery-spacing-ms", deliverySpacingMillis.map(String.init)) {
+            guard let n = Int(text), (0...1000).contains(n) else { throw ValidationError("--delivery-spacing-ms must be 0…1000") }
+            nodeConfig.deliverySpacingMillis = n
         }
         if let app = value("legacy-rooms-app", legacyRoomsApp), !app.isEmpty { nodeConfig.legacyRoomsApp = app }
         if let text = value("advertise", advertise), !text.isEmpty {

@@ -114,6 +114,9 @@ final class TestClient: Sendable {
         return try await answer(id)
     }
 
+    /// Every unread frame, in arrival order, left unread.
+    func unread() -> [JSONValue] { inbox.withLock { $0 } }
+
     /// Whether the answer to `id` has arrived and is still unread.
     func hasAnswer(_ id: Int64) -> Bool {
         inbox.withLock { frames in frames.contains { $0["id"] == .int(id) && $0["event"] == nil } }
