@@ -87,7 +87,7 @@ final class LoopOutbox: Sendable {
             queue.drainNow = true
             return true
         }
-        if schedule { eventLoop.execute { self.drain() } }
+        if schedule { eventLoop.execute { self.drain(timer: false) } }
     }
 
     /// Several writes at once (one page of a shard's events for this loop's connections): one lock, at most
@@ -109,20 +109,19 @@ final class LoopOutbox: Sendable {
         }
         switch drain {
         case .scheduled: break
-        case .now: eventLoop.execute { self.drain() }
-        // An answer may drain the queue before this runs; then it finds later events (or none) and writes them
-        // early, never late or out of order.
-        case .at(let deadline): eventLoop.scheduleTask(deadline: deadline) { self.drain() }
+        case .now: eventLoop.execute { self.drain(timer: false) }
+        // An answer may drain the queue before this runs: events that come meanwhile wait for this drain rather
+        // than set another timer (one per spacing at most, however many answers leave in between).
+        case .at(let deadline): eventLoop.scheduleTask(deadline: deadline) { self.drain(timer: true) }
         }
     }
 
-    private func drain() {
+    private func drain(timer: Bool) {
         let spaced = spacing > .zero
         let batch = pending.withLock { queue in
             var taken: [(ClientSocket, Write)] = []
             swap(&taken, &queue.writes)
-            queue.drainNow = false
-            queue.drainLater = false
+            if timer { queue.drainLater = false } else { queue.drainNow = false }
             if spaced && queue.holdsEvents { queue.lastEvents = .now() }
             queue.holdsEvents = false
             return taken
