@@ -57,8 +57,14 @@ final class LoopOutbox: Sendable {
         case helloAccepted
     }
 
+    /// One queued write: to one connection, or one event's frame to many (a room's steady members on this loop).
+    enum Entry: Sendable {
+        case one(ClientSocket, Write)
+        case shared(TextFrame, [ClientSocket])
+    }
+
     private struct Queue {
-        var writes: [(ClientSocket, Write)] = []
+        var writes: [Entry] = []
         /// A drain is due on the loop now.
         var drainNow = false
         /// A drain is scheduled for later (spaced events waiting).
@@ -82,7 +88,7 @@ final class LoopOutbox: Sendable {
     /// An answer, a close or a hello: drained on the loop at once (with whatever events wait before it).
     func add(_ socket: ClientSocket, _ write: Write) {
         let schedule = pending.withLock { queue in
-            queue.writes.append((socket, write))
+            queue.writes.append(.one(socket, write))
             if queue.drainNow { return false }
             queue.drainNow = true
             return true
@@ -92,7 +98,7 @@ final class LoopOutbox: Sendable {
 
     /// Several writes at once (one page of a shard's events for this loop's connections): one lock, at most
     /// one drain scheduled, and each connection's frames of the page go out in one flush.
-    func add(contentsOf writes: [(ClientSocket, Write)]) {
+    func add(contentsOf writes: [Entry]) {
         guard !writes.isEmpty else { return }
         enum Drain { case scheduled, now, at(NIODeadline) }
         let drain: Drain = pending.withLock { queue in
@@ -119,15 +125,26 @@ final class LoopOutbox: Sendable {
     private func drain(timer: Bool) {
         let spaced = spacing > .zero
         let batch = pending.withLock { queue in
-            var taken: [(ClientSocket, Write)] = []
+            var taken: [Entry] = []
             swap(&taken, &queue.writes)
             if timer { queue.drainLater = false } else { queue.drainNow = false }
             if spaced && queue.holdsEvents { queue.lastEvents = .now() }
             queue.holdsEvents = false
             return taken
         }
-        for (socket, write) in batch { socket.apply(write) }
-        for (socket, _) in batch { socket.flush() }  // only the first call per connection flushes
+        for entry in batch {
+            switch entry {
+            case .one(let socket, let write): socket.apply(write)
+            case .shared(let frame, let sockets): for socket in sockets { socket.apply(.text(frame)) }
+            }
+        }
+        // Only the first call per connection flushes.
+        for entry in batch {
+            switch entry {
+            case .one(let socket, _): socket.flush()
+            case .shared(_, let sockets): for socket in sockets { socket.flush() }
+            }
+        }
     }
 }
 
@@ -155,10 +172,15 @@ final class LoopOutboxes: Sendable {
 /// outbox at once when the page is done or before the edge awaits anything (so nothing it sends meanwhile
 /// overtakes them).
 struct GatheredWrites {
-    private var byLoop: [ObjectIdentifier: (outbox: LoopOutbox, writes: [(ClientSocket, LoopOutbox.Write)])] = [:]
+    private var byLoop: [ObjectIdentifier: (outbox: LoopOutbox, writes: [LoopOutbox.Entry])] = [:]
 
     mutating func add(_ frame: TextFrame, to socket: ClientSocket) {
-        byLoop[ObjectIdentifier(socket.outbox), default: (socket.outbox, [])].writes.append((socket, .text(frame)))
+        byLoop[ObjectIdentifier(socket.outbox), default: (socket.outbox, [])].writes.append(.one(socket, .text(frame)))
+    }
+
+    /// One frame to many connections of one loop (`outbox` is theirs).
+    mutating func add(_ frame: TextFrame, to sockets: [ClientSocket], outbox: LoopOutbox) {
+        byLoop[ObjectIdentifier(outbox), default: (outbox, [])].writes.append(.shared(frame, sockets))
     }
 
     /// Hands everything gathered to the outboxes and starts empty.

@@ -80,6 +80,23 @@ extension Edge {
             write(frame!, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection, session)
         }
         switch event.audience {
+        case .room where !kicked:
+            // The steady sessions' sockets go to their loops in one hand-over each (issue 35): the actor no
+            // longer visits every member for every event.
+            let audience: RoomAudience
+            if let kept = room.audience {
+                audience = kept
+            } else {
+                audience = room.makeAudience(floorBelow: event.seq > 0 ? event.seq - 1 : room.lastSeq ?? 0)
+                rooms[event.roomId]?.audience = audience
+            }
+            if !audience.loops.isEmpty {
+                let shared = TextFrame(EventFrame.encode(event))
+                frame = shared
+                for loop in audience.loops { gathered.add(shared, to: loop.sockets, outbox: loop.outbox) }
+                deliveries += audience.count - audience.others.count
+            }
+            for (connection, session) in audience.others { deliver(connection, session) }
         case .room:
             for (connection, session) in room.sessions { deliver(connection, session) }
         case .users(let ids):

@@ -9,8 +9,37 @@ struct LocalRoom {
     let shard: ShardID
     /// The highest room seq delivered (nil until the feed shows the first one).
     var lastSeq: UInt64?
-    /// Keyed by connection number.
-    var sessions: [UInt64: LocalSession] = [:]
+    /// Keyed by connection number. Any change drops `audience`.
+    var sessions: [UInt64: LocalSession] = [:] {
+        didSet { audience = nil }
+    }
+    /// Issue 35: who a room-wide event goes to, built once and kept while the sessions stay as they are — the
+    /// steady sessions' sockets by event loop (one hand-over per loop, the loop writes to each), and the others,
+    /// each checked on its own as before.
+    var audience: RoomAudience?
+
+    /// The room's audience for events with seq above `floorBelow` (and seq-0 events): a session is steady when
+    /// it neither buffers nor exits and its floor is at most `floorBelow`, so every such event reaches it.
+    func makeAudience(floorBelow: UInt64) -> RoomAudience {
+        var byLoop: [ObjectIdentifier: (outbox: LoopOutbox, sockets: [ClientSocket])] = [:]
+        var others: [(connection: UInt64, session: LocalSession)] = []
+        // In connection order, so a loop's writes of one event keep one order from run to run.
+        for (connection, session) in sessions.sorted(by: { $0.key < $1.key }) {
+            if !session.buffering && !session.exiting && session.floor <= floorBelow {
+                byLoop[ObjectIdentifier(session.socket.outbox), default: (session.socket.outbox, [])].sockets.append(session.socket)
+            } else {
+                others.append((connection, session))
+            }
+        }
+        return RoomAudience(loops: Array(byLoop.values), others: others)
+    }
+}
+
+/// A room's audience for room-wide events (`LocalRoom.audience`).
+struct RoomAudience {
+    var loops: [(outbox: LoopOutbox, sockets: [ClientSocket])]
+    var others: [(connection: UInt64, session: LocalSession)]
+    var count: Int { loops.reduce(others.count) { $0 + $1.sockets.count } }
 }
 
 /// One connection's session in one room.

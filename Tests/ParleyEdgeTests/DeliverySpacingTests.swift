@@ -10,7 +10,10 @@ import Testing
 /// set far above the test's own delays, so each bound below has a second or more of slack.
 @Suite("Delivery spacing")
 struct DeliverySpacingTests {
-    private static let spacing = 1_500
+    private static let spacing = 4_000
+    /// What the test's own reading may lag the socket by and still hold (the full suite runs real nodes beside
+    /// this one on two cores: a lag of 0.6 s was seen).
+    private static let slack = 2_000
 
     /// An edge with a long spacing, and bob in r1 once whatever his enter fanned out (his own join) left more
     /// than a spacing ago.
@@ -43,12 +46,12 @@ struct DeliverySpacingTests {
         let first = try await bob.event("message")
         let firstArrived = ContinuousClock.now
         #expect(Self.body(first) == .string("one"))
-        #expect(firstArrived - sentFirst < .milliseconds(Self.spacing - 500), "a quiet room's event was held")
+        #expect(firstArrived - sentFirst < .milliseconds(Self.spacing - Self.slack), "a quiet room's event was held")
 
         try await Self.say(server, "two")
         let second = try await bob.event("message")
         #expect(Self.body(second) == .string("two"))
-        #expect(ContinuousClock.now - firstArrived >= .milliseconds(Self.spacing - 500), "the second event was not spaced")
+        #expect(ContinuousClock.now - firstArrived >= .milliseconds(Self.spacing - Self.slack), "the second event was not spaced")
         await bob.close()
     }
 
@@ -67,7 +70,7 @@ struct DeliverySpacingTests {
         let asked = ContinuousClock.now
         bob.send(json: ["id": 9001, "op": "ping"])
         try await eventually("the ping's answer", seconds: 5) { bob.hasAnswer(9001) }
-        #expect(ContinuousClock.now - asked < .milliseconds(Self.spacing - 500), "the answer was held")
+        #expect(ContinuousClock.now - asked < .milliseconds(Self.spacing - Self.slack), "the answer was held")
         #expect(ContinuousClock.now - firstArrived < .milliseconds(Self.spacing), "the answer waited for the spacing")
         let frames = bob.unread()
         let two = frames.firstIndex { $0["event"] == .string("message") && Self.body($0) == .string("two") }
