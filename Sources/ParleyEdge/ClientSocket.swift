@@ -46,8 +46,8 @@ public final class ClientSocket: Sendable {
 }
 
 /// The writes the edge queued for the connections of one event loop. An answer, a close or a hello drains the
-/// outbox on the loop at once; fanned-out events (`add(contentsOf:)`) go out at once too unless the loop's last
-/// drain was less than `spacing` ago, then at that drain plus `spacing` — so under a burst each connection gets
+/// outbox on the loop at once; fanned-out events (`add(contentsOf:)`) go out at once too unless events last left
+/// this loop less than `spacing` ago, then at that moment plus `spacing` — so under a burst each connection gets
 /// several events in one flush (one `writev` each, issue 35 item 3), and an event after a quiet moment is not
 /// held. Whatever is queued leaves in the order it came; each connection is flushed once per drain.
 final class LoopOutbox: Sendable {

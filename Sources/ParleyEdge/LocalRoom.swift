@@ -23,8 +23,9 @@ struct LocalRoom {
     func makeAudience(floorBelow: UInt64) -> RoomAudience {
         var byLoop: [ObjectIdentifier: (outbox: LoopOutbox, sockets: [ClientSocket])] = [:]
         var others: [(connection: UInt64, session: LocalSession)] = []
-        // In connection order, so a loop's writes of one event keep one order from run to run.
-        for (connection, session) in sessions.sorted(by: { $0.key < $1.key }) {
+        // One pass, no sort: a room in an enter storm rebuilds this for each event, as the edge visited every
+        // member before.
+        for (connection, session) in sessions {
             if !session.buffering && !session.exiting && session.floor <= floorBelow {
                 byLoop[ObjectIdentifier(session.socket.outbox), default: (session.socket.outbox, [])].sockets.append(session.socket)
             } else {

@@ -69,7 +69,7 @@ struct NodeCommand: AsyncParsableCommand {
     var maxConnections: Int?
     @Option(name: .customLong("max-connections-per-address"), help: "… from one IPv4 address or IPv6 /64 (default 2000; past half full, each source's share of what is left).")
     var maxConnectionsPerAddress: Int?
-    @Option(name: .customLong("delivery-spacing-ms"), help: "Least time between two writes of room events to one event loop's connections: a burst's events go to each member in one write (default 0: each page at once; answers are never held).")
+    @Option(name: .customLong("delivery-spacing-ms"), help: "Least time between two writes of room events to one event loop's connections: a burst's events go to each member in one write (default 20; 0 writes each page at once; answers are never held).")
     var deliverySpacingMillis: Int?
     @Option(name: .customLong("legacy-rooms-app"), help: "The app that keeps the rooms made before apps were tenants (every node the same; docs/operations.md).")
     var legacyRoomsApp: String?
