@@ -94,7 +94,7 @@ extension Edge {
                 let shared = TextFrame(EventFrame.encode(event))
                 frame = shared
                 for loop in audience.loops { gathered.add(shared, to: loop.sockets, outbox: loop.outbox) }
-                deliveries += audience.count - audience.others.count
+                deliveries += audience.steady
             }
             for (connection, session) in audience.others { deliver(connection, session) }
         case .room:

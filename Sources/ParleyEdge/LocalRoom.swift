@@ -32,15 +32,16 @@ struct LocalRoom {
                 others.append((connection, session))
             }
         }
-        return RoomAudience(loops: Array(byLoop.values), others: others)
+        return RoomAudience(loops: Array(byLoop.values), steady: sessions.count - others.count, others: others)
     }
 }
 
 /// A room's audience for room-wide events (`LocalRoom.audience`).
 struct RoomAudience {
-    var loops: [(outbox: LoopOutbox, sockets: [ClientSocket])]
-    var others: [(connection: UInt64, session: LocalSession)]
-    var count: Int { loops.reduce(others.count) { $0 + $1.sockets.count } }
+    let loops: [(outbox: LoopOutbox, sockets: [ClientSocket])]
+    /// The sockets in `loops`, all loops together.
+    let steady: Int
+    let others: [(connection: UInt64, session: LocalSession)]
 }
 
 /// One connection's session in one room.
