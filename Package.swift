@@ -97,7 +97,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyStorage", "ParleyRaftWire", "ParleyRooms", "ParleyWire", "ParleyNode", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
+        .testTarget(name: "ParleyStorageTests", dependencies: ["ParleyTestSupport", "ParleyStorage", "ParleyRaftWire", "ParleyRooms", "ParleyWire", "ParleyNode", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .target(
             name: "ParleyTransport",
             dependencies: [

@@ -86,11 +86,11 @@ func makeTLSTransport(_ id: NodeID, tls: PeerTLS?, inbox: Inbox, group: EventLoo
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await makeTLSTransport(2, tls: try certs.node("node-2"), inbox: Inbox(), group: group)
         let client = try certs.node("tool")
-        let ok = try runTool(path, ["--cert", client.certificatePath, "--key", client.privateKeyPath,
+        let ok = try await runTool(path, ["--cert", client.certificatePath, "--key", client.privateKeyPath,
                                        "https://127.0.0.1:\(server.port)/health"])
         // nghttp warns that it cannot verify the server (it does not know the cluster CA), then prints the body.
         #expect(ok.status == 0 && ok.output.hasSuffix("ok"), "\(ok.output)")
-        let noCertificate = try runTool(path, ["https://127.0.0.1:\(server.port)/health"])
+        let noCertificate = try await runTool(path, ["https://127.0.0.1:\(server.port)/health"])
         #expect(!noCertificate.output.hasSuffix("ok"), "\(noCertificate.output)")
         await server.shutdown()
         try await group.shutdownGracefully()

@@ -284,22 +284,22 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         let b = try await makeTransport(2, inbox: Inbox(), group: group)
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("nghttp-\(UUID().uuidString)")
         try Data("x".utf8).write(to: data)
-        func call(version: String?) throws -> String {
+        func call(version: String?) async throws -> String {
             let credential = PeerAuth(secret: "s3cret").headers(from: 5, to: 2, path: "/rpc/v1/whoami").flatMap { ["-H", "\($0.0): \($0.1)"] }
             let header = version.map { ["-H", "\(PeerProtocol.header): \($0)"] } ?? []
-            return try runTool(path, ["-v", "-d", data.path] + credential + header + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"]).output
+            return try await runTool(path, ["-v", "-d", data.path] + credential + header + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"]).output
         }
-        let ancient = try call(version: "0")
+        let ancient = try await call(version: "0")
         #expect(ancient.contains(":status: 426") && ancient.contains("upgrade one version at a time"), "\(ancient.suffix(400))")
-        let garbage = try call(version: "two")
+        let garbage = try await call(version: "two")
         #expect(garbage.contains(":status: 426"), "\(garbage.suffix(400))")
-        let older = try call(version: nil)
+        let older = try await call(version: nil)
         #expect(older.contains(":status: 200"), "an older node (no header) is served: \(older.suffix(300))")
-        let same = try call(version: "\(PeerProtocol.version)")
+        let same = try await call(version: "\(PeerProtocol.version)")
         #expect(same.contains(":status: 200"), "\(same.suffix(300))")
         // A Raft stream's acceptance names this node's version (what a peer's link records).
         let credential = PeerAuth(secret: "s3cret").headers(from: 5, to: 2, path: "/raft/v1/stream").flatMap { ["-H", "\($0.0): \($0.1)"] }
-        let raft = try runTool(path, ["-v", "-t", "2", "-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/raft/v1/stream"]).output
+        let raft = try await runTool(path, ["-v", "-t", "2", "-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/raft/v1/stream"]).output
         #expect(raft.contains("\(PeerProtocol.header): \(PeerProtocol.version)"), "\(raft.suffix(600))")
         await b.shutdown()
         try await group.shutdownGracefully()
@@ -311,21 +311,21 @@ func batch(_ n: Int, group: UInt64 = 1, payload: Int = 64) -> [RaftEnvelope] {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let inB = Inbox()
         let b = try await makeTransport(2, inbox: inB, group: group)
-        let health = try runTool(path, ["-n", "http://127.0.0.1:\(b.port)/health"])  // -n: print nothing
+        let health = try await runTool(path, ["-n", "http://127.0.0.1:\(b.port)/health"])  // -n: print nothing
         #expect(health.status == 0)
-        let body = try runTool(path, ["http://127.0.0.1:\(b.port)/health"])
+        let body = try await runTool(path, ["http://127.0.0.1:\(b.port)/health"])
         #expect(body.output == "ok")
         let credential = PeerAuth(secret: "s3cret").headers(from: 5, to: 2, path: "/rpc/v1/whoami")
             .flatMap { ["-H", "\($0.0): \($0.1)"] }
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("nghttp-\(UUID().uuidString)")
         try Data("x".utf8).write(to: data)
-        let who = try runTool(path, ["-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
+        let who = try await runTool(path, ["-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
         #expect(who.output == "5")
         // The same credential again (A3): refused, it was used once.
-        let again = try runTool(path, ["-v", "-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
+        let again = try await runTool(path, ["-v", "-d", data.path] + credential + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
         #expect(again.output.contains(":status: 401") && again.output.contains("replayed"), "\(again.output.suffix(400))")
         let forged = credential.map { $0.hasPrefix("x-parley-auth") ? "x-parley-auth: \(String(repeating: "0", count: 64))" : $0 }
-        let refused = try runTool(path, ["-v", "-d", data.path] + forged + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
+        let refused = try await runTool(path, ["-v", "-d", data.path] + forged + ["http://127.0.0.1:\(b.port)/rpc/v1/whoami"])
         #expect(refused.output.contains(":status: 401"))
         await b.shutdown()
         try await group.shutdownGracefully()

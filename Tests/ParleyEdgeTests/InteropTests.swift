@@ -39,7 +39,7 @@ struct InteropTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let cert = folder.appendingPathComponent("edge.pem").path, key = folder.appendingPathComponent("edge.key").path
-        let made = try runTool("/usr/bin/openssl", [
+        let made = try await runTool("/usr/bin/openssl", [
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
             "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"])
         try #require(made.status == 0, "\(made.output)")

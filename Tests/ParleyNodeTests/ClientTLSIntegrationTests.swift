@@ -22,10 +22,10 @@ struct ClientPortCertificates {
     }
 
     /// The subject of the certificate a TLS server on `port` presents to a new connection.
-    static func servedSubject(port: Int) throws -> String {
+    static func servedSubject(port: Int) async throws -> String {
         let shell = "openssl s_client -connect 127.0.0.1:\(port) -servername localhost </dev/null 2>/dev/null"
             + " | openssl x509 -noout -subject"
-        return try runTool("/bin/sh", ["-c", shell]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try await runTool("/bin/sh", ["-c", shell]).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func remove() { authority.remove() }
@@ -88,31 +88,31 @@ struct ClientPortCertificates {
             }
             // Plain HTTP to the TLS port: the node closes it at once (curl: empty reply or reset), no answer.
             let plainStarted = ContinuousClock.now
-            let plain = try runTool("/usr/bin/curl", ["-sS", "--max-time", "5", "http://127.0.0.1:\(port(1))/healthz"])
+            let plain = try await runTool("/usr/bin/curl", ["-sS", "--max-time", "5", "http://127.0.0.1:\(port(1))/healthz"])
             #expect(plain.status != 0 && plain.status != 28 && !plain.output.contains("ok"), "plain HTTP to the TLS port: \(plain)")
             #expect(ContinuousClock.now - plainStarted < .seconds(2), "plain HTTP closed after \(ContinuousClock.now - plainStarted)")
             // TLS 1.2 is offered; the server API answers over HTTPS.
-            let tls12 = try runTool("/usr/bin/curl", ["-sS", "--max-time", "5", "--tlsv1.2", "--tls-max", "1.2",
+            let tls12 = try await runTool("/usr/bin/curl", ["-sS", "--max-time", "5", "--tlsv1.2", "--tls-max", "1.2",
                                                        "--cacert", certs.caPath, cluster.http(1) + "/healthz"])
             #expect(tls12.status == 0, "TLS 1.2: \(tls12.output)")
             let api = SignedAPIClient(appKey: app, secret: String(repeating: "k", count: 32))
-            let got = try api.postOverTLS(cluster.http(2), "/v1/room/get", ["roomId": room], caFile: certs.caPath)
+            let got = try await api.postOverTLS(cluster.http(2), "/v1/room/get", ["roomId": room], caFile: certs.caPath)
             #expect(got.status == 200 && ((got.data["room"] as? [String: Any])?["roomId"] as? String) == room, "\(got.json)")
             #expect(try await cluster.status(1).clientEncrypted == true)
 
             // Renewal: new files over the served paths (by rename, as cert-manager and certbot do) are presented
             // to the next connection; files that do not load keep the previous certificate.
-            #expect(try ClientPortCertificates.servedSubject(port: port(1)).contains("edge-one"))
+            #expect(try await ClientPortCertificates.servedSubject(port: port(1)).contains("edge-one"))
             let second = try certs.leaf("edge-two")
             for (from, to) in [(second.key, served.key), (second.certificate, served.certificate)] {
                 let staged = to + ".new"
                 try FileManager.default.copyItem(atPath: from, toPath: staged)
                 _ = rename(staged, to)
             }
-            #expect(try ClientPortCertificates.servedSubject(port: port(1)).contains("edge-two"))
-            #expect(try ClientPortCertificates.servedSubject(port: port(3)).contains("edge-two"))
+            #expect(try await ClientPortCertificates.servedSubject(port: port(1)).contains("edge-two"))
+            #expect(try await ClientPortCertificates.servedSubject(port: port(3)).contains("edge-two"))
             try "not a certificate\n".write(toFile: served.certificate, atomically: true, encoding: .utf8)
-            #expect(try ClientPortCertificates.servedSubject(port: port(1)).contains("edge-two"))
+            #expect(try await ClientPortCertificates.servedSubject(port: port(1)).contains("edge-two"))
             let carl = client(3)
             try await carl.enterChatroom(ChatroomEnterRequest(
                 roomId: room, auth: .independent(appKey: app, account: "ben", token: "tok-ben"), nickname: "Ben3"))
@@ -150,7 +150,7 @@ struct ClientPortCertificates {
             var answer = (status: Int32(-1), output: "")
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
-                answer = try runTool("/usr/bin/curl", ["-fsS", "--max-time", "2", "--cacert", ca,
+                answer = try await runTool("/usr/bin/curl", ["-fsS", "--max-time", "2", "--cacert", ca,
                                                         "https://localhost:\(ports[0])/healthz"])
                 if answer.status == 0 { break }
                 try await Task.sleep(for: .milliseconds(300))

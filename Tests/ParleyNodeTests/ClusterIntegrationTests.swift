@@ -98,7 +98,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("parley-it-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let cert = folder.appendingPathComponent("cluster.pem").path, key = folder.appendingPathComponent("cluster.key").path
-        let made = try runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+        let made = try await runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                                                     "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=parley-it"])
         try #require(made.status == 0, "\(made.output)")
         let tls = PeerTLS(certificatePath: cert, privateKeyPath: key, trustRootsPath: cert)
@@ -232,18 +232,18 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         try cluster.startAll()
         try await cluster.waitForLeaders()
         let auth = PeerAuth(secret: cluster.nodes.layout.secret)
-        func call(_ node: UInt64, _ credential: [(String, String)], path: String = "/rpc/v1/meta/state") throws -> String {
+        func call(_ node: UInt64, _ credential: [(String, String)], path: String = "/rpc/v1/meta/state") async throws -> String {
             let headers = credential.flatMap { ["-H", "\($0.0): \($0.1)"] }
-            return try runTool(tool, ["-v"] + headers + ["http://127.0.0.1:\(cluster.nodes.layout.peerPort(node))\(path)"]).output
+            return try await runTool(tool, ["-v"] + headers + ["http://127.0.0.1:\(cluster.nodes.layout.peerPort(node))\(path)"]).output
         }
         let captured = auth.headers(from: 2, to: 3, path: "/rpc/v1/meta/state")
-        #expect(try call(3, captured).contains(":status: 200"), "the credential as first used")
-        let again = try call(3, captured)
+        #expect(try await call(3, captured).contains(":status: 200"), "the credential as first used")
+        let again = try await call(3, captured)
         #expect(again.contains(":status: 401") && again.contains("replayed"), "\(again.suffix(300))")
-        let elsewhere = try call(1, captured)
+        let elsewhere = try await call(1, captured)
         #expect(elsewhere.contains(":status: 401") && elsewhere.contains("badToken"), "\(elsewhere.suffix(300))")
         let old = auth.headers(from: 2, to: 1, path: "/rpc/v1/meta/state", now: Int64(Date().timeIntervalSince1970) - 31)
-        let late = try call(1, old)
+        let late = try await call(1, old)
         #expect(late.contains(":status: 401") && late.contains("stale"), "\(late.suffix(300))")
         let log = try String(contentsOf: cluster.directory.appendingPathComponent("node-1.log"), encoding: .utf8)
         #expect(log.contains("refused peer credentials"))

@@ -8,19 +8,19 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    private func validate(root: URL) throws -> (status: Int32, output: String) {
-        try runTool("/usr/bin/env", ["python3", root.appendingPathComponent("cluster/validate_deploy.py").path])
+    private func validate(root: URL) async throws -> (status: Int32, output: String) {
+        try await runTool("/usr/bin/env", ["python3", root.appendingPathComponent("cluster/validate_deploy.py").path])
     }
 
-    @Test func composeAndKubernetesFilesDescribeAConsistentThreeNodeCluster() throws {
-        let (status, output) = try validate(root: Self.root)
+    @Test func composeAndKubernetesFilesDescribeAConsistentThreeNodeCluster() async throws {
+        let (status, output) = try await validate(root: Self.root)
         print(output)
         #expect(status == 0 && output.contains("ALL OK"), "\(output)")
     }
 
     /// The validator is only worth running if it notices a broken file: a copy whose third node is missing
     /// from the pods' peer list must fail.
-    @Test func theValidatorRejectsAPeerListThatMissesAPod() throws {
+    @Test func theValidatorRejectsAPeerListThatMissesAPod() async throws {
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("parley-deploy-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: copy) }
         for folder in ["docker", "cluster"] {
@@ -32,7 +32,7 @@ import Testing
         let broken = text.replacingOccurrences(of: ",3=parley-2.parley-peers:7101", with: "")
         #expect(broken != text)
         try broken.write(to: configMap, atomically: true, encoding: .utf8)
-        let (status, output) = try validate(root: copy)
+        let (status, output) = try await validate(root: copy)
         #expect(status == 1 && output.contains("FAIL: k8s: pod parley-2"), "\(output)")
     }
 

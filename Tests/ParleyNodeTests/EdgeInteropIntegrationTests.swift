@@ -9,7 +9,7 @@ import Testing
 /// crosses from one edge to another through the shard's event feed.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct EdgeInteropIntegrationTests {
     static let python: String? =
-        (try? runTool("/usr/bin/env", ["python3", "-c", "import websockets"]))?.status == 0 ? "python3" : nil
+        (try? runToolBlocking("/usr/bin/env", ["python3", "-c", "import websockets"]))?.status == 0 ? "python3" : nil
 
     /// Starts the cluster and registers the app and its users (token `tok-NAME`) through the meta group.
     static func start(_ cluster: LocalCluster, app: String, users: [String]) async throws {

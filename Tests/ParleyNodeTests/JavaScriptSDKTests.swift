@@ -12,8 +12,8 @@ import Testing
         .appendingPathComponent("ParleyJSTests/unit").path
 
     @Test(.enabled(if: node != nil, "node is not installed (`apt-get install -y nodejs`; cluster/test-tools.sh installs it)"))
-    func theSDKsOfflineTestsPass() throws {
-        let (status, text) = try runTool("/usr/bin/timeout", ["-k", "5", "240", Self.node!, "--test", Self.unitTests + "/"])
+    func theSDKsOfflineTestsPass() async throws {
+        let (status, text) = try await runTool("/usr/bin/timeout", ["-k", "5", "240", Self.node!, "--test", Self.unitTests + "/"])
         #expect(status == 0, "node --test Tests/ParleyJSTests/unit/ failed:\n\(text.suffix(4000))")
         // Every suite ran: a file that failed to load would not be counted as a pass.
         let passed = text.split(separator: "\n").first { $0.hasPrefix("# pass ") }.flatMap { Int($0.dropFirst(7)) } ?? 0

@@ -44,7 +44,7 @@ struct SignedAPIClient {
 extension SignedAPIClient {
     /// SPEC T1: the same signed POST over HTTPS with curl, trusting only `caFile` (Foundation's URLSession on
     /// Linux takes no private CA).
-    func postOverTLS(_ base: String, _ path: String, _ body: Any, caFile: String) throws -> Answer {
+    func postOverTLS(_ base: String, _ path: String, _ body: Any, caFile: String) async throws -> Answer {
         let data = try JSONSerialization.data(withJSONObject: body)
         let headers = RequestSignature.signedHeaders(appKey: appKey, secret: secret, nonce: UUID().uuidString,
                                                      curTime: Int64(Date().timeIntervalSince1970), path: path, body: data)
@@ -52,7 +52,7 @@ extension SignedAPIClient {
                          "-H", "Content-Type: application/json", "--data-binary", String(decoding: data, as: UTF8.self),
                          "-w", "\n%{http_code}"]
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
-        let result = try runTool("/usr/bin/curl", arguments)
+        let result = try await runTool("/usr/bin/curl", arguments)
         let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
         let status = lines.last.flatMap { Int($0) } ?? 0
         let json = (try? JSONSerialization.jsonObject(with: Data(lines.dropLast().joined(separator: "\n").utf8))) as? [String: Any]

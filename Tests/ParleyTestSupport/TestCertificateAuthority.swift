@@ -43,7 +43,7 @@ public struct TestCertificateAuthority: Sendable {
     public func remove() { try? FileManager.default.removeItem(at: folder) }
 
     private static func openssl(_ arguments: [String]) throws {
-        let result = try runTool("/usr/bin/openssl", arguments)
+        let result = try runToolBlocking("/usr/bin/openssl", arguments)
         guard result.status == 0 else { throw TestCertificateError.openssl(result.output) }
     }
 }
