@@ -15,6 +15,8 @@ struct HistoryItemJSON: Encodable, Sendable {
     var eventType: Int?
     var targets: [String]?
     var notifyExt: String?
+    /// Messages only (D3): high, normal or low.
+    var priority: String?
 
     init(_ item: HistoryItem) {
         switch item {
@@ -27,6 +29,7 @@ struct HistoryItemJSON: Encodable, Sendable {
             msgId = m.clientMessageId
             body = m.body
             ext = m.ext
+            priority = m.priority.name
         case .notification(let n):
             seq = n.seq
             time = n.time

@@ -19,6 +19,8 @@ enum MessageEndpoints {
         var ext: String?
         var msgId: String?
         var skipHistory: Bool?
+        /// D3: high, normal (absent) or low.
+        var priority: String?
     }
 
     /// A message and the room it goes to, from one flat JSON object.
@@ -51,7 +53,7 @@ enum MessageEndpoints {
 
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/message/send", Send.self) { api, b, _ in
-            let message = try sendMessage(roomId: b.roomId, b.message)
+            let message = try await sendMessage(roomId: b.roomId, b.message, api)
             guard case .messageSent(let seq, let time, _) = try await api.room(.sendMessage(message), roomId: b.roomId) else {
                 throw APIError(.unavailable, "unexpected reply to a send")
             }
@@ -61,7 +63,7 @@ enum MessageEndpoints {
         // rooms are listed as failed. Rooms created during the walk may or may not get the message.
         // The calling app's rooms only (A8).
         .post("/v1/message/broadcast", Message.self) { api, b, app in
-            let template = try sendMessage(roomId: "", b)
+            let template = try await sendMessage(roomId: "", b, api)
             let namespace = api.namespace(app)
             var sent = 0
             var failed: [Failure] = []
@@ -96,13 +98,18 @@ enum MessageEndpoints {
         },
     ]
 
-    private static func sendMessage(roomId: String, _ m: Message) throws -> SendMessage {
+    static let priorities: [String: MessagePriority] = ["high": .high, "normal": .normal, "low": .low]
+
+    private static func sendMessage(roomId: String, _ m: Message, _ api: ServerAPI) async throws -> SendMessage {
         guard m.skipHistory != true else {
             throw APIError(.badField, "skipHistory is not supported: every message is stored in history")
         }
         let kind = try FieldRule.pick(m.type, FieldRule.messageTypes, "type")
         if let from = m.fromAccid { try FieldRule.id(from, "fromAccid") }
+        var priority = try FieldRule.pick(optional: m.priority, priorities, "priority") ?? .normal
+        // D3: written (command tag 40) only once every node reads it; until then the message goes as normal.
+        if priority != .normal, !(await api.backend.everyNodeHas(.messagePriority)) { priority = .normal }
         return SendMessage(roomId: roomId, type: kind, clientMessageId: m.msgId ?? "", body: m.body, ext: m.ext ?? "",
-                           fromUser: m.fromAccid ?? systemSender)
+                           fromUser: m.fromAccid ?? systemSender, priority: priority)
     }
 }

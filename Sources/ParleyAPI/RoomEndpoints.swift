@@ -64,6 +64,8 @@ enum RoomEndpoints {
         var roomBurst: Int?
         var connectionRequestsPerSecond: Int?
         var connectionBurst: Int?
+        /// D3: the most messages a second one edge delivers to one room of the app; absent: no ceiling.
+        var roomDeliveredPerSecond: Int?
     }
 
     struct RoomMute: Decodable, Sendable {
@@ -169,10 +171,12 @@ enum RoomEndpoints {
                 connection = ConnectionBudget(requestsPerSecond: b.connectionRequestsPerSecond ?? standard.requestsPerSecond,
                                               burst: b.connectionBurst ?? standard.burst)
             }
-            guard budget.isValid, connection?.isValid ?? true else {
+            guard budget.isValid, connection?.isValid ?? true,
+                  b.roomDeliveredPerSecond.map(MetaState.roomCeilingRange.contains) ?? true else {
                 throw APIError(.badField, "rates must be 1 … 1000000 a second and each burst at least its rate")
             }
             try await api.setConnectionBudget(connection, app: app)
+            try await api.setRoomCeiling(b.roomDeliveredPerSecond, app: app)
             return ShardsAnswer(shards: try await api.everyShard(.setSendBudget(namespace: api.namespace(app), budget)))
         },
         .post("/v1/room/mute", RoomMute.self) { api, b, _ in

@@ -297,6 +297,16 @@ public struct ServerAPI: Sendable {
         try await meta(.setConnectionBudget(appKey: app, budget))
     }
 
+    /// D3: the app's room ceiling, kept in the meta group (nil: none), under the same rule as the connection
+    /// budget during a rolling upgrade.
+    func setRoomCeiling(_ messagesPerSecond: Int?, app: String) async throws {
+        if messagesPerSecond == nil, try await backend.metaState().roomCeilings[app] == nil { return }
+        guard await backend.everyNodeHas(.messagePriority) else {
+            throw APIError(.unavailable, "a node of the cluster does not read room ceilings yet (a rolling upgrade); retry once every node runs this version")
+        }
+        try await meta(.setRoomCeiling(appKey: app, messagesPerSecond: messagesPerSecond))
+    }
+
     /// W1: the app's webhooks, kept in the meta group (nil: none). Until every node reads them (a rolling
     /// upgrade) an app that sets some is answered 503, and removing none writes nothing.
     func setWebhooks(_ settings: WebhookSettings?, app: String) async throws {

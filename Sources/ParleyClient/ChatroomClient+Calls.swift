@@ -20,9 +20,11 @@ extension ChatroomClient {
 
     /// N1. Anonymous users get 13102; `type` can never be `.notification` (N2, 414).
     @discardableResult
+    /// `priority` (D3): "high", "normal" (nil) or "low" — what edges may shed above the room's ceiling.
     public func sendMessage(_ roomId: String, type: MessageType = .text, body: String, ext: String? = nil,
-                            clientMessageId: String? = nil) async throws -> SendReceipt {
-        try await call(.sendMessage(roomId: roomId, type: type, body: body, ext: ext, clientMessageId: clientMessageId),
+                            clientMessageId: String? = nil, priority: String? = nil) async throws -> SendReceipt {
+        try await call(.sendMessage(roomId: roomId, type: type, body: body, ext: ext, clientMessageId: clientMessageId,
+                                    priority: priority),
                        roomId: roomId, answer: SendReceipt.self)
     }
 

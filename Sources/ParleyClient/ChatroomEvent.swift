@@ -12,6 +12,9 @@ public enum ChatroomEvent: Sendable, Hashable {
     case ban(roomId: String, BanNotice)
     /// Room events in `fromSeq...toSeq` were lost and are not in history any more: refetch state (X2).
     case gap(roomId: String, fromSeq: Int64, toSeq: Int64)
+    /// D2 / D3: the room's messages in `ranges` were not delivered to this connection (`reason` "rate": above the
+    /// room's ceiling on its edge; "slow": skipped while the connection was behind); they are in history.
+    case shed(roomId: String, reason: String, ranges: [ClosedRange<Int64>])
     case connectionState(roomId: String, ConnectionState)
     /// An automatic re-enter after a lost connection failed for good (E8): the app should exit the room.
     case autoLoginFailed(roomId: String, ChatroomError)
@@ -20,7 +23,7 @@ public enum ChatroomEvent: Sendable, Hashable {
         switch self {
         case .message(let r, _), .notification(let r, _), .kicked(let r, _, _), .status(let r, _),
              .memberChange(let r, _), .multiLoginSync(let r, _), .block(let r, _), .ban(let r, _),
-             .gap(let r, _, _), .connectionState(let r, _), .autoLoginFailed(let r, _):
+             .gap(let r, _, _), .shed(let r, _, _), .connectionState(let r, _), .autoLoginFailed(let r, _):
             r
         }
     }

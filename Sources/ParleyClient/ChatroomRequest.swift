@@ -59,10 +59,12 @@ public struct ChatroomRequest: Sendable, Hashable {
 
     // MARK: Messages
 
-    public static func sendMessage(roomId: String, type: MessageType, body: String, ext: String?, clientMessageId: String?) -> ChatroomRequest {
+    public static func sendMessage(roomId: String, type: MessageType, body: String, ext: String?, clientMessageId: String?,
+                                   priority: String? = nil) -> ChatroomRequest {
         room("sendMessage", roomId, [
             "type": .string(type.rawValue), "body": .string(body),
             "ext": ext.map(JSONValue.string), "clientMessageId": clientMessageId.map(JSONValue.string),
+            "priority": priority.map(JSONValue.string),
         ])
     }
 

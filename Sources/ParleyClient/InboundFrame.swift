@@ -25,6 +25,7 @@ enum InboundFrame: Sendable {
 
     private struct Kicked: Decodable { var reason: KickReason; var ext: String }
     private struct Gap: Decodable { var fromSeq: Int64; var toSeq: Int64 }
+    private struct Shed: Decodable { var reason: String; var ranges: [[Int64]] }
     private struct Reconnect: Decodable { var addresses: [String]; var sessionId: String }
 
     static func decode(_ text: String) throws -> InboundFrame {
@@ -58,6 +59,10 @@ enum InboundFrame: Sendable {
         case "gap":
             let g = try payload(Gap.self)
             event = .gap(roomId: roomId, fromSeq: g.fromSeq, toSeq: g.toSeq)
+        case "shed":
+            let s = try payload(Shed.self)
+            let ranges = s.ranges.compactMap { r in r.count == 2 && r[0] <= r[1] ? r[0]...r[1] : nil }
+            event = .shed(roomId: roomId, reason: s.reason, ranges: ranges)
         default: event = nil
         }
         return .event(roomId: roomId, seq: head.seq ?? 0, event: event)

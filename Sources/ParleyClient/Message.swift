@@ -12,6 +12,8 @@ public struct Message: Sendable, Hashable, Codable {
     public var clientMessageId: String
     public var body: String
     public var ext: String
+    /// D3: "high" or "low" when its sender set one (nil: normal).
+    public var priority: String? = nil
 }
 
 /// A message type. A struct over the wire string rather than an enum, so a type added by a later server

@@ -88,9 +88,13 @@ public enum ClientOp: Sendable {
             guard let type = MessageType(protocolName: typeName), type != .notification else {
                 throw .badValue("type", "clients cannot send \(typeName)")
             }
+            let priorityName = try f.string("priority", default: "normal")
+            guard let priority = MessagePriority(name: priorityName) else {
+                throw .badValue("priority", "high, normal or low")
+            }
             return .sendMessage(SendMessage(
                 roomId: roomId, type: type, clientMessageId: try f.string("clientMessageId", default: ""),
-                body: try f.string("body"), ext: try f.string("ext", default: "")))
+                body: try f.string("body"), ext: try f.string("ext", default: ""), priority: priority))
         case "fetchHistory":
             let order = try f.string("order", default: "desc")
             guard order == "desc" || order == "asc" else { throw .badValue("order", "desc or asc") }

@@ -99,13 +99,19 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var readHeld = false
     /// Where whole frames are written past the frame encoder.
     private let passage: FrameBytesPassage
+    /// SPEC D2: the most a connection may have unsent (`EdgeSettings.maxQueuedBytes`). Past half of it (the
+    /// write buffer's high water mark) it is behind: its low-priority events are skipped and remembered in
+    /// `skipped` until it is writable again; past all of it, it is closed 1008.
+    private let unsentBound: Int
+    private var skipped = ShedSeqs()
 
     init(mode: Mode, maxMessageBytes: Int, preHelloMessageBytes: Int = 4096, fragmentedMessageBytes: Int = 8192,
          messageDeadline: TimeAmount = .seconds(10), helloDeadline: TimeAmount = .seconds(10),
          idleTimeout: TimeAmount = .seconds(75), closeTimeout: TimeAmount = .seconds(5),
-         passage: FrameBytesPassage) {
+         unsentBound: Int = 1 << 20, passage: FrameBytesPassage) {
         self.mode = mode
         self.passage = passage
+        self.unsentBound = unsentBound
         self.maxMessageBytes = maxMessageBytes
         self.preHelloMessageBytes = min(preHelloMessageBytes, maxMessageBytes)
         self.fragmentedMessageBytes = fragmentedMessageBytes
@@ -358,26 +364,49 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Writing (on the event loop, from the LoopOutbox)
 
-    /// Writes one text frame without flushing. A connection whose unsent bytes stay above the high water mark
-    /// after a flush cannot keep up: it is closed (1008) and nothing more is queued for it.
+    /// Writes one text frame without flushing. SPEC D2: a connection still above the high water mark after a
+    /// flush is behind — a low-priority event is skipped (and the client told once it catches up); one that
+    /// would go past `unsentBound` cannot keep up: it is closed (1008) and nothing more is queued for it.
     func write(text frame: TextFrame) {
         guard let context, !closeSent, !failed else { return }
         if !context.channel.isWritable {
             context.flush()
             needsFlush = false
-            guard context.channel.isWritable else {
-                failed = true
-                closeSent = true
-                if case .chat(let edge) = mode { edge.metrics?.closed("tooSlow") }
-                context.write(wrapOutboundOut(Self.closeFrame((1008, "too slow"))), promise: nil)
-                context.close(promise: nil)
-                return
+            if !context.channel.isWritable {
+                if let skippable = frame.sheddable {
+                    skipped.add(roomId: skippable.roomId, seq: skippable.seq)
+                    if case .chat(let edge) = mode { edge.metrics?.shed("slow") }
+                    return
+                }
+                let unsent = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? unsentBound
+                guard unsent + frame.bytes.readableBytes <= unsentBound else {
+                    failed = true
+                    closeSent = true
+                    if case .chat(let edge) = mode { edge.metrics?.closed("tooSlow") }
+                    context.write(wrapOutboundOut(Self.closeFrame((1008, "too slow"))), promise: nil)
+                    context.close(promise: nil)
+                    return
+                }
             }
         }
-        // The frame is whole already: it goes in past the frame encoder (`FrameBytesPassage`).
+        passFrame(frame, context)
+    }
+
+    /// The frame is whole already: it goes in past the frame encoder (`FrameBytesPassage`).
+    private func passFrame(_ frame: TextFrame, _ context: ChannelHandlerContext) {
         guard let passage = passage.context else { return }
         passage.write(NIOAny(IOData.byteBuffer(frame.bytes)), promise: nil)
         needsFlush = true
+    }
+
+    /// D2: the connection caught up (below the low water mark): it is told what it skipped, one `shed` event
+    /// per room, ahead of whatever comes next.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, !skipped.isEmpty, !closeSent, !failed {
+            for frame in skipped.takeFrames(reason: "slow") { passFrame(frame, context) }
+            flushWrites()
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func flushWrites() {

@@ -57,7 +57,7 @@ extension Edge {
         conn.rooms.insert(request.roomId)
         connections[connection] = conn
         let shard = cluster.shard(ofRoom: request.roomId)
-        var room = rooms[request.roomId] ?? LocalRoom(shard: shard)
+        var room = rooms[request.roomId] ?? LocalRoom(shard: shard, app: request.appKey)
         room.sessions[connection] = LocalSession(userId: userId, sessionId: conn.sessionId, socket: conn.socket)
         rooms[request.roomId] = room
         updateGauges()

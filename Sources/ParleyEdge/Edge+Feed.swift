@@ -65,7 +65,10 @@ extension Edge {
                 }
             }
             rooms[event.roomId]?.lastSeq = event.seq
+            // D3: above the room's ceiling on this edge a message may be shed (its sessions are told).
+            if case .message(let m) = event.kind, !delivers(m.priority, roomId: event.roomId, seq: event.seq) { return }
         }
+        if rooms[event.roomId]?.shed.isEmpty == false { tellShed(roomId: event.roomId) }
         guard let room = rooms[event.roomId] else { return }
         // E9 / issue 16: after a kick or a `lost` status the session is out of the room; the edge forgets it
         // once the batch is written (the client, told, decides whether to re-enter).
@@ -75,7 +78,7 @@ extension Edge {
         var frame: TextFrame?
         var deliveries = 0
         func deliver(_ connection: UInt64, _ session: LocalSession) {
-            if frame == nil { frame = TextFrame(EventFrame.encode(event)) }
+            if frame == nil { frame = TextFrame(EventFrame.encode(event), sheddable: Sheddable(event)) }
             deliveries += 1
             write(frame!, seq: event.seq, kicked: kicked, roomId: event.roomId, connection: connection, session)
         }
@@ -91,7 +94,7 @@ extension Edge {
                 rooms[event.roomId]?.audience = audience
             }
             if !audience.loops.isEmpty {
-                let shared = TextFrame(EventFrame.encode(event))
+                let shared = TextFrame(EventFrame.encode(event), sheddable: Sheddable(event))
                 frame = shared
                 for loop in audience.loops { gathered.add(shared, to: loop.sockets, outbox: loop.outbox) }
                 deliveries += audience.steady

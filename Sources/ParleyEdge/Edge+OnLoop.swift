@@ -101,7 +101,20 @@ extension Edge {
                                        sessionId: Self.sessionId(edgeId: cluster.edgeId, connection: connection),
                                        edgeId: cluster.edgeId)
         let metrics = self.metrics
-        return cluster.submit(command, shard: cluster.shard(ofRoom: roomId), actor: .session(identity), on: loop)
+        let cluster = self.cluster
+        let submitted: EventLoopFuture<ApplyOutcome>
+        if case .sendMessage(var send) = command, send.priority != .normal {
+            // D3: a priority is written (command tag 40) only once every node reads it; until then the message
+            // goes as a normal one (a rolling upgrade neither refuses nor loses it).
+            submitted = loop.makeFutureWithTask {
+                if !(await cluster.everyNodeHas(.messagePriority)) { send.priority = .normal }
+                return try await cluster.submit(.sendMessage(send), shard: cluster.shard(ofRoom: roomId),
+                                                actor: .session(identity))
+            }
+        } else {
+            submitted = cluster.submit(command, shard: cluster.shard(ofRoom: roomId), actor: .session(identity), on: loop)
+        }
+        return submitted
             .flatMap { outcome -> EventLoopFuture<Void> in
                 switch outcome.result {
                 case .failure(let e) where e.code == .notEntered:

@@ -42,7 +42,7 @@ public actor Edge {
     var imSessions: [String: Set<UInt64>] = [:]
     var imHolds: [ShardID: Int] = [:]
     /// A1: the request budgets of the apps whose connections this edge holds, as last read.
-    nonisolated let requestBudgets: AppRequestBudgets
+    nonisolated let appLimits: AppLimits
 
     /// Where the edge's figures go on `/metrics` (nil: nowhere, as in tests).
     let metrics: EdgeMetrics?
@@ -61,7 +61,7 @@ public actor Edge {
         self.logger = logger
         self.metrics = metrics
         outboxes = LoopOutboxes(spacing: .milliseconds(Int64(max(0, settings.deliverySpacingMillis))))
-        requestBudgets = AppRequestBudgets(cluster: cluster, fallback: settings.requestBudget)
+        appLimits = AppLimits(cluster: cluster, fallback: settings.requestBudget)
         refusedLogins = RateLimitedWarning(logger: logger, message: "refused client logins")
         connectionErrors = RateLimitedWarning(logger: logger, message: "closed client connections on an error")
         heldBackTakeOvers = RateLimitedWarning(

@@ -45,6 +45,10 @@ public protocol EdgeCluster: Sendable {
     /// the app keep sending.
     func connectionBudget(ofApp appKey: String) async -> ConnectionBudget?
 
+    /// SPEC D3: the most messages a second this edge delivers to one room of the app (nil: no ceiling). Read
+    /// as `connectionBudget` is.
+    func roomCeiling(ofApp appKey: String) async -> Int?
+
     /// Issue 18: whether every node of the cluster reads what `feature` writes (during a rolling upgrade
     /// some may not yet); the edge falls back to what older nodes read when not.
     func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool

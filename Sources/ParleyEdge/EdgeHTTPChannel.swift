@@ -143,7 +143,7 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     /// The pipeline after the upgrade (the upgrader already added the frame codec and its protocol error
     /// handler): the frame deadline ahead of the decoder, then the socket handler (which keeps the idle timeout). The write
-    /// buffer's high water mark is the most a connection may have unsent before it counts as too slow (1008).
+    /// buffer's high water mark is half what a connection may have unsent before it counts as too slow (1008, D2).
     static func installSocket(on channel: any Channel, mode: ClientSocketHandler.Mode, settings: EdgeSettings) throws {
         if let deadline = try? channel.pipeline.syncOperations.handler(type: RequestHeadDeadline.self) {
             channel.pipeline.syncOperations.removeHandler(deadline, promise: nil)
@@ -151,8 +151,11 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         if let answer = try? channel.pipeline.syncOperations.handler(type: MalformedRequestAnswer.self) {
             channel.pipeline.syncOperations.removeHandler(answer, promise: nil)
         }
-        let high = max(settings.maxQueuedBytes, 1024)
-        try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: high / 2, high: high))
+        // D2: past half the bound a connection is behind (low-priority events skipped); below a quarter it is
+        // told what it skipped.
+        let unsentBound = max(settings.maxQueuedBytes, 2048)
+        try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark,
+                                           value: .init(low: unsentBound / 4, high: unsentBound / 2))
         let idle = TimeAmount.milliseconds(Int64(settings.idleTimeoutMillis))
         let maxMessage: Int
         switch mode {
@@ -174,7 +177,7 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                                 fragmentedMessageBytes: settings.fragmentedMessageBytes,
                                 messageDeadline: .milliseconds(Int64(settings.messageMillis)),
                                 helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis)), idleTimeout: idle,
-                                passage: passage))
+                                unsentBound: unsentBound, passage: passage))
     }
 }
 

@@ -95,6 +95,21 @@ public enum EventFrame {
         }
     }
 
+    /// D2 / D3: `{"event": "shed", …}` — the room's messages in these seq ranges were not delivered to this
+    /// connection (`reason` "rate": above the room's ceiling on this edge; "slow": the connection was behind);
+    /// they are in history.
+    public static func shed(roomId: String, reason: String, ranges: [ClosedRange<UInt64>]) -> String {
+        edgeEvent("shed", roomId: roomId) { j in
+            j.field("reason", reason)
+            j.key("ranges")
+            j.beginArray()
+            for r in ranges {
+                j.beginArray(); j.value(r.lowerBound); j.value(r.upperBound); j.endArray()
+            }
+            j.endArray()
+        }
+    }
+
     /// C5: `{"event": "reconnect", …}` — this edge is draining: enter the room again at one of `addresses`
     /// (best first) with `lastSeq` and `replacing: sessionId`, then close this connection.
     public static func reconnect(roomId: String, addresses: [String], sessionId: String) -> String {

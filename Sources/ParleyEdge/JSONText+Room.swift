@@ -55,6 +55,7 @@ extension JSONText {
         field("clientMessageId", m.clientMessageId)
         field("body", m.body)
         field("ext", m.ext)
+        if m.priority != .normal { field("priority", m.priority.name) }  // D3: absent means normal
     }
 
     public mutating func message(_ m: ChatMessage) {

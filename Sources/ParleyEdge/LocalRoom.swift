@@ -7,6 +7,8 @@ import ParleyPlacement
 /// delivered (X2 ordering).
 struct LocalRoom {
     let shard: ShardID
+    /// The app whose room it is (its limits: D3's ceiling).
+    let app: String
     /// The highest room seq delivered (nil until the feed shows the first one).
     var lastSeq: UInt64?
     /// Keyed by connection number. Any change drops `audience`.
@@ -17,6 +19,11 @@ struct LocalRoom {
     /// steady sessions' sockets by event loop (one hand-over per loop, the loop writes to each), and the others,
     /// each checked on its own as before.
     var audience: RoomAudience?
+    /// D3: the room's messages delivered here against its app's ceiling, the ones shed above it that its
+    /// sessions have not been told of yet, and whether a notice is scheduled.
+    var rate = RoomDeliveryRate()
+    var shed = ShedSeqs()
+    var shedNoticeDue = false
 
     /// The room's audience for events with seq above `floorBelow` (and seq-0 events): a session is steady when
     /// it neither buffers nor exits and its floor is at most `floorBelow`, so every such event reaches it.

@@ -7,12 +7,15 @@ import NIOCore
 /// it (issue 35: that write path was most of an edge loop's user time in the fan-out benchmark).
 struct TextFrame: Sendable {
     let bytes: ByteBuffer
+    /// D2: set for a low-priority message, which a connection that is behind skips.
+    let sheddable: Sheddable?
 
     /// Framed straight from the text (one buffer, no copy in between).
-    init(_ text: String) {
+    init(_ text: String, sheddable: Sheddable? = nil) {
         var out = Self.header(length: text.utf8.count)
         out.writeString(text)
         bytes = out
+        self.sheddable = sheddable
     }
 
     /// A buffer holding the frame's header, with room for the payload after it.

@@ -24,7 +24,7 @@ export const ROOM_OPS = Object.freeze({
 
 /** Every room event of docs/protocol.md: the server's, as dispatched (`reconnect` is the SDK's to act on). */
 export const ROOM_EVENTS = Object.freeze([
-  'message', 'notification', 'kicked', 'status', 'memberChange', 'multiLoginSync', 'block', 'ban', 'gap', 'reconnect',
+  'message', 'notification', 'kicked', 'status', 'memberChange', 'multiLoginSync', 'block', 'ban', 'gap', 'shed', 'reconnect',
 ]);
 
 let clientMessageCounter = 0;
@@ -132,8 +132,8 @@ export class ChatroomClient extends ClientEvents {
    * with the 416 and its `retryAfterMs`. While the line holds messages, new ones join its end, so one
    * sender's messages keep their order.
    */
-  async sendMessage(roomId, { type = 'text', body, ext, clientMessageId } = {}) {
-    const fields = { roomId, type, body, ext, clientMessageId: clientMessageId ?? newClientMessageId() };
+  async sendMessage(roomId, { type = 'text', body, ext, clientMessageId, priority } = {}) {
+    const fields = { roomId, type, body, ext, clientMessageId: clientMessageId ?? newClientMessageId(), priority };
     const session = this.rooms.get(roomId);
     if (!session?.retryLine?.waiting) {
       try {

@@ -50,9 +50,12 @@ export interface Member {
   pageKey: number;
 }
 
+/** D3: what edges may shed above a room's delivered-rate ceiling (absent on a message: normal). */
+export type MessagePriority = 'high' | 'normal' | 'low';
+
 export interface Message {
   seq: number; serverId: number; time: number; from: string; fromNickname: string; fromAvatar: string;
-  fromExt: string; type: string; clientMessageId: string; body: string; ext: string;
+  fromExt: string; type: string; clientMessageId: string; body: string; ext: string; priority?: MessagePriority;
 }
 
 export interface ChatroomNotification {
@@ -88,6 +91,8 @@ export interface RoomEventMap {
   block: { blocked: boolean; durationMs: number; operateTime: number; userIds: string[]; extra: string };
   ban: { banType: number; durationMs: number; operateTime: number; userIds: string[]; extra: string };
   gap: { fromSeq: number; toSeq: number };
+  /** D2 / D3: these seqs were not delivered (above the room's ceiling, or skipped while behind); fetch them from history. */
+  shed: { reason: 'rate' | 'slow'; ranges: [number, number][] };
   connectionState: { state: ConnectionStateName; code: number };
   autoLoginFailed: { error: ChatroomError };
 }
@@ -132,7 +137,7 @@ export declare class ChatroomClient implements Events<RoomEvent> {
   exitChatroom(roomId: string): Promise<void>;
   close(): void;
   authMode(roomId: string): Promise<'im' | 'independent' | 'anonymous'>;
-  sendMessage(roomId: string, message: { type?: string; body: string; ext?: string; clientMessageId?: string }): Promise<SendReceipt>;
+  sendMessage(roomId: string, message: { type?: string; body: string; ext?: string; clientMessageId?: string; priority?: MessagePriority }): Promise<SendReceipt>;
   fetchMessageHistory(roomId: string, query?: { startTime?: number; limit?: number; order?: 'asc' | 'desc'; types?: string[] }): Promise<HistoryItem[]>;
   fetchChatroomInfo(roomId: string): Promise<Room>;
   updateChatroomInfo(roomId: string, update: { name?: string; announcement?: string; broadcastUrl?: string; ext?: string; queueLevel?: 0 | 1 },

@@ -200,6 +200,10 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         await metaState(maxAge: metaMaxAge)?.connectionBudgets[appKey]
     }
 
+    public func roomCeiling(ofApp appKey: String) async -> Int? {
+        await metaState(maxAge: metaMaxAge)?.roomCeilings[appKey]
+    }
+
     public func roomAddresses(roomId: String) async -> [String] {
         guard let state = await metaState(maxAge: metaMaxAge) else { return [] }
         var reachable: Set<NodeID> = [raft.nodeID]

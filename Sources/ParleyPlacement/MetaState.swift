@@ -122,6 +122,9 @@ public enum MetaCommand: Sendable, Hashable {
     /// SPEC W1: the app's webhooks (nil: none). Written only once every node reads it
     /// (`PeerProtocol.Feature.webhooks`).
     case setWebhooks(appKey: String, WebhookSettings?)
+    /// SPEC D3: the most messages a second one edge delivers to one room's members of the app (nil: no
+    /// ceiling). Written only once every node reads it (`PeerProtocol.Feature.messagePriority`).
+    case setRoomCeiling(appKey: String, messagesPerSecond: Int?)
 }
 
 /// What applying a meta command did.
@@ -162,6 +165,10 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     public private(set) var connectionBudgets: [String: ConnectionBudget] = [:]
     /// W1: the apps' webhooks.
     public private(set) var webhooks: [String: WebhookSettings] = [:]
+    /// D3: the apps whose rooms have a delivered-rate ceiling (messages a second, per room and edge).
+    public private(set) var roomCeilings: [String: Int] = [:]
+    /// The range a room ceiling may take.
+    public static let roomCeilingRange = 1...1_000_000
 
     /// Field limits of user records.
     public static let maxAccountBytes = 128
@@ -245,6 +252,7 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             users = users.filter { $0.value.appKey != key }
             connectionBudgets[key] = nil
             webhooks[key] = nil
+            roomCeilings[key] = nil
             return .done
         case .createUser(let user):
             guard users[user.key] == nil else { return .refusal(.alreadyExists, "the account \(user.account) exists") }
@@ -291,6 +299,13 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
             if let problem = settings?.problem { return .refusal(.badParameter, problem) }
             webhooks[key] = settings
             return .done
+        case .setRoomCeiling(let key, let ceiling):
+            guard apps[key] != nil else { return .refusal(.notFound, "no app \(key)") }
+            if let ceiling, !Self.roomCeilingRange.contains(ceiling) {
+                return .refusal(.badParameter, "a room's ceiling must be 1 … 1000000 messages a second")
+            }
+            roomCeilings[key] = ceiling
+            return .done
         }
     }
 
@@ -305,12 +320,14 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
     /// held them in clear (not read any more: docs/operations.md, "Upgrades"); 5 adds the connection budgets
     /// after the signed-body apps. A state without connection budgets is still written as 4, so a node that
     /// reads only 4 takes it during a rolling upgrade (budgets exist only once every node reads 5); 6 adds the
-    /// webhooks after the budgets (written only when an app has webhooks, which exist once every node reads 6).
-    public static let snapshotVersion: UInt8 = 6
+    /// webhooks after the budgets (written only when an app has webhooks, which exist once every node reads 6);
+    /// 7 adds the room ceilings after the webhooks (D3, likewise).
+    public static let snapshotVersion: UInt8 = 7
 
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
-        w.write(!webhooks.isEmpty ? UInt8(6) : !connectionBudgets.isEmpty ? UInt8(5) : UInt8(4))
+        let v: UInt8 = !roomCeilings.isEmpty ? 7 : !webhooks.isEmpty ? 6 : !connectionBudgets.isEmpty ? 5 : 4
+        w.write(v)
         w.write(UInt64(nodes.count))
         for id in nodes.keys.sorted() { w.write(nodes[id]!) }
         w.write(placementVersion)
@@ -323,13 +340,17 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
         let signed = apps.keys.sorted().filter { apps[$0]!.requiresSignedBody }
         w.write(UInt64(signed.count))
         for key in signed { w.write(key) }
-        if !connectionBudgets.isEmpty || !webhooks.isEmpty {
+        if v >= 5 {
             w.write(UInt64(connectionBudgets.count))
             for key in connectionBudgets.keys.sorted() { w.write(key); w.write(connectionBudgets[key]!) }
         }
-        if !webhooks.isEmpty {
+        if v >= 6 {
             w.write(UInt64(webhooks.count))
             for key in webhooks.keys.sorted() { w.write(key); w.write(webhooks[key]!) }
+        }
+        if v >= 7 {
+            w.write(UInt64(roomCeilings.count))
+            for key in roomCeilings.keys.sorted() { w.write(key); w.write(roomCeilings[key]!) }
         }
         return w.bytes
     }
@@ -373,6 +394,16 @@ public struct MetaState: ReplicatedMachine, Sendable, Equatable {
                 let key = try r.readString()
                 guard apps[key] != nil else { throw CodecError.badTag("webhook app", 0) }
                 webhooks[key] = try r.read(WebhookSettings.self)
+            }
+        }
+        if v >= 7 {
+            for _ in 0..<(try r.readCount()) {
+                let key = try r.readString()
+                let ceiling = try r.readInt()
+                guard apps[key] != nil, Self.roomCeilingRange.contains(ceiling) else {
+                    throw CodecError.badTag("room ceiling app", 0)
+                }
+                roomCeilings[key] = ceiling
             }
         }
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }
@@ -458,6 +489,9 @@ extension MetaCommand: BinaryCodable {
         case .setWebhooks(let app, let settings):
             w.write(UInt8(14)); w.write(app); w.write(settings != nil)
             if let settings { w.write(settings) }
+        case .setRoomCeiling(let app, let ceiling):
+            w.write(UInt8(15)); w.write(app); w.write(ceiling != nil)
+            if let ceiling { w.write(ceiling) }
         }
     }
 
@@ -489,6 +523,9 @@ extension MetaCommand: BinaryCodable {
         case 14:
             let app = try r.readString()
             self = .setWebhooks(appKey: app, try r.readBool() ? try r.read(WebhookSettings.self) : nil)
+        case 15:
+            let app = try r.readString()
+            self = .setRoomCeiling(appKey: app, messagesPerSecond: try r.readBool() ? try r.readInt() : nil)
         case let t: throw .badTag("MetaCommand", UInt64(t))
         }
     }

@@ -7,6 +7,37 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
          tip = 10, custom = 100
 }
 
+/// SPEC D3: how much a message matters when a room speaks faster than its members can read. An edge above its
+/// room's delivered-rate ceiling sheds low first, then normal; high (and every notification) is never shed. A
+/// slow connection (D2) drops only low ones before it is closed. Raw values are the wire format.
+public enum MessagePriority: UInt8, Sendable, CaseIterable, Comparable {
+    case normal = 0, high = 1, low = 2
+
+    /// The name clients and the server API use.
+    public var name: String {
+        switch self {
+        case .normal: "normal"
+        case .high: "high"
+        case .low: "low"
+        }
+    }
+
+    public init?(name: String) {
+        guard let found = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = found
+    }
+
+    private var rank: Int {
+        switch self {
+        case .low: 0
+        case .normal: 1
+        case .high: 2
+        }
+    }
+
+    public static func < (a: MessagePriority, b: MessagePriority) -> Bool { a.rank < b.rank }
+}
+
 /// A chat message as stored in history and fanned out to the room.
 ///
 /// A final class with constant fields: the same message sits in the room's history and in the
@@ -27,10 +58,12 @@ public final class ChatMessage: Sendable, Hashable {
     public let clientMessageId: String
     public let body: String
     public let ext: String
+    /// D3: what the edges may shed above a room's ceiling.
+    public let priority: MessagePriority
 
     public init(seq: UInt64, serverId: UInt64, time: Int64, senderId: String, senderNickname: String,
                 senderAvatar: String, senderRoomExt: String, type: MessageType, clientMessageId: String,
-                body: String, ext: String) {
+                body: String, ext: String, priority: MessagePriority = .normal) {
         self.seq = seq
         self.serverId = serverId
         self.time = time
@@ -42,6 +75,7 @@ public final class ChatMessage: Sendable, Hashable {
         self.clientMessageId = clientMessageId
         self.body = body
         self.ext = ext
+        self.priority = priority
     }
 
     /// Value equality: two messages are equal when every field is.
@@ -49,7 +83,7 @@ public final class ChatMessage: Sendable, Hashable {
         a === b || (a.seq == b.seq && a.serverId == b.serverId && a.time == b.time && a.senderId == b.senderId
             && a.senderNickname == b.senderNickname && a.senderAvatar == b.senderAvatar
             && a.senderRoomExt == b.senderRoomExt && a.type == b.type && a.clientMessageId == b.clientMessageId
-            && a.body == b.body && a.ext == b.ext)
+            && a.body == b.body && a.ext == b.ext && a.priority == b.priority)
     }
 
     public func hash(into h: inout Hasher) {
@@ -99,6 +133,29 @@ public struct StoredHistoryItem: Sendable, Hashable {
     }
 }
 
+extension ChatMessage {
+    /// The same message with another priority (the codec reads the priority after the message).
+    func with(priority: MessagePriority) -> ChatMessage {
+        guard priority != self.priority else { return self }
+        return ChatMessage(seq: seq, serverId: serverId, time: time, senderId: senderId, senderNickname: senderNickname,
+                    senderAvatar: senderAvatar, senderRoomExt: senderRoomExt, type: type,
+                    clientMessageId: clientMessageId, body: body, ext: ext, priority: priority)
+    }
+}
+
+extension ChatMessage {
+    /// A message followed by its priority, which is not normal (the later tag of `HistoryItem`, `RoomEventKind`
+    /// and `RoomActivity`: normal ones keep the first encoding).
+    static func withPriority(_ r: inout ByteReader) throws(CodecError) -> ChatMessage {
+        let m: ChatMessage = try r.read()
+        let priority: MessagePriority = try r.readEnum()
+        guard priority != .normal else { throw .invalidValue("a message with its priority written out as normal") }
+        return m.with(priority: priority)
+    }
+}
+
+/// Without the priority: `HistoryItem`, `RoomEventKind` and `RoomActivity` write it after the message when it is
+/// not normal.
 extension ChatMessage: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         w.write(seq)
@@ -125,9 +182,15 @@ extension ChatMessage: BinaryCodable {
 extension HistoryItem: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         switch self {
-        case .message(let m):
+        // A normal message keeps its first encoding (tag 0), so nodes that predate D3 still read it; one with
+        // another priority (tag 2) exists only once every node reads it (`PeerProtocol.Feature.messagePriority`).
+        case .message(let m) where m.priority == .normal:
             w.write(UInt8(0))
             w.write(m)
+        case .message(let m):
+            w.write(UInt8(2))
+            w.write(m)
+            w.write(m.priority.rawValue)
         case .notification(let n):
             w.write(UInt8(1))
             w.write(n)
@@ -138,6 +201,7 @@ extension HistoryItem: BinaryCodable {
         switch try r.readByte() {
         case 0: self = .message(try r.read())
         case 1: self = .notification(try r.read())
+        case 2: self = .message(try ChatMessage.withPriority(&r))
         case let t: throw .badTag("HistoryItem", UInt64(t))
         }
     }

@@ -55,7 +55,7 @@ extension Room {
         let message = ChatMessage(
             seq: seq, serverId: env.context.commandIndex, time: now, senderId: senderId,
             senderNickname: member?.nickname ?? "", senderAvatar: member?.avatar ?? "", senderRoomExt: roomExt,
-            type: m.type, clientMessageId: m.clientMessageId, body: m.body, ext: m.ext)
+            type: m.type, clientMessageId: m.clientMessageId, body: m.body, ext: m.ext, priority: m.priority)
         fx.events.append(RoomEvent(roomId: info.roomId, seq: seq, audience: .room, kind: .message(message)))
         remember(.message(message), env: env, &fx)
         fx.record(.message(roomId: info.roomId, message))

@@ -47,7 +47,8 @@ public enum RoomActivity: Sendable, Hashable {
 extension RoomActivity: BinaryCodable {
     public func encode(to w: inout ByteWriter) {
         switch self {
-        case .message(let id, let m): w.write(UInt8(1)); w.write(id); w.write(m)
+        case .message(let id, let m) where m.priority == .normal: w.write(UInt8(1)); w.write(id); w.write(m)
+        case .message(let id, let m): w.write(UInt8(7)); w.write(id); w.write(m); w.write(m.priority.rawValue)
         case .entered(let id, let user): w.write(UInt8(2)); w.write(id); w.write(user)
         case .left(let id, let user, let reason): w.write(UInt8(3)); w.write(id); w.write(user); w.write(reason.rawValue)
         case .created(let id, let creator): w.write(UInt8(4)); w.write(id); w.write(creator)
@@ -59,6 +60,7 @@ extension RoomActivity: BinaryCodable {
     public init(from r: inout ByteReader) throws(CodecError) {
         switch try r.readByte() {
         case 1: self = .message(roomId: try r.readString(), try r.read())
+        case 7: self = .message(roomId: try r.readString(), try ChatMessage.withPriority(&r))
         case 2: self = .entered(roomId: try r.readString(), userId: try r.readString())
         case 3:
             let id = try r.readString(), user = try r.readString()

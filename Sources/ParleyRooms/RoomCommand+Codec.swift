@@ -203,7 +203,10 @@ extension RoomCommand: BinaryCodable {
         case .enter(let p): w.write(UInt8(38)); w.write(p); w.write(p.replacing)
         case .exit(let id): w.write(UInt8(9)); w.write(id)
         case .sessionLost(let edge): w.write(UInt8(10)); w.write(edge)
-        case .sendMessage(let p): w.write(UInt8(11)); w.write(p)
+        // A message of normal priority keeps its first encoding (tag 11); another priority is tag 40, written only
+        // once every node reads it (D3, `PeerProtocol.Feature.messagePriority`).
+        case .sendMessage(let p) where p.priority == .normal: w.write(UInt8(11)); w.write(p)
+        case .sendMessage(let p): w.write(UInt8(40)); w.write(p); w.write(p.priority.rawValue)
         case .fetchHistory(let p): w.write(UInt8(12)); w.write(p)
         case .fetchMembers(let p): w.write(UInt8(13)); w.write(p)
         case .fetchMembersByIds(let p): w.write(UInt8(14)); w.write(p)
@@ -274,6 +277,11 @@ extension RoomCommand: BinaryCodable {
         case 36: self = .setScopedAppPolicy(namespace: try r.readString(), try r.read())
         case 37: self = .setSendBudget(namespace: try r.readString(), try r.read())
         case 39: self = .setHistoryWindow(bytes: try r.readInt())
+        case 40:
+            var m: SendMessage = try r.read()
+            m.priority = try r.readEnum()
+            guard m.priority != .normal else { throw .invalidValue("a send with its priority written out as normal") }
+            self = .sendMessage(m)
         case 38:
             var e: EnterRoom = try r.read()
             e.replacing = try r.readString()

@@ -89,15 +89,18 @@ public struct SendMessage: Sendable, Hashable {
     public var body: String
     public var ext: String
     public var fromUser: String
+    /// D3: what the edges may shed above the room's delivered-rate ceiling.
+    public var priority: MessagePriority
 
     public init(roomId: String, type: MessageType = .text, clientMessageId: String = "", body: String,
-                ext: String = "", fromUser: String = "") {
+                ext: String = "", fromUser: String = "", priority: MessagePriority = .normal) {
         self.roomId = roomId
         self.type = type
         self.clientMessageId = clientMessageId
         self.body = body
         self.ext = ext
         self.fromUser = fromUser
+        self.priority = priority
     }
 }
 

@@ -124,8 +124,11 @@ extension RoomEventKind: BinaryCodable {
         switch self {
         case .notification(let n):
             w.write(UInt8(0)); w.write(n)
-        case .message(let m):
+        // A message of normal priority keeps tag 1 (nodes before D3 read it); another priority is tag 11.
+        case .message(let m) where m.priority == .normal:
             w.write(UInt8(1)); w.write(m)
+        case .message(let m):
+            w.write(UInt8(11)); w.write(m); w.write(m.priority.rawValue)
         case .kicked(let reason, let ext):
             w.write(UInt8(2)); w.write(reason.rawValue); w.write(ext)
         case .status(.joined(let count, let time)):
@@ -152,6 +155,7 @@ extension RoomEventKind: BinaryCodable {
         switch try r.readByte() {
         case 0: self = .notification(try r.read())
         case 1: self = .message(try r.read())
+        case 11: self = .message(try ChatMessage.withPriority(&r))
         case 2: self = .kicked(reason: try r.readEnum(), ext: try r.readString())
         case 3: self = .status(.joined(memberCount: try r.readInt(), time: try r.readInt64()))
         case 4: self = .status(.quit)

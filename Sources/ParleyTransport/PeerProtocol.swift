@@ -29,8 +29,12 @@
 ///   and the server API may use them only once every node does.
 /// - 12: reads the room command `setHistoryWindow` (tag 39: the byte bound of a shard's rooms' history
 ///   windows, SPEC D1) and rooms snapshots of version 6; shard leaders propose it only once every node does.
+/// - 13: reads message priorities (SPEC D3: the room command `sendMessage` of tag 40, history items of tag 2,
+///   event kinds of tag 11, activities of tag 7) and the meta command `setRoomCeiling` (tag 15) with meta
+///   snapshots of version 7; a node proposes a priority other than normal, and the server API sets a ceiling,
+///   only once every node does.
 public enum PeerProtocol {
-    public static let version = 12
+    public static let version = 13
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -69,9 +73,12 @@ public enum PeerProtocol {
         case readReceipts
         /// The room command `setHistoryWindow` (tag 39) and rooms snapshot version 6 (SPEC D1).
         case historyWindow
+        /// Message priorities and rooms' delivered-rate ceilings (SPEC D3).
+        case messagePriority
 
         public var version: Int {
             switch self {
+            case .messagePriority: 13
             case .historyWindow: 12
             case .readReceipts: 11
             case .webhookCopies: 10

@@ -176,6 +176,38 @@ import ParleyPlacement
         #expect(m.connectionBudgets.isEmpty)
     }
 
+    /// SPEC D3: an app's room ceiling is set, removed and goes with the app; one out of range is refused; a state
+    /// with one is snapshot 7 (with the budgets' and webhooks' sections before it, empty or not), one without
+    /// keeps the version it had, and both restore.
+    @Test func D3_roomCeilingsAreKeptPerAppAndSnapshotAsVersion7OnlyWhenThereAreSome() throws {
+        var m = Self.registered([1])
+        _ = m.apply(.putApp(Self.s.app("k", secret: String(repeating: "1", count: 16))), context: Self.app)
+        let plain = m.snapshot()
+        #expect(plain.first == 4)
+        #expect(m.apply(.setRoomCeiling(appKey: "nope", messagesPerSecond: 5), context: Self.app) == .refusal(.notFound, "no app nope"))
+        for bad in [0, -1, 1_000_001] {
+            guard case .refused(let code, _) = m.apply(.setRoomCeiling(appKey: "k", messagesPerSecond: bad), context: Self.app) else {
+                Issue.record("\(bad) was accepted"); continue
+            }
+            #expect(code == MetaRefusal.badParameter.rawValue)
+        }
+        #expect(m.snapshot() == plain)
+        #expect(m.apply(.setRoomCeiling(appKey: "k", messagesPerSecond: 40), context: Self.app) == .done)
+        #expect(m.roomCeilings == ["k": 40])
+        let withCeiling = m.snapshot()
+        #expect(withCeiling.first == 7)
+        #expect(try MetaState(restoring: withCeiling) == m)
+        for cut in 0..<withCeiling.count { #expect(throws: (any Error).self) { try MetaState(restoring: Array(withCeiling[..<cut])) } }
+        // With a connection budget as well, both come back.
+        _ = m.apply(.setConnectionBudget(appKey: "k", ConnectionBudget(requestsPerSecond: 9, burst: 9)), context: Self.app)
+        #expect(try MetaState(restoring: m.snapshot()) == m)
+        #expect(m.apply(.setRoomCeiling(appKey: "k", messagesPerSecond: nil), context: Self.app) == .done)
+        #expect(m.snapshot().first == 5)
+        _ = m.apply(.setRoomCeiling(appKey: "k", messagesPerSecond: 3), context: Self.app)
+        _ = m.apply(.removeApp(appKey: "k"), context: Self.app)
+        #expect(m.roomCeilings.isEmpty)
+    }
+
     @Test func commandsRoundTripTheCodec() throws {
         let commands: [MetaCommand] = [
             .registerNode(NodeRecord(id: 4, peerAddress: "a:1", httpAddress: "b:2", state: .draining, registeredAt: 9)),
@@ -187,6 +219,8 @@ import ParleyPlacement
             .claimNonce(scope: "k"),
             .setConnectionBudget(appKey: "k", ConnectionBudget(requestsPerSecond: 7, burst: 9)),
             .setConnectionBudget(appKey: "k", nil),
+            .setRoomCeiling(appKey: "k", messagesPerSecond: 250),
+            .setRoomCeiling(appKey: "k", messagesPerSecond: nil),
         ]
         for c in commands { #expect(try MetaCommand(decoding: c.encoded()) == c) }
         for o in [MetaOutcome.done, .placement(version: 7), .refusal(.notFound, "x")] {

@@ -3,6 +3,7 @@ import ParleyCluster
 import ParleyEdge
 import ParleyRooms
 import ParleyPlacement
+import ParleyTestSupport
 import Testing
 
 /// Sessions through real WebSockets against a real `RoomsState` cluster: auth, messages, notifications,

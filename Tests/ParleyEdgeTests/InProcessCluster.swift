@@ -197,6 +197,10 @@ final class InProcessCluster: EdgeCluster, Sendable {
         state.withLock { $0.meta.connectionBudgets[appKey] }
     }
 
+    func roomCeiling(ofApp appKey: String) async -> Int? {
+        state.withLock { $0.meta.roomCeilings[appKey] }
+    }
+
     // MARK: set-up as the app server would do it
 
     @discardableResult

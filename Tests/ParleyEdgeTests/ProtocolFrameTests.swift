@@ -3,6 +3,7 @@ import ParleyCluster
 import ParleyEdge
 import ParleyRooms
 import Prometheus
+import ParleyTestSupport
 import Testing
 
 /// The envelope: hello, heartbeat, malformed frames and size limits (docs/protocol.md).

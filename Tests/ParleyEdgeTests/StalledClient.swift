@@ -5,11 +5,13 @@ import Glibc
 
 /// A WebSocket client on a plain blocking socket that sends what it is told and reads only when asked: with a
 /// small receive buffer and no reads it is the client that stops reading (the bounded-outbox test).
-/// Its reads block: call them through `offThePool`, so that two tests waiting at once do not hold both of a
+/// Its reads block: call them through `offThePool` (ParleyTestSupport), so that two tests waiting at once do not hold both of a
 /// 2-core machine's concurrency threads while the server's own tasks need one.
 final class StalledClient: @unchecked Sendable {
     private let fd: Int32
     private var reset = false
+    /// Bytes read but not yet a whole server frame (`readFrames`).
+    private var unframed: [UInt8] = []
 
     init(port: Int, receiveBuffer: Int32 = 4096) throws {
         fd = try Self.connected(port: port, receiveBuffer: receiveBuffer)
@@ -96,14 +98,8 @@ final class StalledClient: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         var all: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while ContinuousClock.now < deadline {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
-                break
-            }
-            all += buffer[0..<n]
+        while ContinuousClock.now < deadline, let chunk = receive(&buffer) {
+            all += chunk
             if String(decoding: all, as: UTF8.self).contains(text) { return String(decoding: all, as: UTF8.self) }
         }
         throw EdgeTestError.timeout("never read \(text)")
@@ -148,6 +144,89 @@ final class StalledClient: @unchecked Sendable {
         throw EdgeTestError.timeout("the server kept the stalled connection open")
     }
 
+    /// Reads until a whole frame holding `text` has come; returns every whole text frame read (later bytes stay
+    /// for the next call).
+    func readFrames(until text: String, timeout: Duration = .seconds(10)) throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        var frames: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while ContinuousClock.now < deadline, let chunk = receive(&buffer) {
+            unframed += chunk
+            let (whole, used) = Self.frames(in: unframed)
+            unframed.removeFirst(used)
+            frames += whole
+            if whole.contains(where: { $0.contains(text) }) { return frames }
+        }
+        throw EdgeTestError.timeout("never read \(text)")
+    }
+
+    /// One `recv`: its bytes, none when the wait ran out or a signal came, nil at the end of the connection or
+    /// on an error.
+    private func receive(_ buffer: inout [UInt8]) -> ArraySlice<UInt8>? {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n > 0 { return buffer[0..<n] }
+        if n < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return [] }
+        return nil
+    }
+
+    /// Reads whole text frames until none came for `quiet`.
+    func readFrames(quietFor quiet: Duration) throws -> [String] {
+        var wait = timeval(tv_sec: 0, tv_usec: Int(quiet / .microseconds(1)))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        var frames: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            unframed += buffer[0..<n]
+            let (whole, used) = Self.frames(in: unframed)
+            unframed.removeFirst(used)
+            frames += whole
+        }
+        return frames
+    }
+
+    /// The text frames a server wrote (unmasked), in order, from `bytes` (a cut frame at the end is left out).
+    static func serverFrames(_ bytes: [UInt8]) -> [String] { frames(in: bytes).texts }
+
+    /// The close code of the server's close frame among `bytes`, if one came.
+    static func closeCode(_ bytes: [UInt8]) -> Int? {
+        var at = 0
+        while let (opcode, payload, next) = frame(in: bytes, at: at) {
+            if opcode == 8, payload.count >= 2 { return Int(payload[0]) << 8 | Int(payload[1]) }
+            at = next
+        }
+        return nil
+    }
+
+    private static func frames(in bytes: [UInt8]) -> (texts: [String], used: Int) {
+        var at = 0
+        var texts: [String] = []
+        while let (opcode, payload, next) = frame(in: bytes, at: at) {
+            if opcode == 1 { texts.append(String(decoding: payload, as: UTF8.self)) }
+            at = next
+        }
+        return (texts, at)
+    }
+
+    /// One whole unmasked frame starting at `at`: its opcode, payload and where the next begins.
+    private static func frame(in b: [UInt8], at: Int) -> (UInt8, ArraySlice<UInt8>, Int)? {
+        guard b.count >= at + 2 else { return nil }
+        var length = Int(b[at + 1] & 0x7F)
+        var start = at + 2
+        if length == 126 {
+            guard b.count >= at + 4 else { return nil }
+            length = Int(b[at + 2]) << 8 | Int(b[at + 3])
+            start = at + 4
+        } else if length == 127 {
+            guard b.count >= at + 10 else { return nil }
+            length = (0..<8).reduce(0) { $0 << 8 | Int(b[at + 2 + $1]) }
+            start = at + 10
+        }
+        guard b.count >= start + length else { return nil }
+        return (b[at] & 0x0F, b[start..<(start + length)], start + length)
+    }
+
     private func write(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
@@ -158,9 +237,3 @@ final class StalledClient: @unchecked Sendable {
     }
 }
 
-/// Runs a blocking `body` on a thread of its own and waits for it without holding a concurrency thread.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}

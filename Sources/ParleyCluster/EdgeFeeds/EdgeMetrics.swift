@@ -14,6 +14,9 @@ import Metrics
 /// - `parley_edge_request_seconds`: from a room request (enter, send, any room op) read to its answer written
 ///   (histogram, issue 18).
 /// - `parley_edge_messages_total`: messages clients sent through this edge that their room took.
+/// - `parley_edge_shed_total{reason}`: room messages this edge did not deliver (SPEC D2, D3): `rate` (one per
+///   message above its room's ceiling, whoever was in the room), `slow` (one per low-priority event a
+///   connection that was behind skipped).
 public final class EdgeMetrics: Sendable {
     /// `increment()` when a connection opens, `decrement()` when it closes.
     public let connections: Meter
@@ -34,6 +37,8 @@ public final class EdgeMetrics: Sendable {
     private let authFailures: [String: Counter]
     private let closes: [String: Counter]
     public static let closeReasons = ["tooSlow", "frameTooSlow", "error"]
+    private let shedCounters: [String: Counter]
+    public static let shedReasons = ["rate", "slow"]
     public static let authFailureReasons = ["badToken", "tokenExpired", "tokenRevoked", "unknownApp", "throttled"]
 
     public init(factory: any MetricsFactory) {
@@ -53,6 +58,14 @@ public final class EdgeMetrics: Sendable {
         closes = Dictionary(uniqueKeysWithValues: Self.closeReasons.map {
             ($0, Counter(label: "parley_edge_closes_total", dimensions: [("reason", $0)], factory: factory))
         })
+        shedCounters = Dictionary(uniqueKeysWithValues: Self.shedReasons.map {
+            ($0, Counter(label: "parley_edge_shed_total", dimensions: [("reason", $0)], factory: factory))
+        })
+    }
+
+    /// D2 / D3: a message not delivered (`reason` one of `shedReasons`).
+    public func shed(_ reason: String) {
+        shedCounters[reason]?.increment()
     }
 
     /// A room request answered `since` then; `message`: a message its room took.

@@ -19,7 +19,10 @@ async function app(): Promise<void> {
   for await (const event of client.events()) {
     const e: RoomEvent = event;
     if (e.type === 'gap') console.log(e.data.fromSeq, e.data.toSeq);
+    if (e.type === 'shed') for (const [from, to] of e.data.ranges) console.log(e.data.reason, from, to);
+    if (e.type === 'message' && e.data.priority === 'low') console.log('may be shed');
   }
+  await client.sendMessage('lobby', { body: 'goal!', priority: 'high' });
   try {
     await client.sendMessage('lobby', { body: 'x' });
   } catch (error) {
@@ -37,6 +40,8 @@ async function app(): Promise<void> {
   await client.enterChatroom({ roomId: 'r', auth: { mode: 'independent', appKey: 'k', account: 'a' } });
   // @ts-expect-error: sendMessage needs a body
   await client.sendMessage('lobby', { type: 'text' });
+  // @ts-expect-error: a priority is high, normal or low
+  await client.sendMessage('lobby', { body: 'x', priority: 'urgent' });
   // @ts-expect-error: no such event
   client.addEventListener('messages', () => {});
   // @ts-expect-error: a team's notify state is one of three

@@ -1,0 +1,41 @@
+import NIOCore
+import ParleyRooms
+
+/// SPEC D3: a room's delivered rate on this edge, capped per app (`/v1/app/setBudgets`'s
+/// `roomDeliveredPerSecond`). Above the ceiling low messages are shed first, then normal ones; high ones never
+/// are. The room's sessions are told by seq with a `shed` event (reason "rate") before the room's next event
+/// reaches them, or a second after the first shed one if the room goes quiet.
+extension Edge {
+    /// Whether the room's message of `priority` (seq `seq`) goes to its sessions on this edge.
+    func delivers(_ priority: MessagePriority, roomId: String, seq: UInt64) -> Bool {
+        guard let app = rooms[roomId]?.app, let ceiling = appLimits.roomCeiling(ofApp: app) else { return true }
+        let now = NIODeadline.now().uptimeNanoseconds
+        if rooms[roomId]?.rate.admits(priority, ceiling: ceiling, nowNanoseconds: now) != false { return true }
+        rooms[roomId]?.shed.add(roomId: roomId, seq: seq)
+        metrics?.shed("rate")
+        if rooms[roomId]?.shedNoticeDue == false {
+            rooms[roomId]?.shedNoticeDue = true
+            Task {
+                try? await Task.sleep(for: .seconds(1))
+                await self.tellShedAlone(roomId: roomId)
+            }
+        }
+        return false
+    }
+
+    /// Tells the room's sessions (all but those still entering, which replay from history) what was shed.
+    func tellShed(roomId: String) {
+        rooms[roomId]?.shedNoticeDue = false
+        guard let frames = rooms[roomId]?.shed.takeFrames(reason: "rate"), let room = rooms[roomId] else { return }
+        for frame in frames {
+            for (_, session) in room.sessions where !session.buffering { gathered.add(frame, to: session.socket) }
+        }
+    }
+
+    /// `tellShed` when no page is being delivered (the room went quiet after shedding).
+    private func tellShedAlone(roomId: String) {
+        guard rooms[roomId]?.shed.isEmpty == false else { return }
+        tellShed(roomId: roomId)
+        gathered.handOver()
+    }
+}
