@@ -11,7 +11,8 @@ the message); a resend with the same clientMessageId is answered with the same s
 IM pre-send checks (peer protocol 9) is answered 503 while an older node runs; and an app's after-event
 callbacks (peer protocol 10: a shard command and snapshot form older nodes cannot read) make no shard keep
 copies while an older node runs; and no shard takes the rooms' history window bound (peer protocol 12, SPEC D1)
-while an older node runs. Bounded: 3 nodes,
+while an older node runs; a message sent with a priority goes as a normal one, and an app's room ceiling is
+answered 503, while an older node runs (peer protocol 13, SPEC D3). Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -52,7 +53,7 @@ class Sender(ProtocolSession):
         return self.seen.get(client_id)
 
 
-async def check(ports, app_key, rooms, labels):
+async def check(ports, app_key, rooms, labels, gated_open):
     failures = []
     sent = 0
     for n, port in enumerate(ports):
@@ -89,6 +90,16 @@ async def check(ports, app_key, rooms, labels):
             again = await s.call("sendMessage", roomId=room, body=f"from {labels[n]} node {n + 1}", clientMessageId=client_id)
             if (again.get("data") or {}).get("seq") != data.get("seq"):
                 failures.append(f"{where}: the resend was answered {again}, the send {answer}")
+            # SPEC D3: a priority is written (command tag 40) only once every node reads it (peer protocol
+            # 13); until then the message goes as a normal one, neither refused nor lost.
+            low_id = f"{account}-low"
+            low = await s.call("sendMessage", roomId=room, body="low", clientMessageId=low_id, priority="low")
+            low_event = await s.event_for(low_id)
+            if not low.get("ok") or low_event is None:
+                failures.append(f"{where}: a low-priority send: {low}, its event {low_event}")
+            elif labels[n] == "new" and low_event.get("priority") != ("low" if gated_open else None):
+                failures.append(f"{where}: a low-priority message came as {low_event.get('priority')} "
+                                f"(every node reads priorities: {gated_open})")
             await s.ws.close()
     return sent, failures
 
@@ -127,11 +138,17 @@ def main():
         if code != 200:
             raise RuntimeError(f"setWebhooks with events: {code} {answer}")
         time.sleep(3)  # the edges learn the app's users from meta
-        sent, failures = asyncio.run(check(ports, app_key, args.rooms, labels))
         # What the older build speaks decides which of the gated features must wait for it.
         code, text = http(f"http://127.0.0.1:{ports[0]}/status")
         old_protocol = json.loads(text).get("peerProtocol", 1) if code == 200 else 1
         print(json.dumps({"olderPeerProtocol": old_protocol}))
+        sent, failures = asyncio.run(check(ports, app_key, args.rooms, labels, old_protocol >= 13))
+        # SPEC D3: a room ceiling (meta command tag 15) waits for every node too: 503 beside an older one.
+        code, answer = signed(base, app_key, app_secret, "/v1/app/setBudgets", {"roomDeliveredPerSecond": 50})
+        if old_protocol < 13 and (code != 503 or answer.get("code") != 10503):
+            failures.append(f"setBudgets with a room ceiling beside an older node: {code} {answer}")
+        if old_protocol >= 13 and code != 200:
+            failures.append(f"setBudgets with a room ceiling: {code} {answer}")
         if old_protocol < 10:
             for n, port in enumerate(ports):
                 code, text = http(f"http://127.0.0.1:{port}/status")
