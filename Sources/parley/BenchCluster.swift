@@ -89,6 +89,18 @@ final class BenchCluster: @unchecked Sendable {
         processes.pid(id).flatMap { ResidentMemory.bytes(ofProcess: "\($0)") }
     }
 
+    /// The sum over every node's `/metrics` of the lines that start with `series` (a name with its labels).
+    func metricTotal(_ series: String) async -> Double {
+        var total = 0.0
+        for id in layout.ids {
+            guard let (data, _) = try? await URLSession.shared.data(from: URL(string: layout.httpURL(id) + "/metrics")!) else { continue }
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(series + " ") {
+                total += Double(line.split(separator: " ").last ?? "") ?? 0
+            }
+        }
+        return total
+    }
+
     /// CPU time (user and system) all node processes have used so far, in seconds (from /proc).
     func nodeCPUSeconds() -> Double {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))

@@ -23,6 +23,9 @@ struct BenchFanoutCommand: AsyncParsableCommand {
     @Option(help: "Runs per member count (the median is reported).") var runs = 3
     @Option(help: "Connections opened at once while members enter.") var connectWindow = 200
     @Flag(help: "Skip fsync on the nodes (never for published figures).") var noFsync = false
+    @Option(help: "Members (the first ones) that stop reading once entered (SPEC D2: what a slow consumer costs the others and the node).") var stalled = 0
+    @Option(help: "The messages' priority: high, normal or low (SPEC D3; a member that is behind skips low ones).") var priority = "normal"
+    @Option(name: .customLong("body-bytes"), help: "Bytes added to each message's body.") var bodyBytes = 0
     @Option(name: .customLong("webhook-url"), help: "Copy every room message and member change to this app server (SPEC W2), e.g. https://203.0.113.9/hooks, where nothing answers: what a dead app server's backlog costs the fan-out.")
     var webhookURL: String?
 
@@ -30,8 +33,9 @@ struct BenchFanoutCommand: AsyncParsableCommand {
 
     func run() async throws {
         let levels = members.split(separator: ",").compactMap { Int($0) }
-        guard !levels.isEmpty, levels.allSatisfy({ $0 > 0 }), messages > 0, window > 0 else {
-            throw ValidationError("bad --members, --messages or --window")
+        guard !levels.isEmpty, levels.allSatisfy({ $0 > stalled }), messages > 0, window > 0, stalled >= 0,
+              ["high", "normal", "low"].contains(priority), (0...60_000).contains(bodyBytes) else {
+            throw ValidationError("bad --members, --messages, --window, --stalled (fewer than the members), --priority or --body-bytes (0 … 60000)")
         }
         let cluster = try BenchCluster(nodes: nodes, shards: shards, fsync: !noFsync)
         try await cluster.running { clients in
@@ -102,6 +106,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
         try await admin.room(.setRoomPolicy(RoomPolicyUpdate(roomId: scoped, enterExitNotifications: false)), roomId: scoped)
         let before = cluster.layout.ids.map { cluster.residentBytes($0) ?? 0 }
         let tally = FanoutTally()
+        let stalledTally = FanoutTally()
         var channels: [Channel] = []
         var opened = 0
         // Members enter round-robin over the edges, `connectWindow` at a time; one in 20 samples latency.
@@ -109,9 +114,13 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             func open(_ i: Int) {
                 let port = cluster.layout.httpPorts[i % cluster.layout.count]
                 let enter = #"{"id":2,"op":"enter","roomId":"\#(room)","auth":{"mode":"anonymous","appKey":"\#(Self.appKey)"},"nickname":"m\#(i)","avatar":"a"}"#
+                let stalls = i < stalled
                 tasks.addTask {
-                    try await FanoutConnection.connect(host: "127.0.0.1", port: port, group: group, enterFrame: enter,
-                                                       tally: tally, samplesLatency: i % 20 == 0).0
+                    let channel = try await FanoutConnection.connect(
+                        host: "127.0.0.1", port: port, group: group, enterFrame: enter, tally: stalls ? stalledTally : tally,
+                        samplesLatency: !stalls && i % 20 == 0, receiveBuffer: stalls ? 4096 : nil).0
+                    if stalls { try await channel.setOption(ChannelOptions.autoRead, value: false) }
+                    return channel
                 }
             }
             while opened < min(connectWindow, level) { open(opened); opened += 1 }
@@ -133,6 +142,10 @@ struct BenchFanoutCommand: AsyncParsableCommand {
                 enterFrame: senderEnter, tally: FanoutTally(), samplesLatency: false))
         }
         var results: [(rate: Double, sent: Double, p50: Double, p99: Double, cpu: Double)] = []
+        let padding = String(repeating: "p", count: bodyBytes)
+        let priority = self.priority
+        let closesBefore = await cluster.metricTotal(#"parley_edge_closes_total{reason="tooSlow"}"#)
+        let skippedBefore = await cluster.metricTotal(#"parley_edge_shed_total{reason="slow"}"#)
         for _ in 0..<runs {
             tally.reset()
             let cpuBefore = cluster.nodeCPUSeconds()
@@ -140,16 +153,16 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             try await withThrowingTaskGroup(of: Void.self) { sends in
                 var next = 0
                 func send() {
-                    let body = "t:\(DispatchTime.now().uptimeNanoseconds)"
+                    let body = "t:\(DispatchTime.now().uptimeNanoseconds) " + padding
                     let sender = senders[next % senders.count].1
-                    sends.addTask { try await sender.sendMessage(roomId: room, body: body).get() }
+                    sends.addTask { try await sender.sendMessage(roomId: room, body: body, priority: priority).get() }
                     next += 1
                 }
                 while next < min(window, messages) { send() }
                 for try await _ in sends where next < messages { send() }
             }
             let sentEnd = DispatchTime.now().uptimeNanoseconds
-            let expected = level * messages
+            let expected = (level - stalled) * messages
             let deadline = Date().addingTimeInterval(60)
             while tally.snapshot.delivered < expected, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
             let snap = tally.snapshot
@@ -166,6 +179,14 @@ struct BenchFanoutCommand: AsyncParsableCommand {
         let cpu = results.map(\.cpu).sorted()[results.count / 2]
         print(String(format: "%7d  %21.0f  %10.0f  %6.1f  %6.1f  %10.1f  %27.1f", level, m.rate, m.sent, m.p50, m.p99,
                      perConnection, cpu))
+        if stalled > 0 {
+            // D2: what the members that stopped reading cost: closed 1008 (tooSlow) or low events skipped.
+            let closed = await cluster.metricTotal(#"parley_edge_closes_total{reason="tooSlow"}"#) - closesBefore
+            let skipped = await cluster.metricTotal(#"parley_edge_shed_total{reason="slow"}"#) - skippedBefore
+            let rss = cluster.layout.ids.map { Double(cluster.residentBytes($0) ?? 0) / 1_048_576 }
+            print(String(format: "  stalled: %d members stopped reading; closed too slow: %.0f; low events skipped: %.0f; node RSS after: %@ MB",
+                         stalled, closed, skipped, rss.map { String(format: "%.0f", $0) }.joined(separator: " / ")))
+        }
         let retried = senders.reduce(0) { $0 + $1.1.budgetRetries.withLockedValue { $0 } }
         if retried > 0 { print("  (\(retried) sends waited for a connection's request budget, A1)") }
         for (channel, _) in senders { try? await channel.close() }

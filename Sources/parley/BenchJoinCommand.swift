@@ -211,15 +211,7 @@ struct BenchJoinCommand: AsyncParsableCommand {
     }
 
     private static func snapshotBytesSent(_ cluster: BenchCluster) async -> Double {
-        var total = 0.0
-        for id in cluster.layout.ids {
-            guard let (data, _) = try? await URLSession.shared.data(from: URL(string: cluster.layout.httpURL(id) + "/metrics")!) else { continue }
-            for line in String(decoding: data, as: UTF8.self).split(separator: "\n")
-            where line.hasPrefix("parley_snapshot_bytes_sent_total ") {
-                total += Double(line.split(separator: " ").last ?? "") ?? 0
-            }
-        }
-        return total
+        await cluster.metricTotal("parley_snapshot_bytes_sent_total")
     }
 
     private static func roomsOn(_ cluster: BenchCluster, shard: Int, node: UInt64) async -> Int {

@@ -71,13 +71,13 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// Sends a message to the room (on the channel's loop); the future completes on its answer.
-    func sendMessage(roomId: String, body: String) -> EventLoopFuture<Void> {
+    func sendMessage(roomId: String, body: String, priority: String = "normal") -> EventLoopFuture<Void> {
         let loop = entered.futureResult.eventLoop
         return loop.flatSubmit {
             let id = self.nextID
             self.nextID += 1
             let promise = loop.makePromise(of: Void.self)
-            let frame = #"{"id":\#(id),"op":"sendMessage","roomId":"\#(roomId)","type":"text","body":"\#(body)"}"#
+            let frame = #"{"id":\#(id),"op":"sendMessage","roomId":"\#(roomId)","type":"text","body":"\#(body)","priority":"\#(priority)"}"#
             self.answers[id] = (promise, frame)
             self.send(frame)
             return promise.futureResult
@@ -137,14 +137,19 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// Opens a WebSocket to `host:port/ws` and installs a connection that enters with `enterFrame`.
+    /// `receiveBuffer`: the socket's receive buffer (a member that will stop reading keeps a small one, so the
+    /// node, not this process's kernel, holds what it does not read).
     static func connect(host: String, port: Int, group: EventLoopGroup, enterFrame: String?, tally: FanoutTally,
-                        samplesLatency: Bool) async throws -> (Channel, FanoutConnection) {
+                        samplesLatency: Bool, receiveBuffer: Int32? = nil) async throws -> (Channel, FanoutConnection) {
         let loop = group.next()
         let entered = loop.makePromise(of: Void.self)
         let connection = FanoutConnection(enterFrame: enterFrame, tally: tally, samplesLatency: samplesLatency, entered: entered)
         let upgraded = loop.makePromise(of: Void.self)
-        let channel = try await ClientBootstrap(group: loop)
-            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+        var bootstrap = ClientBootstrap(group: loop).channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+        if let receiveBuffer {
+            bootstrap = bootstrap.channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
+        }
+        let channel = try await bootstrap
             .channelInitializer { channel in
                 let upgrader = NIOWebSocketClientUpgrader(maxFrameSize: 1 << 20, upgradePipelineHandler: { channel, _ in
                     channel.pipeline.addHandler(connection).map { upgraded.succeed() }
