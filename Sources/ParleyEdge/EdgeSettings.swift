@@ -38,8 +38,9 @@ public struct EdgeSettings: Sendable, Hashable {
     /// cost (docs/benchmarks.md: 20 ms took a fifth off the fan-out's CPU per delivery, 50 ms a third). Answers
     /// are never held, and one that leaves takes the events queued before it along. 0 writes every page at once.
     public var deliverySpacingMillis: Int = 20
-    /// Bytes written to one connection but not yet taken by its socket beyond which (after a flush) it counts as
-    /// too slow: it is sent close 1008 and dropped. Bounds the memory a client that stops reading holds.
+    /// Bytes written to one connection but not yet taken by its socket beyond which it counts as too slow: it is
+    /// sent close 1008 and dropped (SPEC D2; past half of it, low-priority events are skipped first). Bounds the
+    /// memory a client that stops reading holds.
     public var maxQueuedBytes = 1 << 20
     /// SPEC A1: requests one connection may send, all ops together, when its app has no budget of its own
     /// (`/v1/app/setBudgets`, `ConnectionBudget`); beyond it the request is answered 416 with `retryAfterMs`
