@@ -23,12 +23,19 @@ extension Edge {
         return false
     }
 
-    /// Tells the room's sessions (all but those still entering, which replay from history) what was shed.
+    /// Tells the room's sessions what was shed; a session still entering gets it after its answer (its buffer),
+    /// so it is not missed by one that entered while the room was above its ceiling.
     func tellShed(roomId: String) {
         rooms[roomId]?.shedNoticeDue = false
         guard let frames = rooms[roomId]?.shed.takeFrames(reason: "rate"), let room = rooms[roomId] else { return }
         for frame in frames {
-            for (_, session) in room.sessions where !session.buffering { gathered.add(frame, to: session.socket) }
+            for (connection, session) in room.sessions {
+                if session.buffering {
+                    rooms[roomId]?.sessions[connection]?.buffer.append((0, frame, false))
+                } else {
+                    gathered.add(frame, to: session.socket)
+                }
+            }
         }
     }
 
