@@ -24,7 +24,10 @@ struct BenchFanoutCommand: AsyncParsableCommand {
     @Option(help: "Connections opened at once while members enter.") var connectWindow = 200
     @Flag(help: "Skip fsync on the nodes (never for published figures).") var noFsync = false
     @Option(help: "Members (the first ones) that stop reading once entered (SPEC D2: what a slow consumer costs the others and the node).") var stalled = 0
-    @Option(help: "The messages' priority: high, normal or low (SPEC D3; a member that is behind skips low ones).") var priority = "normal"
+    @Option(help: "The messages' priority: high, normal, low, or mixed (every tenth high, the others low; SPEC D3: a member that is behind skips low ones, an edge above its room's ceiling sheds them).") var priority = "normal"
+    @Option(help: "The app's room ceiling: messages a second each edge delivers to the room (SPEC D3; 0: none).") var ceiling = 0
+    @Option(help: "Messages a second the senders keep to (0: as fast as --window allows).") var rate = 0.0
+    @Flag(help: "Skip the idle-connection memory measure (it opens as many connections as the largest level first).") var noIdle = false
     @Option(name: .customLong("body-bytes"), help: "Bytes added to each message's body.") var bodyBytes = 0
     @Option(name: .customLong("webhook-url"), help: "Copy every room message and member change to this app server (SPEC W2), e.g. https://203.0.113.9/hooks, where nothing answers: what a dead app server's backlog costs the fan-out.")
     var webhookURL: String?
@@ -34,10 +37,14 @@ struct BenchFanoutCommand: AsyncParsableCommand {
     func run() async throws {
         let levels = members.split(separator: ",").compactMap { Int($0) }
         guard !levels.isEmpty, levels.allSatisfy({ $0 > stalled }), messages > 0, window > 0, stalled >= 0,
-              ["high", "normal", "low"].contains(priority), (0...60_000).contains(bodyBytes) else {
-            throw ValidationError("bad --members, --messages, --window, --stalled (fewer than the members), --priority or --body-bytes (0 … 60000)")
+              ["high", "normal", "low", "mixed"].contains(priority), (0...60_000).contains(bodyBytes), ceiling >= 0, rate >= 0 else {
+            throw ValidationError("bad --members, --messages, --window, --stalled (fewer than the members), --priority, --body-bytes (0 … 60000), --ceiling or --rate")
         }
-        let cluster = try BenchCluster(nodes: nodes, shards: shards, fsync: !noFsync)
+        // Every member connects from 127.0.0.1: one source, whose share of a node the edge caps (SPEC A2, 2,000 by
+        // default), which held this benchmark to ~6,000 members since the cap came in.
+        let perNode = (levels.max()! + senderCount) / max(1, nodes) + 100
+        let cluster = try BenchCluster(nodes: nodes, shards: shards, fsync: !noFsync, extraArguments: [
+            "--max-connections-per-address", "\(max(2_000, perNode))", "--max-connections", "\(max(15_000, perNode))"])
         try await cluster.running { clients in
             let admin = cluster.admin(shardMap: ShardMap(shardCount: shards))
             let secrets = MetaSecrets(clusterSecret: cluster.layout.secret)
@@ -45,6 +52,10 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             try await admin.meta(.putUser(secrets.user(appKey: Self.appKey, account: "sender", token: "sender-token")))
             try await admin.unlimitedSends(namespace: AppScope.namespace(ofApp: Self.appKey, legacyApp: nil))
             try await admin.unlimitedRequests(appKey: Self.appKey)
+            if ceiling > 0 {
+                try await admin.meta(.setRoomCeiling(appKey: Self.appKey, messagesPerSecond: ceiling))
+                print("room ceiling: \(ceiling) messages a second per edge")
+            }
             if let webhookURL {
                 let settings = WebhookSettings(url: webhookURL, events: [.roomMessage, .roomEnter, .roomExit])
                 if let problem = settings.problem { throw ValidationError("--webhook-url: \(problem)") }
@@ -57,10 +68,12 @@ struct BenchFanoutCommand: AsyncParsableCommand {
                 + "\(window) sends in flight")
             // Idle memory first, on the fresh nodes: measured later, memory freed by the room phases would be
             // reused and hide what connections cost.
-            let idle = levels.max()!
-            let perNode = try await idleMemory(idle, cluster: cluster, group: clients)
-            print("idle: \(idle) connections (hello only, no room) over \(nodes) edges: "
-                + perNode.map { String(format: "%.1f", $0) }.joined(separator: " / ") + " KiB per connection per node")
+            if !noIdle {
+                let idle = levels.max()!
+                let perNode = try await idleMemory(idle, cluster: cluster, group: clients)
+                print("idle: \(idle) connections (hello only, no room) over \(nodes) edges: "
+                    + perNode.map { String(format: "%.1f", $0) }.joined(separator: " / ") + " KiB per connection per node")
+            }
             print("members  deliveries/s (median)  messages/s  p50 ms  p99 ms  KiB/member  node CPU ms/1000 deliveries")
             for level in levels {
                 try await runLevel(level, cluster: cluster, admin: admin, group: clients)
@@ -145,6 +158,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
         let padding = String(repeating: "p", count: bodyBytes)
         let priority = self.priority
         let closesBefore = await cluster.metricTotal(#"parley_edge_closes_total{reason="tooSlow"}"#)
+        let shedBefore = await cluster.metricTotal(#"parley_edge_shed_total{reason="rate"}"#)
         let skippedBefore = await cluster.metricTotal(#"parley_edge_shed_total{reason="slow"}"#)
         for _ in 0..<runs {
             tally.reset()
@@ -155,21 +169,47 @@ struct BenchFanoutCommand: AsyncParsableCommand {
                 func send() {
                     let body = "t:\(DispatchTime.now().uptimeNanoseconds) " + padding
                     let sender = senders[next % senders.count].1
+                    let priority = priority != "mixed" ? priority : next % 10 == 0 ? "high" : "low"
                     sends.addTask { try await sender.sendMessage(roomId: room, body: body, priority: priority).get() }
                     next += 1
                 }
-                while next < min(window, messages) { send() }
-                for try await _ in sends where next < messages { send() }
+                if rate > 0 {
+                    // Paced: message i leaves at start + i / rate.
+                    while next < messages {
+                        let due = start + UInt64(Double(next) / rate * 1e9), now = DispatchTime.now().uptimeNanoseconds
+                        if due > now { try await Task.sleep(nanoseconds: due - now) }
+                        send()
+                    }
+                    try await sends.waitForAll()
+                } else {
+                    while next < min(window, messages) { send() }
+                    for try await _ in sends where next < messages { send() }
+                }
             }
             let sentEnd = DispatchTime.now().uptimeNanoseconds
             let expected = (level - stalled) * messages
             let deadline = Date().addingTimeInterval(60)
-            while tally.snapshot.delivered < expected, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            if ceiling > 0 {
+                // Shed messages never arrive: wait until deliveries have been quiet for 2 s.
+                var seen = -1
+                while tally.snapshot.delivered != seen, tally.snapshot.delivered < expected, Date() < deadline {
+                    seen = tally.snapshot.delivered
+                    try await Task.sleep(for: .seconds(2))
+                }
+            }
+            while ceiling == 0, tally.snapshot.delivered < expected, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
             let snap = tally.snapshot
             let seconds = Double(max(snap.last, sentEnd) - start) / 1e9
             let sorted = snap.samples.sorted()
             func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[Int(p * Double(sorted.count - 1))] }
-            if snap.delivered < expected { print("  warning: \(snap.delivered) of \(expected) deliveries arrived") }
+            if snap.delivered < expected, ceiling == 0 { print("  warning: \(snap.delivered) of \(expected) deliveries arrived") }
+            if ceiling > 0 {
+                let highSent = priority == "high" ? messages : priority == "mixed" ? (messages + 9) / 10 : 0
+                let shed = await cluster.metricTotal(#"parley_edge_shed_total{reason="rate"}"#) - shedBefore
+                print(String(format: "  ceiling %d/s: %d of %d deliveries (%.0f%%); high: %d of %d; messages shed by the edges: %.0f (over %d edges)",
+                             ceiling, snap.delivered, expected, 100 * Double(snap.delivered) / Double(max(1, expected)),
+                             tally.high, highSent * (level - stalled), shed, cluster.layout.count))
+            }
             // Issue 35: the nodes' CPU (user + system, all 3 processes) per 1,000 deliveries of this run.
             let cpu = (cluster.nodeCPUSeconds() - cpuBefore) * 1e6 / Double(max(1, snap.delivered))
             results.append((Double(snap.delivered) / seconds, Double(messages) / (Double(sentEnd - start) / 1e9),

@@ -9,20 +9,24 @@ import NIOWebSocket
 final class FanoutTally: @unchecked Sendable {
     private let lock = NIOLock()
     private var delivered = 0
+    /// Of `delivered`, the high-priority messages (SPEC D3: never shed).
+    private var highDelivered = 0
     private var samples: [Double] = []
     private var lastDelivery: UInt64 = 0
 
-    func record(latencyNanos: UInt64?, at now: UInt64) {
+    func record(latencyNanos: UInt64?, at now: UInt64, high: Bool = false) {
         lock.withLock {
             delivered += 1
+            if high { highDelivered += 1 }
             if let latencyNanos { samples.append(Double(latencyNanos) / 1e6) }
             lastDelivery = max(lastDelivery, now)
         }
     }
 
-    func reset() { lock.withLock { delivered = 0; samples = []; lastDelivery = 0 } }
+    func reset() { lock.withLock { delivered = 0; highDelivered = 0; samples = []; lastDelivery = 0 } }
 
     var snapshot: (delivered: Int, samples: [Double], last: UInt64) { lock.withLock { (delivered, samples, lastDelivery) } }
+    var high: Int { lock.withLock { highDelivered } }
 }
 
 /// One client of the benchmark speaking docs/protocol.md over a raw NIO WebSocket (thin on purpose: ten
@@ -110,7 +114,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
                 let digits = text[r.upperBound...].prefix { $0.isNumber }
                 if let sent = UInt64(digits), now >= sent { latency = now - sent }
             }
-            tally.record(latencyNanos: latency, at: now)
+            tally.record(latencyNanos: latency, at: now, high: text.contains(#""priority":"high""#))
             return
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
