@@ -1,4 +1,3 @@
-import NIOCore
 import ParleyRooms
 
 /// SPEC D3: a room's delivered rate on this edge, capped per app (`/v1/app/setBudgets`'s
@@ -6,11 +5,12 @@ import ParleyRooms
 /// are. The room's sessions are told by seq with a `shed` event (reason "rate") before the room's next event
 /// reaches them, or a second after the first shed one if the room goes quiet.
 extension Edge {
-    /// Whether the room's message of `priority` (seq `seq`) goes to its sessions on this edge.
-    func delivers(_ priority: MessagePriority, roomId: String, seq: UInt64) -> Bool {
+    /// Whether the room's message `m` goes to its sessions on this edge.
+    func delivers(_ m: ChatMessage, roomId: String) -> Bool {
         guard let app = rooms[roomId]?.app, let ceiling = appLimits.roomCeiling(ofApp: app) else { return true }
-        let now = NIODeadline.now().uptimeNanoseconds
-        if rooms[roomId]?.rate.admits(priority, ceiling: ceiling, nowNanoseconds: now) != false { return true }
+        let sent = UInt64(max(0, m.time)) * 1_000_000
+        if rooms[roomId]?.rate.admits(m.priority, ceiling: ceiling, nowNanoseconds: sent) != false { return true }
+        let seq = m.seq
         rooms[roomId]?.shed.add(roomId: roomId, seq: seq)
         metrics?.shed("rate")
         if rooms[roomId]?.shedNoticeDue == false {

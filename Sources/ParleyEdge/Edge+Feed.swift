@@ -66,7 +66,7 @@ extension Edge {
             }
             rooms[event.roomId]?.lastSeq = event.seq
             // D3: above the room's ceiling on this edge a message may be shed (its sessions are told).
-            if case .message(let m) = event.kind, !delivers(m.priority, roomId: event.roomId, seq: event.seq) { return }
+            if case .message(let m) = event.kind, !delivers(m, roomId: event.roomId) { return }
         }
         if rooms[event.roomId]?.shed.isEmpty == false { tellShed(roomId: event.roomId) }
         guard let room = rooms[event.roomId] else { return }

@@ -28,6 +28,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
     @Option(help: "The app's room ceiling: messages a second each edge delivers to the room (SPEC D3; 0: none).") var ceiling = 0
     @Option(help: "Messages a second the senders keep to (0: as fast as --window allows).") var rate = 0.0
     @Flag(help: "Skip the idle-connection memory measure (it opens as many connections as the largest level first).") var noIdle = false
+    @Option(name: .customLong("member-processes"), help: "Processes the members connect from (one holds at most what its descriptor limit allows; with more than 1, --runs must be 1).") var memberProcesses = 1
     @Option(name: .customLong("body-bytes"), help: "Bytes added to each message's body.") var bodyBytes = 0
     @Option(name: .customLong("webhook-url"), help: "Copy every room message and member change to this app server (SPEC W2), e.g. https://203.0.113.9/hooks, where nothing answers: what a dead app server's backlog costs the fan-out.")
     var webhookURL: String?
@@ -37,7 +38,8 @@ struct BenchFanoutCommand: AsyncParsableCommand {
     func run() async throws {
         let levels = members.split(separator: ",").compactMap { Int($0) }
         guard !levels.isEmpty, levels.allSatisfy({ $0 > stalled }), messages > 0, window > 0, stalled >= 0,
-              ["high", "normal", "low", "mixed"].contains(priority), (0...60_000).contains(bodyBytes), ceiling >= 0, rate >= 0 else {
+              ["high", "normal", "low", "mixed"].contains(priority), (0...60_000).contains(bodyBytes), ceiling >= 0, rate >= 0,
+              memberProcesses >= 1, memberProcesses == 1 || runs == 1 else {
             throw ValidationError("bad --members, --messages, --window, --stalled (fewer than the members), --priority, --body-bytes (0 … 60000), --ceiling or --rate")
         }
         // Every member connects from 127.0.0.1: one source, whose share of a node the edge caps (SPEC A2, 2,000 by
@@ -119,29 +121,19 @@ struct BenchFanoutCommand: AsyncParsableCommand {
         try await admin.room(.setRoomPolicy(RoomPolicyUpdate(roomId: scoped, enterExitNotifications: false)), roomId: scoped)
         let before = cluster.layout.ids.map { cluster.residentBytes($0) ?? 0 }
         let tally = FanoutTally()
-        let stalledTally = FanoutTally()
-        var channels: [Channel] = []
-        var opened = 0
-        // Members enter round-robin over the edges, `connectWindow` at a time; one in 20 samples latency.
-        try await withThrowingTaskGroup(of: Channel.self) { tasks in
-            func open(_ i: Int) {
-                let port = cluster.layout.httpPorts[i % cluster.layout.count]
-                let enter = #"{"id":2,"op":"enter","roomId":"\#(room)","auth":{"mode":"anonymous","appKey":"\#(Self.appKey)"},"nickname":"m\#(i)","avatar":"a"}"#
-                let stalls = i < stalled
-                tasks.addTask {
-                    let channel = try await FanoutConnection.connect(
-                        host: "127.0.0.1", port: port, group: group, enterFrame: enter, tally: stalls ? stalledTally : tally,
-                        samplesLatency: !stalls && i % 20 == 0, receiveBuffer: stalls ? 4096 : nil).0
-                    if stalls { try await channel.setOption(ChannelOptions.autoRead, value: false) }
-                    return channel
-                }
-            }
-            while opened < min(connectWindow, level) { open(opened); opened += 1 }
-            for try await channel in tasks {
-                channels.append(channel)
-                if opened < level { open(opened); opened += 1 }
-            }
-        }
+        // Members enter round-robin over the edges, `connectWindow` at a time; one in 20 samples latency. With
+        // --member-processes, this process holds the first share (and the stalled ones), the children the rest.
+        let share = level / memberProcesses
+        let others = (1..<memberProcesses).map { _ in share }
+        let localCount = level - share * (memberProcesses - 1)
+        let children = memberProcesses > 1
+            ? try FanoutMemberProcesses(counts: others, offsets: others.indices.map { localCount + $0 * share },
+                                        ports: cluster.layout.httpPorts, room: room, app: Self.appKey)
+            : nil
+        let channels = try await FanoutConnection.enterMembers(
+            Array(0..<localCount), room: room, app: Self.appKey, ports: cluster.layout.httpPorts, group: group,
+            tally: tally, stalled: stalled, window: connectWindow)
+        try await children?.waitEntered(seconds: 600)
         try await Task.sleep(for: .seconds(2))
         let after = cluster.layout.ids.map { cluster.residentBytes($0) ?? 0 }
         let perConnection = Double(zip(after, before).reduce(0) { $0 + max(0, $1.0 - $1.1) }) / Double(level) / 1024
@@ -188,17 +180,27 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             }
             let sentEnd = DispatchTime.now().uptimeNanoseconds
             let expected = (level - stalled) * messages
+            // This process's members and the children's together.
+            func delivered() -> Int { tally.snapshot.delivered + (children?.total.delivered ?? 0) }
             let deadline = Date().addingTimeInterval(60)
             if ceiling > 0 {
                 // Shed messages never arrive: wait until deliveries have been quiet for 2 s.
                 var seen = -1
-                while tally.snapshot.delivered != seen, tally.snapshot.delivered < expected, Date() < deadline {
-                    seen = tally.snapshot.delivered
+                while delivered() != seen, delivered() < expected, Date() < deadline {
+                    seen = delivered()
                     try await Task.sleep(for: .seconds(2))
                 }
             }
-            while ceiling == 0, tally.snapshot.delivered < expected, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            let snap = tally.snapshot
+            while ceiling == 0, delivered() < expected, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            var snap = tally.snapshot
+            var high = tally.high
+            if let children {
+                let theirs = children.total
+                snap.delivered += theirs.delivered
+                snap.last = max(snap.last, theirs.last)
+                snap.samples += await children.finish()
+                high += theirs.high
+            }
             let seconds = Double(max(snap.last, sentEnd) - start) / 1e9
             let sorted = snap.samples.sorted()
             func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[Int(p * Double(sorted.count - 1))] }
@@ -208,7 +210,7 @@ struct BenchFanoutCommand: AsyncParsableCommand {
                 let shed = await cluster.metricTotal(#"parley_edge_shed_total{reason="rate"}"#) - shedBefore
                 print(String(format: "  ceiling %d/s: %d of %d deliveries (%.0f%%); high: %d of %d; messages shed by the edges: %.0f (over %d edges)",
                              ceiling, snap.delivered, expected, 100 * Double(snap.delivered) / Double(max(1, expected)),
-                             tally.high, highSent * (level - stalled), shed, cluster.layout.count))
+                             high, highSent * (level - stalled), shed, cluster.layout.count))
             }
             // Issue 35: the nodes' CPU (user + system, all 3 processes) per 1,000 deliveries of this run.
             let cpu = (cluster.nodeCPUSeconds() - cpuBefore) * 1e6 / Double(max(1, snap.delivered))

@@ -174,6 +174,37 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 }
 
+extension FanoutConnection {
+    /// Anonymous members `indices` entering `room` round-robin over `ports`, `window` at a time; one in 20
+    /// samples latency. The first `stalled` indices stop reading once entered (a 4 KiB receive buffer).
+    static func enterMembers(_ indices: [Int], room: String, app: String, ports: [Int], group: EventLoopGroup,
+                             tally: FanoutTally, stalled: Int = 0, stalledTally: FanoutTally = FanoutTally(),
+                             window: Int = 200) async throws -> [Channel] {
+        var channels: [Channel] = []
+        var next = 0
+        try await withThrowingTaskGroup(of: Channel.self) { tasks in
+            func open(_ i: Int) {
+                let port = ports[i % ports.count]
+                let enter = #"{"id":2,"op":"enter","roomId":"\#(room)","auth":{"mode":"anonymous","appKey":"\#(app)"},"nickname":"m\#(i)","avatar":"a"}"#
+                let stalls = i < stalled
+                tasks.addTask {
+                    let channel = try await FanoutConnection.connect(
+                        host: "127.0.0.1", port: port, group: group, enterFrame: enter, tally: stalls ? stalledTally : tally,
+                        samplesLatency: !stalls && i % 20 == 0, receiveBuffer: stalls ? 4096 : nil).0
+                    if stalls { try await channel.setOption(ChannelOptions.autoRead, value: false) }
+                    return channel
+                }
+            }
+            while next < min(window, indices.count) { open(indices[next]); next += 1 }
+            for try await channel in tasks {
+                channels.append(channel)
+                if next < indices.count { open(indices[next]); next += 1 }
+            }
+        }
+        return channels
+    }
+}
+
 enum FanoutError: Error, CustomStringConvertible {
     case refused(String)
     var description: String { if case .refused(let t) = self { "refused: \(t.prefix(300))" } else { "" } }

@@ -32,6 +32,6 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Run a benchmark and print its figures.",
-        subcommands: [BenchRoomsCommand.self, BenchRaftCommand.self, BenchReplicateCommand.self, BenchFanoutCommand.self, BenchClientCommand.self, BenchJoinCommand.self]
+        subcommands: [BenchRoomsCommand.self, BenchRaftCommand.self, BenchReplicateCommand.self, BenchFanoutCommand.self, BenchFanoutMembersCommand.self, BenchClientCommand.self, BenchJoinCommand.self]
     )
 }

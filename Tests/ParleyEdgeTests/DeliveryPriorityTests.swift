@@ -219,6 +219,13 @@ struct DeliveryPriorityTests {
         // A second later the bucket is full again.
         let later = rate.admits(.low, ceiling: 10, nowNanoseconds: t0 + 3_000_000_000)
         #expect(later)
+        // Time is the messages' own: at a ceiling of 1 a second, messages stamped a second apart all pass however
+        // late (and however bunched) the edge reads them; one stamped earlier than the last refills nothing.
+        var paced = RoomDeliveryRate()
+        let passed = (0..<10).filter { paced.admits(.normal, ceiling: 1, nowNanoseconds: t0 + UInt64($0) * 1_000_000_000) }
+        #expect(passed.count == 10)
+        let earlier = paced.admits(.normal, ceiling: 1, nowNanoseconds: t0)
+        #expect(!earlier)
     }
 
     @Test("D2 D3: shed seqs merge into ranges per room, and a room holds a bounded number of them")
