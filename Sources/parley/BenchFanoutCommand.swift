@@ -184,11 +184,12 @@ struct BenchFanoutCommand: AsyncParsableCommand {
             func delivered() -> Int { tally.snapshot.delivered + (children?.total.delivered ?? 0) }
             let deadline = Date().addingTimeInterval(60)
             if ceiling > 0 {
-                // Shed messages never arrive: wait until deliveries have been quiet for 2 s.
+                // Shed messages never arrive: wait until deliveries have been quiet for 5 s (member processes starved of CPU
+                // report late).
                 var seen = -1
                 while delivered() != seen, delivered() < expected, Date() < deadline {
                     seen = delivered()
-                    try await Task.sleep(for: .seconds(2))
+                    try await Task.sleep(for: .seconds(5))
                 }
             }
             while ceiling == 0, delivered() < expected, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
