@@ -77,11 +77,16 @@ struct DeliveryPriorityTests {
             let priority: MessagePriority = i % 6 == 0 ? .high : i % 6 < 3 ? .normal : .low
             sent[try await Self.send(server, "m\(i)", priority)] = priority
         }
-        // The notice comes before the room's next event, or a second after the first shed message.
-        try await Task.sleep(for: .milliseconds(2_500))
-        let events = try await bob.drainEvents(after: .milliseconds(10))
-        let delivered = Set(events.filter { $0["event"] == .string("message") }.compactMap { $0["seq"]?.int }.map(UInt64.init))
-        let shed = Self.shedSeqs(events, reason: "rate")
+        // The notice comes before the room's next event, or a second after the first shed message: read until every
+        // message arrived or was named (bounded: 20 s, for a runner busy with every other suite).
+        var events: [JSONValue] = []
+        var delivered: Set<UInt64> = [], shed: Set<UInt64> = []
+        let readUntil = ContinuousClock.now + .seconds(20)
+        while delivered.union(shed) != Set(sent.keys), ContinuousClock.now < readUntil {
+            events += try await bob.drainEvents(after: .milliseconds(500))
+            delivered = Set(events.filter { $0["event"] == .string("message") }.compactMap { $0["seq"]?.int }.map(UInt64.init))
+            shed = Self.shedSeqs(events, reason: "rate")
+        }
         let of = { (p: MessagePriority) in sent.filter { $0.value == p }.map(\.key) }
         #expect(of(.high).allSatisfy(delivered.contains), "every high message arrives")
         #expect(shed.isDisjoint(with: of(.high)), "no high message is shed")
