@@ -10,8 +10,7 @@ extension Edge {
         guard let app = rooms[roomId]?.app, let ceiling = appLimits.roomCeiling(ofApp: app) else { return true }
         let sent = UInt64(max(0, m.time)) * 1_000_000
         if rooms[roomId]?.rate.admits(m.priority, ceiling: ceiling, nowNanoseconds: sent) != false { return true }
-        let seq = m.seq
-        rooms[roomId]?.shed.add(roomId: roomId, seq: seq)
+        rooms[roomId]?.shed.add(roomId: roomId, seq: m.seq)
         metrics?.shed("rate")
         if rooms[roomId]?.shedNoticeDue == false {
             rooms[roomId]?.shedNoticeDue = true

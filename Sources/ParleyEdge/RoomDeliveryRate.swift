@@ -5,7 +5,7 @@ import ParleyRooms
 /// a second's worth, so a flood of high holds normal and low back); normal needs a whole token; low needs the
 /// bucket at least half full, so low goes first when the room speaks faster than its ceiling. Time is the
 /// messages' own (their log entry's, ms): when the edge reads its feed late, a page of messages sent a second
-/// apart is still a second apart, not a burst — and every edge sheds the same messages.
+/// apart is still a second apart, not a burst, and edges that saw the same messages shed the same ones.
 struct RoomDeliveryRate {
     private var tokens = -Double.infinity  // full at the first message
     private var last: UInt64 = 0
