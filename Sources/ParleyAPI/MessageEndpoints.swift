@@ -98,7 +98,8 @@ enum MessageEndpoints {
         },
     ]
 
-    static let priorities: [String: MessagePriority] = ["high": .high, "normal": .normal, "low": .low]
+    /// D3's names, as `MessagePriority` spells them (one table for clients and the server API).
+    static let priorities = Dictionary(uniqueKeysWithValues: MessagePriority.allCases.map { ($0.name, $0) })
 
     private static func sendMessage(roomId: String, _ m: Message, _ api: ServerAPI) async throws -> SendMessage {
         guard m.skipHistory != true else {
