@@ -23,6 +23,8 @@ enum TeamEndpoints {
         /// 0 managers edit the info, 1 any member.
         var uptinfomode: Int?
         var msg: String?
+        /// "advanced" (the default) or "superTeam" (issue 38: a supergroup of up to 10,000 members).
+        var type: String?
     }
 
     struct Members: Decodable, Sendable {
@@ -115,6 +117,14 @@ enum TeamEndpoints {
     static let all: [ServerAPI.Endpoint] = [
         .post("/v1/team/create", Create.self) { api, b, app in
             var info = TeamInfo(name: b.tname)
+            if let name = b.type {
+                guard let type = TeamType(name: name) else { throw APIError(.badField, "type is \"advanced\" or \"superTeam\"") }
+                info.type = type
+            }
+            // A supergroup is written only once every node reads it (peer protocol 14, a rolling upgrade).
+            if info.type == .superTeam, !(await api.backend.everyNodeHas(.superTeams)) {
+                throw APIError(.unavailable, "supergroups wait until every node reads them (peer protocol 14): finish the upgrade")
+            }
             info.intro = b.intro ?? ""; info.announcement = b.announcement ?? ""; info.avatar = b.icon ?? ""
             if let v = b.joinmode { info.joinMode = try mode(v, "joinmode") }
             if let v = b.beinvitemode { info.beInviteMode = try mode(v, "beinvitemode") }
@@ -283,6 +293,8 @@ struct TeamJSON: Encodable, Sendable {
     }
 
     var tid: String
+    /// "advanced" or "superTeam".
+    var type: String
     var tname: String
     var intro: String
     var announcement: String
@@ -299,6 +311,7 @@ struct TeamJSON: Encodable, Sendable {
 
     init(_ v: TeamView) {
         tid = AppScope.local(v.teamId)
+        type = v.info.type.name
         tname = v.info.name; intro = v.info.intro; announcement = v.info.announcement; icon = v.info.avatar
         joinmode = Int(v.info.joinMode.rawValue); beinvitemode = Int(v.info.beInviteMode.rawValue)
         invitemode = Int(v.info.inviteMode.rawValue); uptinfomode = Int(v.info.updateInfoMode.rawValue)

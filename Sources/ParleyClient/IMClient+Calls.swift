@@ -110,7 +110,8 @@ extension IMClient {
         var fields: [String: JSONValue] = ["teamId": .string(teamId), "name": .string(name)]
         for (key, value) in [("intro", options.intro), ("announcement", options.announcement), ("avatar", options.avatar),
                              ("joinMode", options.joinMode), ("inviteMode", options.inviteMode),
-                             ("beInviteMode", options.beInviteMode), ("updateInfoMode", options.updateInfoMode)] {
+                             ("beInviteMode", options.beInviteMode), ("updateInfoMode", options.updateInfoMode),
+                             ("type", options.type)] {
             if let value { fields[key] = .string(value) }
         }
         _ = try await call("teamCreate", fields)

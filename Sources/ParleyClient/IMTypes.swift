@@ -92,6 +92,8 @@ public struct TeamMemberInfo: Sendable, Hashable, Decodable {
 /// A team as a member reads it, with the log items asked for.
 public struct TeamSnapshot: Sendable, Hashable, Decodable {
     public var teamId: String
+    /// "advanced" or "superTeam" (nil from a server older than supergroups).
+    public var type: String?
     public var name: String
     public var intro: String
     public var announcement: String
@@ -120,9 +122,12 @@ public struct TeamOptions: Sendable, Hashable {
     public var beInviteMode: String?
     /// "manager" (default) or "all".
     public var updateInfoMode: String?
+    /// "advanced" (default) or "superTeam": a supergroup of up to 10,000 members (issue 38, docs/im.md).
+    public var type: String?
 
     public init(intro: String? = nil, announcement: String? = nil, avatar: String? = nil, joinMode: String? = nil,
-                inviteMode: String? = nil, beInviteMode: String? = nil, updateInfoMode: String? = nil) {
+                inviteMode: String? = nil, beInviteMode: String? = nil, updateInfoMode: String? = nil, type: String? = nil) {
+        self.type = type
         self.intro = intro
         self.announcement = announcement
         self.avatar = avatar

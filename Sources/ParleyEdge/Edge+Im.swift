@@ -28,6 +28,11 @@ extension Edge {
             connections[connection]?.send(EventFrame.error(id: id, .cluster(5030, "read receipts wait until every node reads them (peer protocol 11)")))
             return
         }
+        // Issue 38: a supergroup is created only once every node reads supergroups.
+        if case .team(_, .create(let info)) = op, info.type == .superTeam, !(await cluster.everyNodeHas(.superTeams)) {
+            connections[connection]?.send(EventFrame.error(id: id, .cluster(5030, "supergroups wait until every node reads them (peer protocol 14)")))
+            return
+        }
         let command: ImShardCommand
         var shard = login.shard
         switch op {
@@ -173,6 +178,9 @@ extension Edge {
         if case .success(.read(.relations(let r)))? = try? await cluster.submitIm(
             .read(.relations), account: scoped, shard: shard, actor: .session(identity)) {
             for team in r.teams { await follow(team: team, connection: connection) }
+            // Asked after the answer: a login does not wait for the teams' shards.
+            let teams = r.teams
+            Task { await self.checkMemberships(of: connection, teams: teams) }
         }
         connections[connection]?.send(EventFrame.answer(id: id) { j in
             j.beginObject(); j.field("account", account); j.field("nextSeq", nextSeq); j.endObject()
@@ -184,6 +192,7 @@ extension Edge {
         imSessions[login.scoped]?.remove(connection)
         if imSessions[login.scoped]?.isEmpty == true { imSessions[login.scoped] = nil }
         for shard in [login.shard] + Array(login.teams.values) { drop(hold: shard) }
+        for team in login.teams.keys { stopFollowing(team, connection) }
         release(rooms: [])
     }
 
@@ -198,14 +207,18 @@ extension Edge {
         guard connections[connection]?.im.map({ $0.teams[team] == nil }) == true else { return }
         let shard = cluster.shard(ofTeam: team)
         connections[connection]?.im?.teams[team] = shard
+        connections[connection]?.im?.checks[team] = .unchecked(leftAt: nil)
+        teamFollowers[team, default: []].insert(connection)
         imHolds[shard, default: 0] += 1
         // A feed that cannot start now is started by the next login or membership change; the device's SDK
         // fetches the team's log from the join's sequence either way.
         try? await startFeed(shard)
     }
 
-    private func unfollow(team: String, connection: UInt64) {
+    func unfollow(team: String, connection: UInt64) {
         guard let shard = connections[connection]?.im?.teams.removeValue(forKey: team) else { return }
+        connections[connection]?.im?.checks[team] = nil
+        stopFollowing(team, connection)
         drop(hold: shard)
         release(rooms: [])
     }
@@ -218,7 +231,12 @@ extension Edge {
                 guard let devices = imSessions[e.account] else { continue }
                 if case .teamMembership(let team, let isMember, _) = e.kind {
                     for n in devices.sorted() {
-                        if isMember { await follow(team: team, connection: n) } else { unfollow(team: team, connection: n) }
+                        if isMember {
+                            await follow(team: team, connection: n)
+                            Task { await self.checkMemberships(of: n, teams: [team]) }
+                        } else {
+                            unfollow(team: team, connection: n)
+                        }
                     }
                 }
                 let frame = TextFrame(EventFrame.im(e))
@@ -230,6 +248,9 @@ extension Edge {
                     let frame = TextFrame(EventFrame.team(e, alert: !silent.contains(account)))
                     for n in devices.sorted() { connections[n]?.send(frame) }
                 }
+                if e.dismisses { unfollowAll(e.teamId) }
+            case .superTeam(let e):
+                deliverSuperTeam(e)
             }
         }
     }
@@ -241,5 +262,6 @@ extension Edge {
                 connections[n]?.send(EventFrame.imSyncNeeded)
             }
         }
+        forgetMemberships(onShard: shard)
     }
 }

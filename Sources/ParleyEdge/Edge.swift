@@ -41,6 +41,10 @@ public actor Edge {
     /// (each keeps that shard's feed running).
     var imSessions: [String: Set<UInt64>] = [:]
     var imHolds: [ShardID: Int] = [:]
+    /// Issue 38: the connections following each team (app-scoped): a supergroup's events reach them.
+    var teamFollowers: [String: Set<UInt64>] = [:]
+    /// Numbers the membership checks, so an answer to an earlier one is not taken for a later one's.
+    var membershipChecks: UInt64 = 0
     /// A1: the request budgets of the apps whose connections this edge holds, as last read.
     nonisolated let appLimits: AppLimits
 

@@ -53,6 +53,7 @@ extension JSONText {
     public mutating func team(_ t: TeamView) {
         beginObject()
         field("teamId", AppScope.local(t.teamId))
+        field("type", t.info.type.name)
         field("name", t.info.name); field("intro", t.info.intro); field("announcement", t.info.announcement)
         field("avatar", t.info.avatar)
         field("joinMode", Self.name(t.info.joinMode, TeamRequest.joinModes))

@@ -134,6 +134,9 @@ struct ImLogin {
     let shard: ShardID
     /// The user's teams (app-scoped) and their shards, whose feeds carry the teams' messages and notifications.
     var teams: [String: ShardID] = [:]
+    /// Issue 38: what the edge knows of the user's membership of each team it follows — what a supergroup's
+    /// events, which do not name the team's members, are delivered by.
+    var checks: [String: TeamFollowCheck] = [:]
 
     /// Who the connection's IM commands come from.
     func identity(of c: ClientConnection, edgeId: String) -> SessionIdentity {

@@ -31,12 +31,13 @@ enum TeamRequest {
         let command: TeamCommand
         switch request.op {
         case "teamCreate":
-            // Seed 001 names three team types; Parley's teams are NIM's advanced teams. A supergroup
-            // (`superTeam`) is refused, not made as an ordinary team without a word (issue 38).
-            if let type = try f.optionalString("type"), type != "advanced" {
-                throw .badValue("type", "\"advanced\" (the default) is the only team type; \(type == "superTeam" ? "supergroups are not built yet" : "no such type")")
-            }
+            // Seed 001 names three team types; Parley builds NIM's advanced team and the supergroup (issue 38;
+            // the discussion group is retired by NIM). Any other type is refused, not made as an advanced team.
             var info = TeamInfo(name: try f.string("name"))
+            if let name = try f.optionalString("type") {
+                guard let type = TeamType(name: name) else { throw .badValue("type", "\"advanced\" (the default) or \"superTeam\"") }
+                info.type = type
+            }
             try fill(&info, f)
             command = .create(info)
         case "teamInvite": command = .invite(targets: try accounts(f, "targets"), postscript: try f.string("postscript", default: ""), notifyExt: "")

@@ -113,7 +113,8 @@ public enum ImAnswerCodec {
             }
             w.write(rel.blocked); w.write(rel.muted); w.write(rel.teams)
         case .team(let t):
-            w.write(UInt8(3)); w.write(t.teamId); ImShardState.write(t.info, into: &w); w.write(t.owner)
+            // A supergroup's view has its own tag (7): an advanced team's keeps its bytes.
+            w.write(UInt8(t.info.type == .superTeam ? 7 : 3)); w.write(t.teamId); ImShardState.write(t.info, into: &w); w.write(t.owner)
             w.write(UInt64(t.members.count))
             for m in t.members { ImShardState.write(m.account, m.member, into: &w) }
             w.write(UInt64(t.items.count))
@@ -131,6 +132,9 @@ public enum ImAnswerCodec {
             write(teams, into: &w)
         case .teamSummaries(let list):
             w.write(UInt8(6)); write(list, into: &w)
+        case .memberships(let list):
+            w.write(UInt8(8)); w.write(UInt64(list.count))
+            for m in list { w.write(m.teamId); w.write(m.type.rawValue); w.write(m.nextSeq) }
         }
     }
 
@@ -155,7 +159,8 @@ public enum ImAnswerCodec {
     }
 
     static func readResult(_ r: inout ByteReader) throws(CodecError) -> ImReadResult {
-        switch try r.readByte() {
+        let tag = try r.readByte()
+        switch tag {
         case 1:
             var items: [ImLogItem] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try ImShardState.readItem(&r)) }
@@ -175,8 +180,11 @@ public enum ImAnswerCodec {
             }
             return .relations(ImRelations(friends: friends, incoming: sides[0], outgoing: sides[1], blocked: try r.readStrings(),
                                           muted: try r.readStrings(), teams: try r.readStrings()))
-        case 3:
-            let teamId = try r.readString(), info = try ImShardState.readTeamInfo(&r), owner = try r.readString()
+        case 3, 7:
+            let teamId = try r.readString(), owner: String
+            var info = try ImShardState.readTeamInfo(&r)
+            if tag == 7 { info.type = .superTeam }
+            owner = try r.readString()
             var members: [TeamView.Member] = []
             for _ in 0..<(try r.readCount(minimumItemBytes: 6)) {
                 let (account, m) = try ImShardState.readTeamMember(&r)
@@ -202,7 +210,13 @@ public enum ImAnswerCodec {
             }
             return .conversations(list, teams: try readSummaries(&r))
         case 6: return .teamSummaries(try readSummaries(&r))
-        case let tag: throw .badTag("IM read result", UInt64(tag))
+        case 8:
+            var list: [TeamMembership] = []
+            for _ in 0..<(try r.readCount(minimumItemBytes: 3)) {
+                list.append(TeamMembership(teamId: try r.readString(), type: try r.readEnum(), nextSeq: try r.readUInt64()))
+            }
+            return .memberships(list)
+        default: throw .badTag("IM read result", UInt64(tag))
         }
     }
 }

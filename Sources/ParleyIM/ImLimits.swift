@@ -17,6 +17,8 @@ public struct ImLimits: Sendable, Equatable {
     public var maxSyncItems = 500
     public var maxTeamIdBytes = 128
     public var maxTeamMembers = 2000
+    /// A supergroup's member cap (issue 38; NIM's supergroups reach ten thousand).
+    public var maxSuperTeamMembers = 10_000
     /// A user is a member of at most this many teams (seed 001's NIM limit): a command that would add a user
     /// in this many already is refused with `limitExceeded` (14206), checked on the user's shard first.
     public var maxTeamsPerUser = 500
@@ -28,4 +30,7 @@ public struct ImLimits: Sendable, Equatable {
     public var requestLifetimeMillis: Int64 = 30 * 24 * 3600 * 1000
 
     public init() {}
+
+    /// The member cap of a team of this type.
+    public func maxMembers(of type: TeamType) -> Int { type == .superTeam ? maxSuperTeamMembers : maxTeamMembers }
 }

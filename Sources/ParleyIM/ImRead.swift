@@ -15,6 +15,10 @@ public enum ImRead: Sendable, Equatable {
     /// Issue 38 item 4: the actor's summary (newest message, unread count, position) of each of these teams of
     /// this shard (at most `maxSummaryTeams`; teams it is not in are left out).
     case teamSummaries(teamIds: [String])
+    /// Issue 38: which of these teams of this shard (at most `maxSummaryTeams`) the actor is a member of, with
+    /// each one's type and next sequence — what an edge checks before it delivers a supergroup's events to a
+    /// device (the team's events do not name its members).
+    case memberships(teamIds: [String])
 }
 
 /// What a read answers.
@@ -30,6 +34,20 @@ public enum ImReadResult: Sendable, Equatable {
     /// shards, the user's teams (newest message first).
     case conversations([ConversationView], teams: [TeamSummary])
     case teamSummaries([TeamSummary])
+    case memberships([TeamMembership])
+}
+
+/// A team the reader is a member of, as of `nextSeq` (the sequence the team's next item will have).
+public struct TeamMembership: Sendable, Equatable {
+    public var teamId: String
+    public var type: TeamType
+    public var nextSeq: UInt64
+
+    public init(teamId: String, type: TeamType, nextSeq: UInt64) {
+        self.teamId = teamId
+        self.type = type
+        self.nextSeq = nextSeq
+    }
 }
 
 public struct ImRelations: Sendable, Equatable {
@@ -102,6 +120,12 @@ extension ImShardState {
                 return .success(.conversations(conversations(of: context.actor), teams: []))
             case .teamSummaries(let teamIds):
                 return .success(.teamSummaries(try teamSummaries(teamIds, of: context.actor)))
+            case .memberships(let teamIds):
+                try check(teamIds.count <= Self.maxSummaryTeams, "at most \(Self.maxSummaryTeams) teams")
+                return .success(.memberships(Set(teamIds).sorted().compactMap { teamId in
+                    guard let t = team(teamId), t.members[context.actor] != nil else { return nil }
+                    return TeamMembership(teamId: teamId, type: t.info.type, nextSeq: t.log.nextSeq)
+                }))
             }
         } catch let error as ImError {
             return .failure(error)

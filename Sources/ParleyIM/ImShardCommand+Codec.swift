@@ -43,6 +43,7 @@ extension ImShardCommand {
             case .teamReceipts(let teamId, let seqs): w.write(UInt8(4)); w.write(teamId); w.write(UInt64(seqs.count)); for s in seqs { w.write(s) }
             case .conversations: w.write(UInt8(5))
             case .teamSummaries(let teamIds): w.write(UInt8(6)); w.write(teamIds)
+            case .memberships(let teamIds): w.write(UInt8(7)); w.write(teamIds)
             }
         case .markRead(let mark):
             w.write(UInt8(8))
@@ -98,6 +99,7 @@ extension ImShardCommand {
                 self = .read(.teamReceipts(teamId: teamId, seqs: seqs))
             case 5: self = .read(.conversations)
             case 6: self = .read(.teamSummaries(teamIds: try r.readStrings()))
+            case 7: self = .read(.memberships(teamIds: try r.readStrings()))
             case let tag: throw .badTag("IM read", UInt64(tag))
             }
         case 8:
@@ -128,7 +130,9 @@ extension ImShardCommand {
     static func write(_ c: TeamCommand, into w: inout ByteWriter) {
         switch c {
         case .create(let info):
-            w.write(UInt8(1)); ImShardState.write(info, into: &w)
+            // A supergroup's create has a tag of its own (18), so an advanced team's keeps its first bytes; it is
+            // proposed only once every node reads it (`PeerProtocol.Feature.superTeams`).
+            w.write(UInt8(info.type == .superTeam ? 18 : 1)); ImShardState.write(info, into: &w)
         case .invite(let targets, let postscript, let ext): w.write(UInt8(2)); w.write(targets); w.write(postscript); w.write(ext)
         case .acceptInvitation: w.write(UInt8(3))
         case .rejectInvitation: w.write(UInt8(4))
@@ -178,6 +182,10 @@ extension ImShardCommand {
         case 15: return .muteMember(try r.readString(), muted: try r.readBool(), notifyExt: try r.readString())
         case 16: return .setNotifyState(try r.readEnum())
         case 17: return .send(clientMessageId: try r.readString(), type: try r.readString(), body: try r.readString(), ext: try r.readString())
+        case 18:
+            var info = try ImShardState.readTeamInfo(&r)
+            info.type = .superTeam
+            return .create(info)
         case let tag: throw .badTag("team command", UInt64(tag))
         }
     }

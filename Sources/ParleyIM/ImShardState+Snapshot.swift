@@ -6,7 +6,9 @@ extension ImShardState {
     static let snapshotMagic: [UInt8] = [0x50, 0x49, 0x4D, 0x53]  // "PIMS"
     /// Version 2 adds the read positions (issue 38); a state without any writes version 1, byte for byte as
     /// before, so replicas of an older release read the snapshots of a cluster that never used receipts.
-    public static let snapshotVersion: UInt8 = 2
+    public static let snapshotVersion: UInt8 = 3
+    /// Version 3 adds each team's type (issue 38's supergroups), written only while a supergroup exists.
+    static let superTeamsVersion: UInt8 = 3
 
     /// Whether any read position was ever marked (snapshot version 2 needed).
     var holdsReadPositions: Bool {
@@ -17,8 +19,9 @@ extension ImShardState {
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
         for b in Self.snapshotMagic { w.write(b) }
-        let receipts = holdsReadPositions
-        w.write(receipts ? Self.snapshotVersion : 1)
+        let types = teams.values.contains { $0.info.type != .advanced }
+        let receipts = types || holdsReadPositions
+        w.write(types ? Self.superTeamsVersion : receipts ? 2 : 1)
         w.write(UInt64(users.count))
         for account in users.keys.sorted() {
             let u = users[account]!
@@ -55,6 +58,7 @@ extension ImShardState {
                 w.write(UInt64(reading.count))
                 for account in reading { w.write(account); w.write(members[account]!.readThrough) }
             }
+            if types { w.write(teams[teamId]!.info.type.rawValue) }
         }
         w.write(UInt64(outbox.count))
         for entry in outbox {
@@ -73,8 +77,8 @@ extension ImShardState {
             guard try r.readByte() == b else { throw .badMagic }
         }
         let version = try r.readByte()
-        guard version == 1 || version == Self.snapshotVersion else { throw .badVersion(version) }
-        let receipts = version >= 2
+        guard (1...Self.snapshotVersion).contains(version) else { throw .badVersion(version) }
+        let receipts = version >= 2, types = version >= Self.superTeamsVersion
         self.init(limits: limits)
         for _ in 0..<(try r.readCount(minimumItemBytes: 8)) {
             let account = try r.readString()
@@ -113,6 +117,7 @@ extension ImShardState {
                     team.members[account]!.readThrough = position
                 }
             }
+            if types { team.info.type = try r.readEnum() }
             teams[teamId] = team
         }
         for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
@@ -283,6 +288,7 @@ extension ImShardState {
         var items: [TeamLogItem] = []
         for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try readTeamItem(&r)) }
         t.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+        t.rederive()
         return t
     }
 

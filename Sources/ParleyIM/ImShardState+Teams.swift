@@ -65,13 +65,12 @@ extension ImShardState {
             let item = team.log.append(.notification(note), at: now, limits: limits)
             // Seed 001, team DND applies to notifications too: `none` alerts for none, `onlyManager` only for
             // what the owner or a manager did (the operator's role when it acted).
-            let byManager = (myRole ?? .normal) >= .manager
-            let silent = team.members.filter { _, m in m.notify == .none || (m.notify == .onlyManager && !byManager) }
-                .keys.sorted()
+            let silent = team.silent(byManager: (myRole ?? .normal) >= .manager)
             outcome.events.append(TeamEvent(teamId: teamId, item: item, alsoTo: alsoTo, noAlert: silent))
         }
         func join(_ account: String) throws {
-            try check(team.members.count < limits.maxTeamMembers, "\(limits.maxTeamMembers) members", .teamFull)
+            let cap = limits.maxMembers(of: team.info.type)
+            try check(team.members.count < cap, "\(cap) members", .teamFull)
             team.members[account] = TeamMember(role: .normal, joinedAt: now)
             team.invitations[account] = nil
             team.applications[account] = nil
@@ -79,7 +78,7 @@ extension ImShardState {
             effects.append(ImEffect(target: account, from: me, change: .joinedTeam(teamId, fromSeq: team.log.nextSeq), at: now))
         }
         func part(_ account: String) {
-            team.members[account] = nil
+            team.remove(account)
             effects.append(ImEffect(target: account, from: me, change: .leftTeam(teamId), at: now))
         }
 
@@ -91,7 +90,8 @@ extension ImShardState {
             try check(postscript.utf8.count <= limits.maxTeamTextBytes, "postscript over \(limits.maxTeamTextBytes) bytes")
             if team.info.inviteMode == .manager { try require(.manager, "invites") } else { _ = try requireMember() }
             for t in invitees { try check(team.members[t] == nil, "\(t) is a member", .alreadyMember) }
-            try check(team.members.count + invitees.count <= limits.maxTeamMembers, "\(limits.maxTeamMembers) members", .teamFull)
+            let cap = limits.maxMembers(of: team.info.type)
+            try check(team.members.count + invitees.count <= cap, "\(cap) members", .teamFull)
             if team.info.beInviteMode == .noAuth {
                 for t in invitees { try join(t) }
                 notify(.invite, invitees, notifyExt)
@@ -201,7 +201,7 @@ extension ImShardState {
             notify(.mute, [target], notifyExt, attachment: [.mute: muted ? "1" : "0"])
         case .setNotifyState(let state):
             _ = try requireMember()
-            team.members[me]!.notify = state
+            team.setNotify(state, of: me)
         case .send(let clientMessageId, let type, let body, let ext):
             let role = try requireMember()
             try check(clientMessageId.utf8.count <= limits.maxClientMessageIdBytes, "clientMessageId over \(limits.maxClientMessageIdBytes) bytes")
@@ -219,9 +219,7 @@ extension ImShardState {
             try check(!team.info.muteAll || role >= .manager, "\(teamId) is muted", .teamMuted)
             let item = team.log.append(.message(message), at: now, limits: limits)
             // Team DND: who is not alerted (the sender's own devices never are alerted by their own message).
-            let silent = team.members.filter { account, m in
-                account == me || m.notify == .none || (m.notify == .onlyManager && role < .manager)
-            }.keys.sorted()
+            let silent = team.silent(byManager: role >= .manager, also: me)
             outcome.events.append(TeamEvent(teamId: teamId, item: item, alsoTo: [], noAlert: silent))
             outcome.messageSeq = item.seq
         }

@@ -10,6 +10,9 @@ public struct TeamRecord: Sendable, Equatable {
     /// Applicant → its message and when (join mode `needAuth`).
     public internal(set) var applications: [String: FriendRequest] = [:]
     public internal(set) var log = SequencedLog<TeamLogKind>()
+    /// Members whose notify state is not `all` (derived from `members`, never in a snapshot): a message's
+    /// `noAlert` list is made from them, not from every member — a supergroup has thousands.
+    private(set) var quiet: Set<String> = []
 
     init(info: TeamInfo, owner: String, at time: Int64) {
         self.info = info
@@ -19,10 +22,37 @@ public struct TeamRecord: Sendable, Equatable {
 
     public var memberList: [String] { members.keys.sorted() }
 
+    /// Sets a member's notify state, keeping `quiet` in step.
+    mutating func setNotify(_ state: TeamNotifyState, of account: String) {
+        members[account]?.notify = state
+        if state == .all { quiet.remove(account) } else if members[account] != nil { quiet.insert(account) }
+    }
+
+    /// Removes a member.
+    mutating func remove(_ account: String) {
+        members[account] = nil
+        quiet.remove(account)
+    }
+
+    /// The derived parts, from `members` (after a restore).
+    mutating func rederive() {
+        quiet = Set(members.compactMap { $0.value.notify == .all ? nil : $0.key })
+    }
+
+    /// Who a team message or notification does not alert (seed 001's team DND): `none` never, `onlyManager`
+    /// unless `byManager`, and `also` (the sender of a message), sorted.
+    func silent(byManager: Bool, also: String? = nil) -> [String] {
+        var list = quiet.filter { members[$0]!.notify == .none || !byManager }
+        if let also, members[also] != nil, !list.contains(also) { list.insert(also) }
+        return list.sorted()
+    }
+
     func role(of account: String) -> TeamRole? { members[account]?.role }
 }
 
 public struct TeamInfo: Sendable, Equatable {
+    /// Issue 38: an advanced team or a supergroup, set at creation.
+    public var type = TeamType.advanced
     public var name: String
     public var intro: String = ""
     public var announcement: String = ""
@@ -35,6 +65,21 @@ public struct TeamInfo: Sendable, Equatable {
     public var muteAll = false
 
     public init(name: String) { self.name = name }
+}
+
+/// Seed 001's group session types that Parley builds (NIM's discussion group is retired): NIM's advanced team
+/// and the supergroup (`NIMSessionTypeSuperTeam`) — a team of up to `ImLimits.maxSuperTeamMembers` whose
+/// events reach the edges without its member list (docs/im.md, "Supergroups").
+public enum TeamType: UInt8, Sendable, Equatable, CaseIterable {
+    case advanced = 0, superTeam = 1
+
+    /// The protocol's and the server API's name.
+    public var name: String { self == .advanced ? "advanced" : "superTeam" }
+
+    public init?(name: String) {
+        guard let type = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = type
+    }
 }
 
 /// NIMTeamJoinMode.

@@ -24,7 +24,7 @@ export const IM_EVENTS = Object.freeze({
   p2pRead: 'p2pRead', teamRead: 'teamRead',
 });
 
-const TEAM_FIELDS = ['intro', 'announcement', 'avatar', 'joinMode', 'inviteMode', 'beInviteMode', 'updateInfoMode'];
+const TEAM_FIELDS = ['intro', 'announcement', 'avatar', 'joinMode', 'inviteMode', 'beInviteMode', 'updateInfoMode', 'type'];
 
 /**
  * The IM side (the seed's login, user, chat, team and system notification managers) over one WebSocket, as
@@ -338,7 +338,10 @@ export class IMClient extends ClientEvents {
 
   // Teams (seed 001)
 
-  /** options: intro, announcement, avatar, joinMode, inviteMode, beInviteMode, updateInfoMode. */
+  /**
+   * options: intro, announcement, avatar, joinMode, inviteMode, beInviteMode, updateInfoMode, and type:
+   * 'advanced' (the default) or 'superTeam' (a supergroup of up to 10,000 members).
+   */
   async createTeam(teamId, name, options = {}) {
     const fields = { teamId, name };
     for (const key of TEAM_FIELDS) fields[key] = options[key];

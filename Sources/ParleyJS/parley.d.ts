@@ -199,10 +199,14 @@ export type TeamNotifyState = 'all' | 'none' | 'onlyManager';
 export interface TeamOptions {
   intro?: string; announcement?: string; avatar?: string; joinMode?: 'noAuth' | 'needAuth' | 'rejectAll';
   inviteMode?: 'manager' | 'all'; beInviteMode?: 'needAuth' | 'noAuth'; updateInfoMode?: 'manager' | 'all';
+  /** 'advanced' (the default) or 'superTeam': a supergroup of up to 10,000 members. */
+  type?: TeamType;
 }
 
+export type TeamType = 'advanced' | 'superTeam';
+
 export interface TeamSnapshot {
-  teamId: string; name: string; intro: string; announcement: string; avatar: string; joinMode: string;
+  teamId: string; type: TeamType; name: string; intro: string; announcement: string; avatar: string; joinMode: string;
   inviteMode: string; beInviteMode: string; updateInfoMode: string; muteAll: boolean; owner: string;
   members: { account: string; role: string; muted: boolean; notifyState: TeamNotifyState; joinedAt: number }[];
   items: TeamItem[]; nextSeq: number;

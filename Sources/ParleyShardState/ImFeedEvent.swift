@@ -8,12 +8,16 @@ import ParleyWire
 public enum ImFeedEvent: Sendable, Hashable, BinaryCodable {
     case user(ImEvent)
     case team(TeamEvent, members: [String])
+    /// Issue 38: a supergroup's log item, without its member list: each edge delivers it to the devices that
+    /// follow the team there once it checked they are members (`ImRead.memberships`), and to those in `alsoTo`.
+    case superTeam(TeamEvent)
 
     /// Every account whose devices hear it.
     public var accounts: [String] {
         switch self {
         case .user(let e): [e.account]
         case .team(let e, let members): members + e.alsoTo
+        case .superTeam(let e): e.alsoTo
         }
     }
 
@@ -28,6 +32,10 @@ public enum ImFeedEvent: Sendable, Hashable, BinaryCodable {
             var bytes = 128 + MemoryFootprint.of(members) + MemoryFootprint.of(e.alsoTo)
             if case .message(let m) = e.item.kind { bytes += MemoryFootprint.of(m.body) + MemoryFootprint.of(m.ext) }
             return bytes
+        case .superTeam(let e):
+            var bytes = 128 + MemoryFootprint.of(e.alsoTo) + MemoryFootprint.of(e.noAlert)
+            if case .message(let m) = e.item.kind { bytes += MemoryFootprint.of(m.body) + MemoryFootprint.of(m.ext) }
+            return bytes
         }
     }
 
@@ -35,6 +43,8 @@ public enum ImFeedEvent: Sendable, Hashable, BinaryCodable {
         switch self {
         case .user(let e): w.write(UInt8(1)); ImAnswerCodec.write([e], into: &w)
         case .team(let e, let members): w.write(UInt8(2)); ImAnswerCodec.write(e, into: &w); w.write(members)
+        // Only a supergroup makes tag 3, and one exists only once every node reads it.
+        case .superTeam(let e): w.write(UInt8(3)); ImAnswerCodec.write(e, into: &w)
         }
     }
 
@@ -45,6 +55,7 @@ public enum ImFeedEvent: Sendable, Hashable, BinaryCodable {
             guard events.count == 1 else { throw .invalidValue("one IM event") }
             self = .user(events[0])
         case 2: self = .team(try ImAnswerCodec.readTeamEvent(&r), members: try r.readStrings())
+        case 3: self = .superTeam(try ImAnswerCodec.readTeamEvent(&r))
         case let tag: throw .badTag("IM feed event", UInt64(tag))
         }
     }

@@ -100,7 +100,16 @@ public struct ShardState: ReplicatedMachine {
         case .user(let events), .effects(let events, _): imFeed += events.map(ImFeedEvent.user)
         case .sent(let s): imFeed += s.events.map(ImFeedEvent.user)
         case .team(let o):
-            for e in o.events { imFeed.append(.team(e, members: im.team(e.teamId)?.memberList ?? [])) }
+            for e in o.events {
+                let team = im.team(e.teamId)
+                // A supergroup's events leave its thousands of members out (the edges check theirs); a dismissed
+                // team is gone by now, so its dismiss goes by `alsoTo`, which names every member.
+                if team?.info.type == .superTeam {
+                    imFeed.append(.superTeam(e))
+                } else {
+                    imFeed.append(.team(e, members: team?.memberList ?? []))
+                }
+            }
         case .confirmed, .read: break
         }
     }

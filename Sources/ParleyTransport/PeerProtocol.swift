@@ -33,8 +33,11 @@
 ///   event kinds of tag 11, activities of tag 7) and the meta command `setRoomCeiling` (tag 15) with meta
 ///   snapshots of version 7; a node proposes a priority other than normal, and the server API sets a ceiling,
 ///   only once every node does.
+/// - 14: reads supergroups (issue 38: the team command `create` of tag 18, IM feed events of tag 3, the IM
+///   read `memberships` (tag 7) and its answer (tag 8), team views of tag 7, IM snapshots of version 3); a
+///   supergroup is created only once every node does.
 public enum PeerProtocol {
-    public static let version = 13
+    public static let version = 14
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -75,9 +78,12 @@ public enum PeerProtocol {
         case historyWindow
         /// Message priorities and rooms' delivered-rate ceilings (SPEC D3).
         case messagePriority
+        /// Supergroups (issue 38).
+        case superTeams
 
         public var version: Int {
             switch self {
+            case .superTeams: 14
             case .messagePriority: 13
             case .historyWindow: 12
             case .readReceipts: 11

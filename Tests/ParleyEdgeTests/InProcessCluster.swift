@@ -41,6 +41,8 @@ final class InProcessCluster: EdgeCluster, Sendable {
         var takeOverReadable = true
         /// Commands for these rooms (cluster ids) wait until released before they apply: a stuck shard.
         var heldRooms: Set<String> = []
+        /// The IM relay is held (a relay cut off by a partition): effects wait in their outboxes.
+        var relayHeld = false
     }
 
     private let state: Mutex<State>
@@ -111,6 +113,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
     /// What the shard leaders' relay does on a node (`ImRelay`), at once: every outbox's effects applied on
     /// their targets' shards as `effects` commands, then confirmed on the source.
     private static func relayEffects(_ s: inout State) {
+        guard !s.relayHeld else { return }
         for source in s.shards.indices {
             let outbox = s.shards[source].state.im.outbox
             guard !outbox.isEmpty else { continue }
@@ -248,6 +251,9 @@ final class InProcessCluster: EdgeCluster, Sendable {
 
     /// Issue 18: as if a node of the cluster ran a version without session take-overs (or again with).
     /// Commands for `roomId` (as the cluster names it) wait until `release(room:)`.
+    /// Holds the IM relay (effects wait), or lets it go on (what waited is relayed with the next command).
+    func holdRelay(_ held: Bool) { state.withLock { $0.relayHeld = held } }
+
     func hold(room roomId: String) { state.withLock { _ = $0.heldRooms.insert(roomId) } }
     func release(room roomId: String) { state.withLock { _ = $0.heldRooms.remove(roomId) } }
 

@@ -95,7 +95,12 @@ import FoundationNetworking
 
             // Fail closed: nothing unchecked is stored.
             try await setWebhooks(onFailure: "refuse")
-            try await cluster.eventually("the refuse policy to apply", seconds: 20) { await send(.p2p("bob"), "[500] probe") == 14219 }
+            // The policy reaches each node through the meta group: the leaders of bob's shard and of the team's
+            // may sit on different nodes, so both roads are probed.
+            try await cluster.eventually("the refuse policy to apply", seconds: 20) {
+                let p2p = await send(.p2p("bob"), "[500] probe"), team = await send(.team("crew"), "[500] probe")
+                return p2p == 14219 && team == 14219
+            }
             #expect(await send(.p2p("bob"), "[500] closed") == 14219)
             #expect(await send(.team("crew"), "[500] closed") == 14219)
             #expect(await send(.p2p("bob"), "fine") == 200)

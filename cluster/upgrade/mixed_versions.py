@@ -12,7 +12,8 @@ IM pre-send checks (peer protocol 9) is answered 503 while an older node runs; a
 callbacks (peer protocol 10: a shard command and snapshot form older nodes cannot read) make no shard keep
 copies while an older node runs; and no shard takes the rooms' history window bound (peer protocol 12, SPEC D1)
 while an older node runs; a message sent with a priority goes as a normal one, and an app's room ceiling is
-answered 503, while an older node runs (peer protocol 13, SPEC D3). Bounded: 3 nodes,
+answered 503, while an older node runs (peer protocol 13, SPEC D3); a supergroup is answered 503 while an
+older node runs (peer protocol 14, issue 38). Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -169,6 +170,17 @@ def main():
             failures.append(f"/v1/msg/conversations beside an older node: {code} {answer}")
         if old_protocol >= 11 and code != 200:
             failures.append(f"/v1/msg/conversations: {code} {answer}")
+        # Issue 38: a supergroup (team command tag 18, feed events of tag 3) waits for every node (peer protocol
+        # 14): 503 beside an older node, nothing made; an advanced team is made either way.
+        code, answer = signed(base, app_key, app_secret, "/v1/team/create",
+                              {"tid": "hall", "owner": "reader", "tname": "Hall", "type": "superTeam"})
+        if old_protocol < 14 and (code != 503 or answer.get("code") != 10503):
+            failures.append(f"a supergroup beside an older node: {code} {answer}")
+        if old_protocol >= 14 and code != 200:
+            failures.append(f"a supergroup: {code} {answer}")
+        code, answer = signed(base, app_key, app_secret, "/v1/team/create", {"tid": "kite", "owner": "reader", "tname": "Kite"})
+        if code != 200:
+            failures.append(f"an advanced team: {code} {answer}")
         # SPEC D1: the rooms' window bound is a room command (tag 39) older nodes cannot read: no shard leader
         # proposes it while one runs (peer protocol 12), and every message above went on all the same.
         if old_protocol < 12:
