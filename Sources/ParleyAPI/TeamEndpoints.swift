@@ -100,6 +100,8 @@ enum TeamEndpoints {
         var tid: String
         var afterSeq: UInt64?
         var limit: Int
+        /// false: the items without the member list (a supergroup's is thousands long); `members` is then [].
+        var members: Bool?
     }
 
     struct SendMsg: Decodable, Sendable {
@@ -222,9 +224,15 @@ enum TeamEndpoints {
         },
         .post("/v1/team/query", Query.self) { api, b, app in
             let tid = try api.scopedTeam(app, b.tid)
-            guard case .read(.team(let view)) = try await api.team(read: .team(teamId: tid, after: b.afterSeq ?? 0, limit: b.limit), tid) else {
+            let after = b.afterSeq ?? 0, withMembers = b.members ?? true
+            // Without the members the leader leaves them out (peer protocol 14's read); beside an older node
+            // they come and are dropped here.
+            let leftOut = withMembers ? false : await api.backend.everyNodeHas(.superTeams)
+            let read: ImRead = leftOut ? .teamLog(teamId: tid, after: after, limit: b.limit) : .team(teamId: tid, after: after, limit: b.limit)
+            guard case .read(.team(var view)) = try await api.team(read: read, tid) else {
                 throw APIError(.unavailable, "unexpected reply to a read")
             }
+            if !withMembers { view.members = [] }
             return TeamJSON(view)
         },
     ]

@@ -190,9 +190,11 @@ extension IMClient {
     }
 
     /// A team's info, members and its log after `afterSeq` (at most `limit` items, 1 … 500).
-    public func fetchTeam(_ teamId: String, afterSeq: Int64 = 0, limit: Int = 100) async throws -> TeamSnapshot {
-        try await call("teamQuery", ["teamId": .string(teamId), "afterSeq": .int(afterSeq), "limit": .int(Int64(limit))],
-                       answer: Team.self).team
+    /// `members` false: the info and items without the member list (empty; a supergroup's is thousands long).
+    public func fetchTeam(_ teamId: String, afterSeq: Int64 = 0, limit: Int = 100, members: Bool = true) async throws -> TeamSnapshot {
+        var fields: [String: JSONValue] = ["teamId": .string(teamId), "afterSeq": .int(afterSeq), "limit": .int(Int64(limit))]
+        if !members { fields["members"] = .bool(false) }
+        return try await call("teamQuery", fields, answer: Team.self).team
     }
 
     private func team(_ op: String, _ teamId: String, _ fields: [String: JSONValue] = [:]) async throws -> Data {

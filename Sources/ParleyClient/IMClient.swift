@@ -245,7 +245,8 @@ public actor IMClient: RequestChannel {
         guard filling[team] == nil else { return }
         filling[team] = []
         var cursor = seq
-        while let page = try? await fetchTeam(team, afterSeq: cursor, limit: 500), !page.items.isEmpty {
+        // The items only: a supergroup's member list is thousands long and a fill does not need it.
+        while let page = try? await fetchTeam(team, afterSeq: cursor, limit: 500, members: false), !page.items.isEmpty {
             for item in page.items { deliverTeam(team, item, alert: true, filling: true) }
             cursor = page.items.last!.seq
             if cursor + 1 >= page.nextSeq { break }

@@ -35,6 +35,7 @@ extension Edge {
         }
         let command: ImShardCommand
         var shard = login.shard
+        var withoutMembers = false
         switch op {
         case .login: return
         case .user(let user): command = .user(user.scoped(in: login.namespace))
@@ -48,10 +49,14 @@ extension Edge {
             let scoped = AppScope.scoped(teamId, in: login.namespace)
             shard = cluster.shard(ofTeam: scoped)
             command = .team(teamId: scoped, c.scoped(in: login.namespace))
-        case .teamQuery(let teamId, let after, let limit):
+        case .teamQuery(let teamId, let after, let limit, let members):
             let scoped = AppScope.scoped(teamId, in: login.namespace)
             shard = cluster.shard(ofTeam: scoped)
-            command = .read(.team(teamId: scoped, after: after, limit: limit))
+            // Without the members, the leader leaves them out (peer protocol 14's read); beside an older node
+            // they come and the edge drops them.
+            withoutMembers = !members
+            let leftOut = members ? false : await cluster.everyNodeHas(.superTeams)
+            command = .read(leftOut ? .teamLog(teamId: scoped, after: after, limit: limit) : .team(teamId: scoped, after: after, limit: limit))
         case .markRead(.p2p(let peer, let through)):
             command = .markRead(.p2p(peer: AppScope.scoped(peer, in: login.namespace), throughSeq: through))
         case .markRead(.team(let teamId, let through)):
@@ -65,9 +70,13 @@ extension Edge {
         case .conversations: command = .read(.conversations)
         }
         let identity = login.identity(of: c, edgeId: cluster.edgeId)
-        let result: Result<ImApplied, ImError>
+        var result: Result<ImApplied, ImError>
         do {
             result = try await cluster.submitIm(command, account: login.scoped, shard: shard, actor: .session(identity))
+            if withoutMembers, case .success(.read(.team(var view))) = result {
+                view.members = []
+                result = .success(.read(.team(view)))
+            }
         } catch {
             connections[connection]?.send(EventFrame.error(id: id, ProtocolError.from(error)))
             return

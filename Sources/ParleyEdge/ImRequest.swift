@@ -14,7 +14,8 @@ public enum ImOp: Sendable {
     case sync(after: UInt64, limit: Int)
     /// A team command for the team's shard (team id and accounts not yet scoped).
     case team(teamId: String, TeamCommand)
-    case teamQuery(teamId: String, after: UInt64, limit: Int)
+    /// `members` false: without the member list (issue 38: a supergroup's is thousands long).
+    case teamQuery(teamId: String, after: UInt64, limit: Int, members: Bool)
     /// Issue 38: a read receipt (peer or team id not yet scoped), who read a team's messages, the user's
     /// one-to-one conversations with their unread counts.
     case markRead(ReadMark)

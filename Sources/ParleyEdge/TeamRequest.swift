@@ -26,7 +26,8 @@ enum TeamRequest {
         if request.op == "teamQuery" {
             let limit = try f.int("limit")
             guard limit >= 1, limit <= 500 else { throw .badValue("limit", "1 … 500") }
-            return .teamQuery(teamId: teamId, after: try f.unsigned("afterSeq", default: 0), limit: Int(limit))
+            return .teamQuery(teamId: teamId, after: try f.unsigned("afterSeq", default: 0), limit: Int(limit),
+                              members: try f.bool("members", default: true))
         }
         let command: TeamCommand
         switch request.op {

@@ -8,6 +8,8 @@ public enum ImRead: Sendable, Equatable {
     case relations
     /// A team's info, members and its log after `after` (at most `limit` items); members and the app server only.
     case team(teamId: String, after: UInt64, limit: Int)
+    /// Issue 38: the same without the member list (a supergroup has thousands): what a device's gap fill reads.
+    case teamLog(teamId: String, after: UInt64, limit: Int)
     /// Issue 38: who read a team's messages at these sequences (at most `maxReceiptSeqs`); members and the app server.
     case teamReceipts(teamId: String, seqs: [UInt64])
     /// Issue 38: the actor's one-to-one conversations with unread counts and read positions.
@@ -105,14 +107,15 @@ extension ImShardState {
                     friends: u.friendList.map { ImRelations.Friend(account: $0, since: u.friends[$0]!, remark: u.remarks[$0] ?? "") },
                     incoming: requests(u.incoming), outgoing: requests(u.outgoing),
                     blocked: u.blocklist, muted: u.muteList, teams: u.teams.sorted())))
-            case .team(let teamId, let after, let limit):
+            case .team(let teamId, let after, let limit), .teamLog(let teamId, let after, let limit):
+                let withMembers = if case .team = read { true } else { false }
                 guard let t = team(teamId) else { throw ImError(.noSuchTeam, "no team \(teamId)") }
                 guard context.byAppServer || t.members[context.actor] != nil else {
                     throw ImError(.notMember, "\(context.actor) is not a member of \(teamId)")
                 }
                 let items = try t.log.after(after, limit: limit, limits: limits).get()
                 return .success(.team(TeamView(teamId: teamId, info: t.info, owner: t.owner,
-                                               members: t.memberList.map { TeamView.Member(account: $0, member: t.members[$0]!) },
+                                               members: withMembers ? t.memberList.map { TeamView.Member(account: $0, member: t.members[$0]!) } : [],
                                                items: items, nextSeq: t.log.nextSeq)))
             case .teamReceipts(let teamId, let seqs):
                 return .success(.teamReceipts(try teamReceipts(teamId, seqs: seqs, context: context)))

@@ -44,6 +44,7 @@ extension ImShardCommand {
             case .conversations: w.write(UInt8(5))
             case .teamSummaries(let teamIds): w.write(UInt8(6)); w.write(teamIds)
             case .memberships(let teamIds): w.write(UInt8(7)); w.write(teamIds)
+            case .teamLog(let teamId, let after, let limit): w.write(UInt8(8)); w.write(teamId); w.write(after); w.write(limit)
             }
         case .markRead(let mark):
             w.write(UInt8(8))
@@ -100,6 +101,7 @@ extension ImShardCommand {
             case 5: self = .read(.conversations)
             case 6: self = .read(.teamSummaries(teamIds: try r.readStrings()))
             case 7: self = .read(.memberships(teamIds: try r.readStrings()))
+            case 8: self = .read(.teamLog(teamId: try r.readString(), after: try r.readUInt64(), limit: try r.readInt()))
             case let tag: throw .badTag("IM read", UInt64(tag))
             }
         case 8:

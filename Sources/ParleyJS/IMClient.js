@@ -221,7 +221,8 @@ export class IMClient extends ClientEvents {
     let cursor = afterSeq;
     try {
       for (;;) {
-        const page = await this.fetchTeam(team, { afterSeq: cursor, limit: 500 });
+        // The items only: a supergroup's member list is thousands long and a fill does not need it.
+        const page = await this.fetchTeam(team, { afterSeq: cursor, limit: 500, members: false });
         if (page.items.length === 0) break;
         for (const item of page.items) this.#deliverTeam(team, item, true, true);
         cursor = page.items[page.items.length - 1].seq;
@@ -380,8 +381,13 @@ export class IMClient extends ClientEvents {
     return me.notifyState;
   }
 
-  /** A team's info, members and its log after `afterSeq` (at most `limit` items, 1 … 500). */
-  async fetchTeam(teamId, { afterSeq = 0, limit = 100 } = {}) {
-    return (await this.call('teamQuery', { teamId, afterSeq, limit })).team;
+  /**
+   * A team's info, members and its log after `afterSeq` (at most `limit` items, 1 … 500); `members: false`
+   * leaves the member list out (empty: a supergroup's is thousands long).
+   */
+  async fetchTeam(teamId, { afterSeq = 0, limit = 100, members = true } = {}) {
+    const fields = { teamId, afterSeq, limit };
+    if (!members) fields.members = false;
+    return (await this.call('teamQuery', fields)).team;
   }
 }

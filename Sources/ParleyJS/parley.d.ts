@@ -278,7 +278,7 @@ export declare class IMClient implements Events<ImEvent> {
   updateMuteState(muted: boolean, account: string, teamId: string): Promise<void>;
   updateNotifyStateInTeam(teamId: string, state: TeamNotifyState): Promise<void>;
   notifyStateForNewMsg(teamId: string): Promise<TeamNotifyState>;
-  fetchTeam(teamId: string, query?: { afterSeq?: number; limit?: number }): Promise<TeamSnapshot>;
+  fetchTeam(teamId: string, query?: { afterSeq?: number; limit?: number; members?: boolean }): Promise<TeamSnapshot>;
   markRead(conversation: { p2p: string } | { team: string }, throughSeq: number): Promise<void>;
   teamReceipts(teamId: string, seqs: number[]): Promise<TeamReceipt[]>;
   conversations(): Promise<{ conversations: Conversation[]; teams: TeamConversation[] }>;

@@ -34,7 +34,8 @@
 ///   snapshots of version 7; a node proposes a priority other than normal, and the server API sets a ceiling,
 ///   only once every node does.
 /// - 14: reads supergroups (issue 38: the team command `create` of tag 18, IM feed events of tag 3, the IM
-///   read `memberships` (tag 7) and its answer (tag 8), team views of tag 7, IM snapshots of version 3); a
+///   reads `memberships` (tag 7, answered with tag 8) and `teamLog` (tag 8), team views of tag 7, IM snapshots of
+///   version 3); a
 ///   supergroup is created only once every node does.
 public enum PeerProtocol {
     public static let version = 14

@@ -90,6 +90,25 @@ import ParleyWire
         #expect(v.info.type == .superTeam && v.members.count == 4)
     }
 
+    @Test("Issue 38: teamLog reads a team's info and items as team does, without the member list; members only")
+    func teamLogLeavesMembersOut() throws {
+        var world = hall(members: 30)
+        world.team("amy", "hall", .send(clientMessageId: "c", type: "text", body: "hi", ext: ""))
+        let s = world.shard(of: "hall")
+        let context = ImContext(actor: "m0003", time: 0)
+        let full = try world.shards[s].read(.team(teamId: "hall", after: 0, limit: 500), context: context).get()
+        let log = try world.shards[s].read(.teamLog(teamId: "hall", after: 0, limit: 500), context: context).get()
+        guard case .team(var f) = full, case .team(let l) = log else { Issue.record("not team views"); return }
+        #expect(f.members.count == 31 && l.members.isEmpty && !l.items.isEmpty)
+        f.members = []
+        #expect(f == l, "everything else the same")
+        #expect(world.shards[s].read(.teamLog(teamId: "hall", after: 0, limit: 5), context: ImContext(actor: "zed", time: 0))
+            .failureCode == .notMember)
+        let command = ImShardCommand.read(.teamLog(teamId: "hall", after: 3, limit: 5))
+        #expect(try ImShardCommand(decoding: command.encoded()) == command)
+        #expect(roundTrip(.read(log)))
+    }
+
     @Test("Issue 38: memberships answers the teams the reader is in, with type and next sequence; others are left out")
     func memberships() throws {
         var world = hall(members: 3)
