@@ -2,7 +2,7 @@
 """Issue 39 / SPEC D1: what a node's memory does as its rooms speak — the 100-room, 100,000-message run.
 
     cluster/bench/memory_bound.py --parley PARLEY --load LOAD [--rooms 100] [--messages 100000] [--size 1000]
-        [--check-history]
+        [--check-history] [--im]
 
 Starts 3 founding nodes on loopback (fsync on, 64 shards, default settings), creates `--rooms` rooms with a
 writer each, and sends `--size`-byte messages through WebSockets (`client-load`, one writer per room, spread
@@ -10,7 +10,9 @@ over the nodes, 10-second rounds) until `--messages` were acknowledged. Prints e
 the load, and after 15 quiet seconds, and what each node's `/status` says its memory holds (`memory`). With
 `--check-history`, every room's history is then read whole through every node (`/v1/message/history`,
 ascending pages of 100) and must hold every acknowledged message once, in order: what left memory is still
-served. Bounded: the load stops at the count (or after 40 rounds); the nodes are killed at the end.
+served. With `--im` the writers send one-to-one messages instead (each logs in as its user's IM device and
+sends to the next writer's user): every message is then in two users' conversation logs, which (issue 38 item
+5) are still held whole in every replica's memory. Bounded: the load stops at the count (or after 40 rounds); the nodes are killed at the end.
 """
 import argparse
 import json
@@ -67,6 +69,9 @@ def main():
     parser.add_argument("--messages", type=int, default=100000)
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--check-history", action="store_true")
+    parser.add_argument("--im", action="store_true",
+                        help="one-to-one messages instead of room messages (issue 38 item 5: each writer logs in as its user's "
+                             "IM device and sends to the next writer's user, so every message is in two users' logs)")
     parser.add_argument("--restart", action="store_true",
                         help="then kill -9 node 3, start it again and measure it once it is ready (a restart reads its log)")
     parser.add_argument("--node-option", action="append", default=[],
@@ -74,7 +79,7 @@ def main():
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="parley-memory-")
     procs, sent, rounds = [], 0, 0
-    report = {"rooms": args.rooms, "size": args.size}
+    report = {"rooms": args.rooms, "size": args.size, "im": args.im}
     try:
         app_key, app_secret = "bench", secrets.token_hex(16)
         procs, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret, shards=64,
@@ -86,7 +91,7 @@ def main():
         began = time.time()
         while sent < args.messages and rounds < 40:
             r = run_load(args.load, "parley", [f"ws://127.0.0.1:{p}/ws" for p in http_ports], args.rooms, 10,
-                         args.size, pids, app_key)
+                         args.size, pids, app_key, im=args.im)
             sent += r["allOps"]
             rounds += 1
         report["acknowledged"] = sent
