@@ -25,6 +25,14 @@ final class FanoutTally: @unchecked Sendable {
 
     func reset() { lock.withLock { delivered = 0; highDelivered = 0; samples = []; lastDelivery = 0 } }
 
+    /// Members that entered again after their connection failed while entering, and the close reasons seen.
+    private var retried = 0
+    private var reasons: [String: Int] = [:]
+    func retry(after error: any Error) {
+        lock.withLock { retried += 1; reasons["\(error)".prefix(120).description, default: 0] += 1 }
+    }
+    var retries: (count: Int, reasons: [String: Int]) { lock.withLock { (retried, reasons) } }
+
     var snapshot: (delivered: Int, samples: [Double], last: UInt64) { lock.withLock { (delivered, samples, lastDelivery) } }
     var high: Int { lock.withLock { highDelivered } }
 }
@@ -37,6 +45,11 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
 
     /// Sent after the hello answer; nil: the connection stays idle after hello (the idle-memory measure).
     let enterFrame: String?
+    /// Once entered, a `ping` this often (docs/protocol.md: a client that sends nothing for 75 s is closed as
+    /// idle), the first at a random point of the period; nil: none.
+    let heartbeat: TimeAmount?
+    /// The close frame the edge sent, if any: why the connection ended.
+    private var closedBy: String?
     let tally: FanoutTally
     /// Only some receivers sample latency, to keep the sample count bounded.
     let samplesLatency: Bool
@@ -48,8 +61,10 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
     /// as a client does.
     let budgetRetries = NIOLockedValueBox(0)  // written on the channel's loop, read by the benchmark
 
-    init(enterFrame: String?, tally: FanoutTally, samplesLatency: Bool, entered: EventLoopPromise<Void>) {
+    init(enterFrame: String?, tally: FanoutTally, samplesLatency: Bool, entered: EventLoopPromise<Void>,
+         heartbeat: TimeAmount? = nil) {
         self.enterFrame = enterFrame
+        self.heartbeat = heartbeat
         self.tally = tally
         self.samplesLatency = samplesLatency
         self.entered = entered
@@ -62,7 +77,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        entered.fail(ChannelError.ioOnClosedChannel)
+        entered.fail(closedBy.map(FanoutError.closed) ?? ChannelError.ioOnClosedChannel)
         for a in answers.values { a.promise.fail(ChannelError.ioOnClosedChannel) }
         answers.removeAll()
     }
@@ -99,6 +114,9 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(),
                                                                  data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
+            var data = frame.unmaskedData
+            let code = data.readInteger(as: UInt16.self) ?? 0
+            closedBy = "\(code) \(data.readString(length: data.readableBytes) ?? "")"
             context.close(promise: nil)
         default:
             break
@@ -124,7 +142,7 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
         case 1:
             if !ok { entered.fail(FanoutError.refused(text)) } else if let enterFrame { send(enterFrame) } else { entered.succeed() }
         case 2:
-            if ok { entered.succeed() } else { entered.fail(FanoutError.refused(text)) }
+            if ok { entered.succeed(); startHeartbeat() } else { entered.fail(FanoutError.refused(text)) }
         default:
             guard let (promise, frame) = answers[id] else { return }
             if !ok, let error = object["error"] as? [String: Any], error["code"] as? Int == 416, let context {
@@ -140,14 +158,29 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+    private func startHeartbeat() {
+        guard let heartbeat, let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let first = TimeAmount.nanoseconds(Int64.random(in: 0..<max(1, heartbeat.nanoseconds)))
+        context.eventLoop.scheduleRepeatedTask(initialDelay: first, delay: heartbeat) { task in
+            let connection = bound.value
+            guard connection.context != nil else { task.cancel(); return }
+            let id = connection.nextID
+            connection.nextID += 1
+            connection.send(#"{"id":\#(id),"op":"ping"}"#)
+        }
+    }
+
     /// Opens a WebSocket to `host:port/ws` and installs a connection that enters with `enterFrame`.
     /// `receiveBuffer`: the socket's receive buffer (a member that will stop reading keeps a small one, so the
     /// node, not this process's kernel, holds what it does not read).
     static func connect(host: String, port: Int, group: EventLoopGroup, enterFrame: String?, tally: FanoutTally,
-                        samplesLatency: Bool, receiveBuffer: Int32? = nil) async throws -> (Channel, FanoutConnection) {
+                        samplesLatency: Bool, receiveBuffer: Int32? = nil, heartbeat: TimeAmount? = nil) async throws
+        -> (Channel, FanoutConnection) {
         let loop = group.next()
         let entered = loop.makePromise(of: Void.self)
-        let connection = FanoutConnection(enterFrame: enterFrame, tally: tally, samplesLatency: samplesLatency, entered: entered)
+        let connection = FanoutConnection(enterFrame: enterFrame, tally: tally, samplesLatency: samplesLatency, entered: entered,
+                                          heartbeat: heartbeat)
         let upgraded = loop.makePromise(of: Void.self)
         var bootstrap = ClientBootstrap(group: loop).channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
         if let receiveBuffer {
@@ -176,10 +209,12 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
 
 extension FanoutConnection {
     /// Anonymous members `indices` entering `room` round-robin over `ports`, `window` at a time; one in 20
-    /// samples latency. The first `stalled` indices stop reading once entered (a 4 KiB receive buffer).
+    /// samples latency. The first `stalled` indices stop reading once entered (a 4 KiB receive buffer). A member
+    /// whose connection fails while it enters tries again, as a client's SDK does (at most 9 times, 1 to 10
+    /// seconds apart), counted in `tally.retries`.
     static func enterMembers(_ indices: [Int], room: String, app: String, ports: [Int], group: EventLoopGroup,
                              tally: FanoutTally, stalled: Int = 0, stalledTally: FanoutTally = FanoutTally(),
-                             window: Int = 200) async throws -> [Channel] {
+                             window: Int = 200, heartbeat: TimeAmount? = nil) async throws -> [Channel] {
         var channels: [Channel] = []
         var next = 0
         try await withThrowingTaskGroup(of: Channel.self) { tasks in
@@ -188,11 +223,21 @@ extension FanoutConnection {
                 let enter = #"{"id":2,"op":"enter","roomId":"\#(room)","auth":{"mode":"anonymous","appKey":"\#(app)"},"nickname":"m\#(i)","avatar":"a"}"#
                 let stalls = i < stalled
                 tasks.addTask {
-                    let channel = try await FanoutConnection.connect(
-                        host: "127.0.0.1", port: port, group: group, enterFrame: enter, tally: stalls ? stalledTally : tally,
-                        samplesLatency: !stalls && i % 20 == 0, receiveBuffer: stalls ? 4096 : nil).0
-                    if stalls { try await channel.setOption(ChannelOptions.autoRead, value: false) }
-                    return channel
+                    for attempt in 1... {
+                        do {
+                            let channel = try await FanoutConnection.connect(
+                                host: "127.0.0.1", port: port, group: group, enterFrame: enter, tally: stalls ? stalledTally : tally,
+                                samplesLatency: !stalls && i % 20 == 0, receiveBuffer: stalls ? 4096 : nil,
+                                heartbeat: stalls ? nil : heartbeat).0
+                            if stalls { try await channel.setOption(ChannelOptions.autoRead, value: false) }
+                            return channel
+                        } catch {
+                            guard attempt < 10 else { throw FanoutError.gaveUp(member: i, "\(error)") }
+                            tally.retry(after: error)
+                            try await Task.sleep(for: .seconds(min(attempt, 10)))
+                        }
+                    }
+                    preconditionFailure("unreachable")
                 }
             }
             while next < min(window, indices.count) { open(indices[next]); next += 1 }
@@ -207,7 +252,17 @@ extension FanoutConnection {
 
 enum FanoutError: Error, CustomStringConvertible {
     case refused(String)
-    var description: String { if case .refused(let t) = self { "refused: \(t.prefix(300))" } else { "" } }
+    /// The edge closed the connection with this close frame (code and reason).
+    case closed(String)
+    /// A member's connection failed every time it tried to enter.
+    case gaveUp(member: Int, String)
+    var description: String {
+        switch self {
+        case .refused(let t): "refused: \(t.prefix(300))"
+        case .closed(let t): "closed by the edge: \(t.prefix(300))"
+        case .gaveUp(let member, let t): "member \(member) could not enter in 10 tries: \(t.prefix(300))"
+        }
+    }
 }
 
 /// Writes the HTTP upgrade request once the connection is up.

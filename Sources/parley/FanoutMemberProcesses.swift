@@ -16,6 +16,8 @@ final class FanoutMemberProcesses: @unchecked Sendable {
         var high = 0
         var last: UInt64 = 0
         var samples: [Double]?
+        /// Members that had to enter again (their connection failed while entering).
+        var retries = 0
     }
 
     private let children: [Process]
@@ -23,7 +25,8 @@ final class FanoutMemberProcesses: @unchecked Sendable {
     private let reports: NIOLockedValueBox<[Report]>
 
     /// Starts `counts.count` children, child `i` holding `counts[i]` members numbered from `offsets[i]`.
-    init(counts: [Int], offsets: [Int], ports: [Int], room: String, app: String) throws {
+    init(counts: [Int], offsets: [Int], ports: [Int], room: String, app: String, heartbeatSeconds: Int = 0,
+         connectWindow: Int = 200) throws {
         let executable = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         let reports = NIOLockedValueBox([Report](repeating: Report(), count: counts.count))
         var children: [Process] = []
@@ -32,7 +35,8 @@ final class FanoutMemberProcesses: @unchecked Sendable {
             let p = Process()
             p.executableURL = executable
             p.arguments = ["bench", "fanout-members", "--ports", ports.map(String.init).joined(separator: ","),
-                           "--room", room, "--app", app, "--count", "\(count)", "--offset", "\(offsets[i])"]
+                           "--room", room, "--app", app, "--count", "\(count)", "--offset", "\(offsets[i])",
+                           "--heartbeat-seconds", "\(heartbeatSeconds)", "--connect-window", "\(connectWindow)"]
             let output = Pipe(), input = Pipe()
             p.standardOutput = output
             p.standardInput = input
@@ -51,6 +55,7 @@ final class FanoutMemberProcesses: @unchecked Sendable {
                         guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else { continue }
                         reports.withLockedValue { all in
                             if object["entered"] != nil { all[i].entered = true }
+                            if let r = object["retries"] as? Int { all[i].retries = r }
                             if let d = object["delivered"] as? Int { all[i].delivered = d }
                             if let h = object["high"] as? Int { all[i].high = h }
                             if let l = object["last"] as? UInt64 { all[i].last = l } else if let l = object["last"] as? Int { all[i].last = UInt64(l) }
@@ -75,6 +80,9 @@ final class FanoutMemberProcesses: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(200))
         }
     }
+
+    /// Members of the children that had to enter again.
+    var retries: Int { reports.withLockedValue { $0.reduce(0) { $0 + $1.retries } } }
 
     /// What every child's members received so far.
     var total: (delivered: Int, high: Int, last: UInt64) {
@@ -104,6 +112,8 @@ struct BenchFanoutMembersCommand: AsyncParsableCommand {
     @Option var app: String
     @Option var count: Int
     @Option var offset = 0
+    @Option(name: .customLong("heartbeat-seconds")) var heartbeatSeconds = 0
+    @Option(name: .customLong("connect-window")) var connectWindow = 200
 
     /// One report line, written at once (the parent reads them as they come).
     private static func say(_ line: String) {
@@ -116,8 +126,9 @@ struct BenchFanoutMembersCommand: AsyncParsableCommand {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let tally = FanoutTally()
         let channels = try await FanoutConnection.enterMembers(
-            Array(offset..<(offset + count)), room: room, app: app, ports: ports, group: group, tally: tally)
-        Self.say(#"{"entered":\#(channels.count)}"#)
+            Array(offset..<(offset + count)), room: room, app: app, ports: ports, group: group, tally: tally,
+            window: connectWindow, heartbeat: heartbeatSeconds > 0 ? .seconds(Int64(heartbeatSeconds)) : nil)
+        Self.say(#"{"entered":\#(channels.count),"retries":\#(tally.retries.count)}"#)
         let ended = Mutex(false)
         Thread.detachNewThread {
             _ = FileHandle.standardInput.readDataToEndOfFile()
