@@ -241,7 +241,14 @@ extension Edge {
                 if case .teamMembership(let team, let isMember, _) = e.kind {
                     for n in devices.sorted() {
                         if isMember {
-                            await follow(team: team, connection: n)
+                            if connections[n]?.im?.teams[team] != nil {
+                                // Followed still: the user feed is ahead of the team's, whose departure (and
+                                // any answer from before it) would end a membership the user has again. Asked
+                                // afresh: the answer then postdates this join.
+                                connections[n]?.im?.checks[team] = .unchecked(leftAt: nil)
+                            } else {
+                                await follow(team: team, connection: n)
+                            }
                             Task { await self.checkMemberships(of: n, teams: [team]) }
                         } else {
                             unfollow(team: team, connection: n)
