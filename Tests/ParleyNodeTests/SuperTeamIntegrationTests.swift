@@ -33,17 +33,22 @@ import Testing
         try await cluster.eventually("every member told it joined", seconds: 15) {
             [bobBox, carolBox, daveBox].allSatisfy { $0.events.contains(.teamMembership(teamId: "hall", isMember: true)) }
         }
-        // The edges confirm a device's membership with the team's shard (asynchronously, after the login or
-        // the join; what a device misses meanwhile its SDK fills from the team's log, with `alert` true): give
-        // them a moment, as a user would take one to start typing.
-        try await Task.sleep(for: .seconds(1))
-
         func said(_ box: Inbox, _ body: String) -> (TeamItem, Bool)? { box.teamItems("hall").first { $0.0.body == body } }
-        try await alice.sendMessage(to: .team("hall"), body: "m1", clientMessageId: "m1")
-        try await cluster.eventually("m1 on nodes 2 and 3", seconds: 15) {
-            said(bobBox, "m1") != nil && said(carolBox, "m1") != nil && said(daveBox, "m1") != nil
+        func saidAny(_ box: Inbox, _ prefix: String) -> Bool { box.teamItems("hall").contains { $0.0.body?.hasPrefix(prefix) == true } }
+        /// Sends `prefix-1`, `prefix-2`, … until `ready` (at most 15 s): the edges confirm a device's membership
+        /// with the team's shard asynchronously, after the login or the join, and what a device misses meanwhile
+        /// its SDK fills from the team's log (with `alert` true) once a push shows the gap.
+        func sendUntil(_ prefix: String, _ ready: () -> Bool) async throws {
+            for k in 1...40 where !ready() {
+                try await alice.sendMessage(to: .team("hall"), body: "\(prefix)-\(k)", clientMessageId: "\(prefix)-\(k)")
+                try await Task.sleep(for: .milliseconds(400))
+            }
+            #expect(ready(), "\(prefix): the devices never heard a push")
         }
-        #expect(said(bobBox, "m1")?.1 == true && said(carolBox, "m1")?.1 == false, "carol set None: delivered, not alerted")
+        // A push to carol carries alert false (she set None); a fill would say true.
+        try await sendUntil("m1") { carolBox.teamItems("hall").contains { $0.0.body?.hasPrefix("m1-") == true && !$0.1 } }
+        try await cluster.eventually("m1 on nodes 2 and 3", seconds: 15) { saidAny(bobBox, "m1-") && saidAny(daveBox, "m1-") }
+        #expect(bobBox.teamItems("hall").allSatisfy { $0.1 }, "bob is alerted by everything")
 
         // Kicked (dave) and departed (carol) members hear their own notification, then nothing more.
         try await alice.kickUsers(["dave"], fromTeam: "hall")
@@ -61,13 +66,15 @@ import Testing
         try await cluster.eventually("dave a member again", seconds: 15) {
             daveBox.events.filter { $0 == .teamMembership(teamId: "hall", isMember: true) }.count == 2
         }
-        try await Task.sleep(for: .seconds(1))
+        // The phone has no gap to fill until a push reaches it, nor has dave after his rejoin: a first "m3-"
+        // item at either means pushes reach it; "m3" is then pushed, the last message of the test.
+        try await sendUntil("m3") { saidAny(bobPhoneBox, "m3-") && saidAny(daveBox, "m3-") }
         try await alice.sendMessage(to: .team("hall"), body: "m3", clientMessageId: "m3")
         try await cluster.eventually("m3 at bob's phone and at dave", seconds: 15) {
             said(bobPhoneBox, "m3") != nil && said(daveBox, "m3") != nil && said(bobBox, "m3") != nil
         }
         try await Task.sleep(for: .seconds(1))
-        #expect(said(carolBox, "m2") == nil && said(carolBox, "m3") == nil, "carol left: nothing after her leave")
+        #expect(said(carolBox, "m2") == nil && said(carolBox, "m3") == nil && !saidAny(carolBox, "m3-"), "carol left: nothing after her leave")
         #expect(erinBox.teamItems("hall").isEmpty, "erin, never a member, on carol's edge: nothing")
         #expect(bobBox.teamItems("hall").map(\.0.seq) == Array(1...Int64(bobBox.teamItems("hall").count)), "bob: every item once, in order")
         for c in [alice, bob, carol, dave, erin, bobPhone] { await c.logout() }
