@@ -258,10 +258,10 @@ extension Edge {
                 let frame = TextFrame(EventFrame.im(e))
                 for n in devices.sorted() { connections[n]?.send(frame) }
             case .team(let e, let members):
-                let silent = Set(e.noAlert)
+                let frames = TeamFrames(e)
                 for account in Set(members + e.alsoTo).sorted() {
                     guard let devices = imSessions[account] else { continue }
-                    let frame = TextFrame(EventFrame.team(e, alert: !silent.contains(account)))
+                    let frame = frames.for(account)
                     for n in devices.sorted() { connections[n]?.send(frame) }
                 }
                 if e.dismisses { unfollowAll(e.teamId) }

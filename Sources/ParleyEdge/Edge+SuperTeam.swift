@@ -15,6 +15,22 @@ enum TeamFollowCheck: Equatable {
     case member(since: UInt64)
 }
 
+/// A team item's two frames — alerting and silent (team DND) — each encoded once, when a device first needs
+/// it, for all the devices of this edge it reaches.
+final class TeamFrames {
+    private let event: TeamEvent
+    private let silent: Set<String>
+    private lazy var alerting = TextFrame(EventFrame.team(event, alert: true))
+    private lazy var quiet = TextFrame(EventFrame.team(event, alert: false))
+
+    init(_ e: TeamEvent) {
+        event = e
+        silent = Set(e.noAlert)
+    }
+
+    func `for`(_ account: String) -> TextFrame { silent.contains(account) ? quiet : alerting }
+}
+
 extension TeamEvent {
     /// A dismiss: the team is gone, so no device follows it any longer.
     var dismisses: Bool {
@@ -65,15 +81,16 @@ extension Edge {
     /// A supergroup's log item: to each following device whose user is a member as of the item, and to the
     /// devices of those it names in `alsoTo` (who just left or were kicked), who then stop following it.
     func deliverSuperTeam(_ e: TeamEvent) {
-        let seq = e.item.seq, silent = Set(e.noAlert)
+        let seq = e.item.seq
+        let frames = TeamFrames(e)
         var reached: Set<UInt64> = []
         var unchecked: [UInt64] = []
-        for n in (teamFollowers[e.teamId] ?? []).sorted() {
+        for n in teamFollowers[e.teamId] ?? [] {
             guard let login = connections[n]?.im else { continue }
             switch login.checks[e.teamId] {
             case .member(let since)? where seq >= since:
                 reached.insert(n)
-                connections[n]?.send(EventFrame.team(e, alert: !silent.contains(login.scoped)))
+                connections[n]?.send(frames.for(login.scoped))
             case .unchecked?:
                 unchecked.append(n)
             default:
@@ -84,7 +101,7 @@ extension Edge {
         }
         for account in Set(e.alsoTo).sorted() {
             for n in (imSessions[account] ?? []).sorted() where !reached.contains(n) {
-                connections[n]?.send(EventFrame.team(e, alert: !silent.contains(account)))
+                connections[n]?.send(frames.for(account))
             }
             for n in (imSessions[account] ?? []).sorted() { departed(account: account, n, team: e.teamId, at: seq) }
         }
