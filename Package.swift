@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "ParleyRoomsTests", dependencies: ["ParleyWire", "ParleyRooms"], swiftSettings: strict),
         // Issue 19: users' relationships (and, later, one-to-one and team messaging) as a pure state machine,
         // like ParleyRooms: no I/O, deterministic, snapshot and restore (docs/im.md).
-        .target(name: "ParleyIM", dependencies: ["ParleyWire"], swiftSettings: strict),
+        .target(name: "ParleyIM", dependencies: ["ParleyWire", .product(name: "Collections", package: "swift-collections")], swiftSettings: strict),
         .testTarget(name: "ParleyIMTests", dependencies: ["ParleyWire", "ParleyIM", "ParleyRaft"], swiftSettings: strict),
         .target(name: "ParleyRaft", swiftSettings: strict),
         // Raft's types in the project's binary form (messages between nodes, memberships on disk and in

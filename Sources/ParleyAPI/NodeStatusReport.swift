@@ -165,6 +165,11 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         /// The shards whose replicated window bound is the node's (a shard's leader sets it once every node
         /// reads it; until then the windows keep only their per-room count).
         public var shardsWithWindowBound: Int
+        /// Issue 38 item 5: the IM logs' items in memory over all replicas, the bound of each shard's, and the
+        /// shards whose replicated bound is the node's.
+        public var imLogWindowBytes: Int?
+        public var imLogWindowBoundBytesPerShard: Int?
+        public var shardsWithImLogWindowBound: Int?
         public var rssBytes: Int?
 
         public init(raftLogBytes: Int, raftLogBoundBytes: Int, feedBytes: Int, feedBoundBytesPerShard: Int,

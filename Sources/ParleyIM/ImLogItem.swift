@@ -20,6 +20,28 @@ extension ImLogKind {
         guard case .message(let m, _) = self, !m.clientMessageId.isEmpty else { return nil }
         return m.from + "\u{0}" + m.to + "\u{0}" + m.clientMessageId
     }
+
+    public var parties: LogParties? {
+        guard case .message(let m, _) = self else { return nil }
+        return LogParties(from: m.from, to: m.to)
+    }
+
+    /// A one-to-one conversation is the same from either side.
+    public static func conversationKey(_ p: LogParties) -> String {
+        p.from < p.to ? p.from + "\u{0}" + p.to : p.to + "\u{0}" + p.from
+    }
+
+    public var estimatedBytes: Int {
+        func of(_ s: String) -> Int { s.utf8.count + 16 }
+        switch self {
+        case .message(let m, _):
+            return 64 + of(m.from) + of(m.to) + of(m.clientMessageId) + of(m.type) + of(m.body) + of(m.ext)
+        case .friendNotification(let source, let target, _, let message):
+            return 48 + of(source) + of(target) + of(message)
+        case .teamNotice(_, let teamId, let source, let message):
+            return 48 + of(teamId) + of(source) + of(message)
+        }
+    }
 }
 
 /// A one-to-one message (session type p2p).

@@ -46,6 +46,8 @@ extension ImShardCommand {
             case .memberships(let teamIds): w.write(UInt8(7)); w.write(teamIds)
             case .teamLog(let teamId, let after, let limit): w.write(UInt8(8)); w.write(teamId); w.write(after); w.write(limit)
             }
+        case .setLogWindow(let bytes):
+            w.write(UInt8(9)); w.write(bytes)
         case .markRead(let mark):
             w.write(UInt8(8))
             switch mark {
@@ -110,6 +112,7 @@ extension ImShardCommand {
             case 2: self = .markRead(.team(teamId: try r.readString(), throughSeq: try r.readUInt64()))
             case let tag: throw .badTag("read mark", UInt64(tag))
             }
+        case 9: self = .setLogWindow(bytes: try r.readInt())
         case let tag:
             throw .badTag("IM command", UInt64(tag))
         }

@@ -19,6 +19,9 @@ public enum ImShardCommand: Sendable, Equatable {
     case read(ImRead)
     /// Issue 38: a read receipt of the actor (applied on its shard one-to-one, on the team's shard for a team).
     case markRead(ReadMark)
+    /// Issue 38 item 5 (SPEC D1): the byte bound of the shard's IM logs' items in memory (0: none); the
+    /// cluster's alone, proposed by the shard's leader once every node reads it.
+    case setLogWindow(bytes: Int)
 }
 
 /// What applying an `ImShardCommand` gave.
@@ -34,6 +37,15 @@ public enum ImApplied: Sendable, Equatable {
 extension ImShardState {
     /// Applies any IM command; on error nothing changed.
     public mutating func apply(_ command: ImShardCommand, context: ImContext) -> Result<ImApplied, ImError> {
+        let owners = logOwners(of: command, actor: context.actor)
+        guard !owners.isEmpty else { return applyToLogs(command, context: context) }
+        let before = owners.map(logPoint)
+        let result = applyToLogs(command, context: context)
+        settleLogs(owners, before: before)
+        return result
+    }
+
+    private mutating func applyToLogs(_ command: ImShardCommand, context: ImContext) -> Result<ImApplied, ImError> {
         switch command {
         case .user(let c): return apply(c, context: context).map(ImApplied.user)
         case .send(let m): return send(m, context: context).map(ImApplied.sent)
@@ -49,6 +61,10 @@ extension ImShardState {
             return .success(.confirmed)
         case .read(let r): return read(r, context: context).map(ImApplied.read)
         case .markRead(let mark): return markRead(mark, context: context).map(ImApplied.user)
+        case .setLogWindow(let bytes):
+            guard context.byAppServer else { return .failure(ImError(.noPermission, "only the cluster sets the log window")) }
+            do { try setLogWindow(bytes: bytes) } catch let e as ImError { return .failure(e) } catch { return .failure(ImError(.badParameter, "\(error)")) }
+            return .success(.confirmed)
         }
     }
 }

@@ -61,10 +61,10 @@ extension ImShardState {
         var summaries: [TeamSummary] = []
         for teamId in Set(teamIds).sorted() {
             guard let t = team(teamId), let me = t.members[account] else { continue }
-            let last = t.log.entries.last { if case .message = $0.kind { true } else { false } }
+            let last = t.log.lastMessages[""]
             var unread = 0
-            for item in t.log.entries(after: me.readThrough) {
-                if case .message(let m) = item.kind, m.from != account, item.time >= me.joinedAt { unread += 1 }
+            for mark in t.log.marks(after: me.readThrough) where mark.isMessage {
+                if mark.from != account, mark.time >= me.joinedAt { unread += 1 }
             }
             summaries.append(TeamSummary(teamId: teamId, last: last, unread: unread, readThrough: me.readThrough))
         }
@@ -99,9 +99,9 @@ extension ImShardState {
                 guard upTo > member.readThrough else { return .success([]) }
                 team.members[me]!.readThrough = upTo
                 var told: Set<String> = [me]
-                for item in team.log.entries(after: member.readThrough) {
-                    guard item.seq <= upTo else { break }
-                    if case .message(let m) = item.kind, team.members[m.from] != nil { told.insert(m.from) }
+                for mark in team.log.marks(after: member.readThrough) {
+                    guard mark.seq <= upTo else { break }
+                    if mark.isMessage, team.members[mark.from] != nil { told.insert(mark.from) }
                 }
                 teams[teamId] = team
                 return .success(told.sorted().map {
@@ -125,14 +125,14 @@ extension ImShardState {
         try check(!seqs.isEmpty && seqs.count <= Self.maxReceiptSeqs, "1 to \(Self.maxReceiptSeqs) sequences")
         var receipts: [TeamReceipt] = []
         for seq in Set(seqs).sorted() {
-            guard let item = t.log.entry(seq: seq), case .message(let m) = item.kind else { continue }
+            guard let mark = t.log.mark(seq: seq), mark.isMessage else { continue }
             var readers: [String] = [], unread: [String] = []
-            for account in t.memberList where account != m.from {
+            for account in t.memberList where account != mark.from {
                 let member = t.members[account]!
-                guard member.joinedAt <= item.time else { continue }  // joined after it was sent
+                guard member.joinedAt <= mark.time else { continue }  // joined after it was sent
                 if member.readThrough >= seq { readers.append(account) } else { unread.append(account) }
             }
-            receipts.append(TeamReceipt(seq: seq, from: m.from, readers: readers, unread: unread))
+            receipts.append(TeamReceipt(seq: seq, from: mark.from, readers: readers, unread: unread))
         }
         return receipts
     }
@@ -142,15 +142,16 @@ extension ImShardState {
     func conversations(of account: String) -> [ConversationView] {
         let record = user(account)
         var views: [String: ConversationView] = [:]
-        for item in record.log.entries {
-            guard case .message(let m, _) = item.kind else { continue }
-            let peer = m.from == account ? m.to : m.from
-            guard peer != account else { continue }
+        // The marks count; the conversation's newest message is kept whole (`lastMessages`) when the item
+        // itself left memory (issue 38 item 5).
+        for mark in record.log.marks {
+            guard let parties = mark.parties else { continue }
+            let peer = mark.from == account ? mark.to : mark.from
+            guard peer != account, let last = record.log.lastMessage(parties) else { continue }
             let mine = record.readThrough[peer] ?? 0
-            var view = views[peer] ?? ConversationView(peer: peer, last: item, unread: 0, readThrough: mine,
+            var view = views[peer] ?? ConversationView(peer: peer, last: last, unread: 0, readThrough: mine,
                                                        peerReadThrough: record.peerReadThrough[peer] ?? 0)
-            view.last = item
-            if m.from == peer, item.seq > mine { view.unread += 1 }
+            if mark.from == peer, mark.seq > mine { view.unread += 1 }
             views[peer] = view
         }
         return views.values.sorted { ($0.last.seq, $0.peer) > ($1.last.seq, $1.peer) }

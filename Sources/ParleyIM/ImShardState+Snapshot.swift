@@ -6,9 +6,13 @@ extension ImShardState {
     static let snapshotMagic: [UInt8] = [0x50, 0x49, 0x4D, 0x53]  // "PIMS"
     /// Version 2 adds the read positions (issue 38); a state without any writes version 1, byte for byte as
     /// before, so replicas of an older release read the snapshots of a cluster that never used receipts.
-    public static let snapshotVersion: UInt8 = 3
+    public static let snapshotVersion: UInt8 = 4
     /// Version 3 adds each team's type (issue 38's supergroups), written only while a supergroup exists.
     static let superTeamsVersion: UInt8 = 3
+    /// Version 4 adds the logs' window bound and, per log, the marks of every item and each conversation's
+    /// newest message (issue 38 item 5): written only while the logs' windows are bounded or some item is out
+    /// of memory, so a cluster whose nodes do not all read it never gets it.
+    static let logWindowVersion: UInt8 = 4
 
     /// Whether any read position was ever marked (snapshot version 2 needed).
     var holdsReadPositions: Bool {
@@ -19,9 +23,11 @@ extension ImShardState {
     public func snapshot() -> [UInt8] {
         var w = ByteWriter()
         for b in Self.snapshotMagic { w.write(b) }
-        let types = teams.values.contains { $0.info.type != .advanced }
+        let windowed = logWindowBytes > 0 || holdsItemsOutOfMemory
+        let types = windowed || teams.values.contains { $0.info.type != .advanced }
         let receipts = types || holdsReadPositions
-        w.write(types ? Self.superTeamsVersion : receipts ? 2 : 1)
+        w.write(windowed ? Self.logWindowVersion : types ? Self.superTeamsVersion : receipts ? 2 : 1)
+        if windowed { w.write(logWindowBytes) }
         w.write(UInt64(users.count))
         for account in users.keys.sorted() {
             let u = users[account]!
@@ -37,10 +43,7 @@ extension ImShardState {
             w.write(u.blocked.sorted())
             w.write(u.muted.sorted())
             w.write(u.teams.sorted())
-            w.write(u.log.nextSeq)
-            w.write(u.log.droppedThroughSeq)
-            w.write(UInt64(u.log.entries.count))
-            for item in u.log.entries { Self.write(item, into: &w) }
+            Self.write(u.log, windowed: windowed, into: &w) { Self.write($0, into: &$1) }
             if receipts {
                 for positions in [u.readThrough, u.peerReadThrough] {
                     w.write(UInt64(positions.count))
@@ -51,7 +54,7 @@ extension ImShardState {
         w.write(UInt64(teams.count))
         for teamId in teams.keys.sorted() {
             w.write(teamId)
-            Self.write(teams[teamId]!, into: &w)
+            Self.write(teams[teamId]!, windowed: windowed, into: &w)
             if receipts {
                 let members = teams[teamId]!.members
                 let reading = members.keys.sorted().filter { members[$0]!.readThrough > 0 }
@@ -78,8 +81,9 @@ extension ImShardState {
         }
         let version = try r.readByte()
         guard (1...Self.snapshotVersion).contains(version) else { throw .badVersion(version) }
-        let receipts = version >= 2, types = version >= Self.superTeamsVersion
+        let receipts = version >= 2, types = version >= Self.superTeamsVersion, windowed = version >= Self.logWindowVersion
         self.init(limits: limits)
+        if windowed { logWindowBytes = try r.readInt() }
         for _ in 0..<(try r.readCount(minimumItemBytes: 8)) {
             let account = try r.readString()
             var u = UserRecord()
@@ -95,12 +99,7 @@ extension ImShardState {
             u.blocked = Set(try r.readStrings())
             u.muted = Set(try r.readStrings())
             u.teams = Set(try r.readStrings())
-            let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
-            var items: [ImLogItem] = []
-            for _ in 0..<(try r.readCount(minimumItemBytes: 4)) {
-                items.append(try Self.readItem(&r))
-            }
-            u.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+            u.log = try Self.readLog(&r, windowed: windowed) { r throws(CodecError) in try Self.readItem(&r) }
             if receipts {
                 for _ in 0..<(try r.readCount(minimumItemBytes: 2)) { u.readThrough[try r.readString()] = try r.readUInt64() }
                 for _ in 0..<(try r.readCount(minimumItemBytes: 2)) { u.peerReadThrough[try r.readString()] = try r.readUInt64() }
@@ -109,7 +108,7 @@ extension ImShardState {
         }
         for _ in 0..<(try r.readCount(minimumItemBytes: 8)) {
             let teamId = try r.readString()
-            var team = try Self.readTeam(&r)
+            var team = try Self.readTeam(&r, windowed: windowed)
             if receipts {
                 for _ in 0..<(try r.readCount(minimumItemBytes: 2)) {
                     let account = try r.readString(), position = try r.readUInt64()
@@ -126,6 +125,51 @@ extension ImShardState {
         nextEffectSeq = try r.readUInt64()
         for _ in 0..<(try r.readCount(minimumItemBytes: 2)) { appliedFrom[try r.readInt()] = try r.readUInt64() }
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
+        rebuildWindows()
+    }
+
+    /// A log: its sequences, then (`windowed`) every item's mark and each conversation's newest message, then
+    /// the items in memory (all of them when not `windowed`).
+    static func write<K>(_ log: SequencedLog<K>, windowed: Bool, into w: inout ByteWriter,
+                         item: (LogEntry<K>, inout ByteWriter) -> Void) {
+        w.write(log.nextSeq)
+        w.write(log.droppedThroughSeq)
+        if windowed {
+            w.write(UInt64(log.marks.count))
+            for m in log.marks {
+                w.write(m.seq); w.write(m.time); w.write(m.isMessage); w.write(m.from); w.write(m.to); w.write(m.resendHash)
+            }
+            w.write(UInt64(log.lastMessages.count))
+            for key in log.lastMessages.keys.sorted() { w.write(key); item(log.lastMessages[key]!, &w) }
+        }
+        w.write(UInt64(log.entries.count))
+        for e in log.entries { item(e, &w) }
+    }
+
+    static func readLog<K>(_ r: inout ByteReader, windowed: Bool,
+                           item: (inout ByteReader) throws(CodecError) -> LogEntry<K>) throws(CodecError) -> SequencedLog<K> {
+        let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
+        var marks: [LogMark] = [], last: [String: LogEntry<K>] = [:]
+        if windowed {
+            for _ in 0..<(try r.readCount(minimumItemBytes: 27)) {
+                let seq = try r.readUInt64(), time = try r.readInt64(), isMessage = try r.readBool()
+                marks.append(LogMark(seq: seq, time: time, from: try r.readString(), to: try r.readString(), isMessage: isMessage,
+                                     resendHash: try r.readUInt64()))
+            }
+            for _ in 0..<(try r.readCount(minimumItemBytes: 5)) { last[try r.readString()] = try item(&r) }
+        }
+        var items: [LogEntry<K>] = []
+        for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try item(&r)) }
+        var log = SequencedLog<K>()
+        if windowed {
+            guard items.count <= marks.count, items.first.map({ $0.seq == marks[marks.count - items.count].seq }) ?? true else {
+                throw .invalidValue("a log's items in memory are not its newest")
+            }
+            log.restore(marks: marks, entries: items, lastMessages: last, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+        } else {
+            log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+        }
+        return log
     }
 
     static func write(_ e: ImEffect, into w: inout ByteWriter) {
@@ -247,7 +291,7 @@ extension ImShardState {
         }
     }
 
-    static func write(_ t: TeamRecord, into w: inout ByteWriter) {
+    static func write(_ t: TeamRecord, windowed: Bool, into w: inout ByteWriter) {
         write(t.info, into: &w)
         w.write(t.owner)
         w.write(UInt64(t.members.count))
@@ -261,13 +305,10 @@ extension ImShardState {
         for account in t.applications.keys.sorted() {
             w.write(account); w.write(t.applications[account]!.message); w.write(t.applications[account]!.at)
         }
-        w.write(t.log.nextSeq)
-        w.write(t.log.droppedThroughSeq)
-        w.write(UInt64(t.log.entries.count))
-        for item in t.log.entries { write(item, into: &w) }
+        write(t.log, windowed: windowed, into: &w) { write($0, into: &$1) }
     }
 
-    static func readTeam(_ r: inout ByteReader) throws(CodecError) -> TeamRecord {
+    static func readTeam(_ r: inout ByteReader, windowed: Bool) throws(CodecError) -> TeamRecord {
         let info = try readTeamInfo(&r)
         let owner = try r.readString()
         var t = TeamRecord(info: info, owner: owner, at: 0)
@@ -284,10 +325,7 @@ extension ImShardState {
             let account = try r.readString()
             t.applications[account] = FriendRequest(message: try r.readString(), at: try r.readInt64())
         }
-        let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
-        var items: [TeamLogItem] = []
-        for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try readTeamItem(&r)) }
-        t.log.restore(entries: items, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+        t.log = try readLog(&r, windowed: windowed) { r throws(CodecError) in try readTeamItem(&r) }
         t.rederive()
         return t
     }

@@ -12,6 +12,10 @@ public struct ImShardState: Sendable, Equatable {
     public internal(set) var nextEffectSeq: UInt64 = 1
     /// Source shard → the highest effect sequence applied from it (a resent relay changes nothing).
     public internal(set) var appliedFrom: [Int: UInt64] = [:]
+    /// SPEC D1 (issue 38 item 5): the bytes all logs' items in memory may hold together (0: no bound but each
+    /// log's count and retention), replicated (`setLogWindow`); and what is derived of the windows.
+    public internal(set) var logWindowBytes = 0
+    var windows = LogWindows()
 
     public init(limits: ImLimits = ImLimits()) { self.limits = limits }
 

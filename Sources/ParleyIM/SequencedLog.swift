@@ -1,7 +1,23 @@
 /// What a log holds: a message names the key a resend of it carries (sender, conversation, clientMessageId),
-/// nil for anything else.
+/// nil for anything else; its parties; and what it costs in memory.
 public protocol LogContent: Sendable, Equatable {
     var resendKey: String? { get }
+    /// A message's sender and receiver (the receiver empty in a team's log); nil for any other item.
+    var parties: LogParties? { get }
+    /// Estimated bytes held for the item (SPEC D1), deterministic: replicated state drops by it.
+    var estimatedBytes: Int { get }
+    /// Which conversation of the log a message belongs to (a user's log: the two accounts; a team's: one).
+    static func conversationKey(_ parties: LogParties) -> String
+}
+
+public struct LogParties: Sendable, Equatable {
+    public var from: String
+    public var to: String
+
+    public init(from: String, to: String) {
+        self.from = from
+        self.to = to
+    }
 }
 
 /// One item of a sequenced log: its sequence (increasing by one, never reused), entry time and content.
@@ -20,65 +36,126 @@ public struct LogEntry<Content: LogContent>: Sendable, Equatable {
     }
 }
 
+/// Issue 38 item 5: what a log keeps in memory of every item it holds, whether or not the item itself is still
+/// in memory — enough for unread counts, read receipts and resends (~60 bytes against an item's ~1.7 KB).
+public struct LogMark: Sendable, Equatable {
+    public var seq: UInt64
+    public var time: Int64
+    /// A message's parties (`LogContent.parties`); empty for any other item.
+    public var from: String
+    public var to: String
+    public var isMessage: Bool
+    /// A stable hash of a message's resend key (0: none).
+    var resendHash: UInt64
+
+    var parties: LogParties? { isMessage ? LogParties(from: from, to: to) : nil }
+}
+
 /// A user's conversation log or a team's log (docs/im.md): items with the owner's own sequence, kept within
 /// `ImLimits`' count and retention; a device syncs by asking for what follows the last sequence it has. The
 /// log also knows the messages it holds by their resend key, so a resend is answered with the first send's
 /// place as long as that is still in the log.
+///
+/// SPEC D1 (issue 38 item 5): the items themselves (`entries`) are the log's newest ones — all of them until
+/// the shard bounds its logs' windows by bytes (`ImShardState.logWindowBytes`); older ones are in the node's
+/// IM log store. Every item the log holds keeps its `LogMark`, and each conversation its newest message whole.
 public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
+    /// Every item the log holds, oldest first.
+    public internal(set) var marks: [LogMark] = []
+    /// The newest items whole: a suffix of `marks`' items (the log's window in memory).
     public internal(set) var entries: [LogEntry<Kind>] = []
     public internal(set) var nextSeq: UInt64 = 1
     /// Items up to this sequence were dropped.
     public internal(set) var droppedThroughSeq: UInt64 = 0
-    /// Resend key → the sequence of the latest entry with it (derived from `entries`).
-    private var resends: [String: UInt64] = [:]
+    /// Each conversation's newest message the log holds (`LogContent.conversationKey`), whole even once it
+    /// left the window: what a conversation list shows.
+    public internal(set) var lastMessages: [String: LogEntry<Kind>] = [:]
+    /// Estimated bytes of `entries` (derived).
+    public private(set) var entryBytes = 0
+    /// Resend key's hash → the sequence of the latest entry with it (derived from `marks`).
+    private var resends: [UInt64: UInt64] = [:]
 
     public init() {}
+
+    /// The oldest sequence whose item is in memory (`nextSeq` when none is).
+    public var windowFirstSeq: UInt64 { entries.first?.seq ?? nextSeq }
 
     /// Appends `kind` with the next sequence, then drops what is over the count or older than the retention.
     @discardableResult
     mutating func append(_ kind: Kind, at time: Int64, limits: ImLimits) -> LogEntry<Kind> {
         let entry = LogEntry(seq: nextSeq, time: time, kind: kind)
         nextSeq += 1
+        let parties = kind.parties
+        let hash = kind.resendKey.map(Self.stableHash) ?? 0
+        marks.append(LogMark(seq: entry.seq, time: time, from: parties?.from ?? "", to: parties?.to ?? "",
+                             isMessage: parties != nil, resendHash: hash))
         entries.append(entry)
-        if let key = kind.resendKey { resends[key] = entry.seq }
-        var drop = max(0, entries.count - limits.maxLogItems)
-        while drop < entries.count, entries[drop].time < time - limits.logRetentionMillis { drop += 1 }
+        entryBytes += kind.estimatedBytes
+        if hash != 0 { resends[hash] = entry.seq }
+        if let parties { lastMessages[Kind.conversationKey(parties)] = entry }
+        var drop = max(0, marks.count - limits.maxLogItems)
+        while drop < marks.count, marks[drop].time < time - limits.logRetentionMillis { drop += 1 }
         guard drop > 0 else { return entry }
-        for old in entries.prefix(drop) {
-            if let key = old.kind.resendKey, resends[key] == old.seq { resends[key] = nil }
+        for old in marks.prefix(drop) {
+            if old.resendHash != 0, resends[old.resendHash] == old.seq { resends[old.resendHash] = nil }
+            if let p = old.parties {
+                let key = Kind.conversationKey(p)
+                if lastMessages[key]?.seq == old.seq { lastMessages[key] = nil }
+            }
         }
-        droppedThroughSeq = entries[drop - 1].seq
-        entries.removeFirst(drop)
+        droppedThroughSeq = marks[drop - 1].seq
+        marks.removeFirst(drop)
+        while let first = entries.first, first.seq <= droppedThroughSeq { _ = dropOldestEntry() }
         return entry
     }
 
-    /// The entry a message with this resend key was stored as, while the log holds it.
-    func resent(_ key: String) -> LogEntry<Kind>? { resends[key].flatMap(entry(seq:)) }
+    /// Takes the oldest whole item out of memory (it stays in the store and in `marks`); returns its bytes.
+    mutating func dropOldestEntry() -> Int {
+        let bytes = entries.removeFirst().kind.estimatedBytes
+        entryBytes -= bytes
+        return bytes
+    }
 
-    /// The entry with this sequence, by binary search (entries are in sequence order).
+    /// The item a message with this resend key was stored as, while the log holds it.
+    func resent(_ key: String) -> LogMark? { resends[Self.stableHash(key)].flatMap(mark(seq:)) }
+
+    /// The whole entry with this sequence, while it is in memory (binary search).
     public func entry(seq: UInt64) -> LogEntry<Kind>? {
-        let i = index(of: seq)
+        let i = Self.index(of: seq, in: entries) { $0.seq }
         return i < entries.count && entries[i].seq == seq ? entries[i] : nil
     }
 
-    /// The entries after `seq`, oldest first, found by binary search (a read receipt or an unread count looks
-    /// at what follows a position, not at the whole log).
-    public func entries(after seq: UInt64) -> ArraySlice<LogEntry<Kind>> {
-        seq == .max ? entries[entries.endIndex...] : entries[index(of: seq + 1)...]
+    /// The mark of the item with this sequence, while the log holds it.
+    public func mark(seq: UInt64) -> LogMark? {
+        let i = Self.index(of: seq, in: marks) { $0.seq }
+        return i < marks.count && marks[i].seq == seq ? marks[i] : nil
     }
 
-    /// The index of the first entry with a sequence at or above `seq`.
-    private func index(of seq: UInt64) -> Int {
-        var lo = 0, hi = entries.count
+    /// The marks after `seq`, oldest first (a read receipt or an unread count looks at what follows a position).
+    public func marks(after seq: UInt64) -> ArraySlice<LogMark> {
+        seq == .max ? marks[marks.endIndex...] : marks[Self.index(of: seq + 1, in: marks) { $0.seq }...]
+    }
+
+    /// The whole entries in memory after `seq`, oldest first.
+    public func entries(after seq: UInt64) -> ArraySlice<LogEntry<Kind>> {
+        seq == .max ? entries[entries.endIndex...] : entries[Self.index(of: seq + 1, in: entries) { $0.seq }...]
+    }
+
+    /// The newest message of a conversation, while the log holds it.
+    public func lastMessage(_ parties: LogParties) -> LogEntry<Kind>? { lastMessages[Kind.conversationKey(parties)] }
+
+    /// The index of the first element with a sequence at or above `seq`.
+    private static func index<T>(of seq: UInt64, in list: [T], _ seqOf: (T) -> UInt64) -> Int {
+        var lo = 0, hi = list.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if entries[mid].seq < seq { lo = mid + 1 } else { hi = mid }
+            if seqOf(list[mid]) < seq { lo = mid + 1 } else { hi = mid }
         }
         return lo
     }
 
     /// What follows `seq`, oldest first, at most `limit` (1 … `maxSyncItems`); `historyGone` when the entry
-    /// right after `seq` was dropped.
+    /// right after `seq` was dropped — or is no longer in memory (`isInStore`: the node's store completes it).
     public func after(_ seq: UInt64, limit: Int, limits: ImLimits) -> Result<[LogEntry<Kind>], ImError> {
         guard limit > 0, limit <= limits.maxSyncItems else {
             return .failure(ImError(.badParameter, "limit must be 1 … \(limits.maxSyncItems)"))
@@ -86,15 +163,45 @@ public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
         guard seq >= droppedThroughSeq else {
             return .failure(ImError(.historyGone, "the log no longer holds \(seq + 1) … \(droppedThroughSeq)"))
         }
+        guard !isInStore(after: seq) else {
+            return .failure(ImError(.historyGone, "\(seq + 1) … \(windowFirstSeq - 1) are only in the store"))
+        }
         return .success(Array(entries(after: seq).prefix(limit)))
     }
 
-    /// For restore: entries as a snapshot had them.
+    /// Whether the item right after `seq` is held but not in memory.
+    public func isInStore(after seq: UInt64) -> Bool { seq >= droppedThroughSeq && seq < windowFirstSeq - 1 }
+
+    /// For restore: entries as a snapshot that holds them all had them (every mark derived from them).
     mutating func restore(entries: [LogEntry<Kind>], nextSeq: UInt64, droppedThroughSeq: UInt64) {
+        let marks = entries.map { e in
+            let p = e.kind.parties
+            return LogMark(seq: e.seq, time: e.time, from: p?.from ?? "", to: p?.to ?? "", isMessage: p != nil,
+                           resendHash: e.kind.resendKey.map(Self.stableHash) ?? 0)
+        }
+        var last: [String: LogEntry<Kind>] = [:]
+        for e in entries { if let p = e.kind.parties { last[Kind.conversationKey(p)] = e } }
+        restore(marks: marks, entries: entries, lastMessages: last, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
+    }
+
+    /// For restore: a log whose window held only some of its items.
+    mutating func restore(marks: [LogMark], entries: [LogEntry<Kind>], lastMessages: [String: LogEntry<Kind>],
+                          nextSeq: UInt64, droppedThroughSeq: UInt64) {
+        self.marks = marks
         self.entries = entries
+        self.lastMessages = lastMessages
         self.nextSeq = nextSeq
         self.droppedThroughSeq = droppedThroughSeq
+        entryBytes = entries.reduce(0) { $0 + $1.kind.estimatedBytes }
         resends = [:]
-        for e in entries { if let key = e.kind.resendKey { resends[key] = e.seq } }
+        for m in marks where m.resendHash != 0 { resends[m.resendHash] = m.seq }
+    }
+
+    /// FNV-1a over the key's UTF-8 (stable across processes, unlike `Hasher`); never 0. A collision could only
+    /// make a sender's own new message read as a resend of another of the same log (~n²/2⁶⁵).
+    static func stableHash(_ key: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in key.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return h == 0 ? 1 : h
     }
 }

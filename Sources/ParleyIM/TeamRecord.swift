@@ -131,6 +131,25 @@ public enum TeamLogKind: LogContent {
         guard case .message(let m) = self, !m.clientMessageId.isEmpty else { return nil }
         return m.from + "\u{0}" + m.clientMessageId
     }
+
+    public var parties: LogParties? {
+        guard case .message(let m) = self else { return nil }
+        return LogParties(from: m.from, to: "")
+    }
+
+    /// A team's log is one conversation.
+    public static func conversationKey(_ p: LogParties) -> String { "" }
+
+    public var estimatedBytes: Int {
+        func of(_ s: String) -> Int { s.utf8.count + 16 }
+        switch self {
+        case .message(let m):
+            return 64 + of(m.from) + of(m.clientMessageId) + of(m.type) + of(m.body) + of(m.ext)
+        case .notification(let n):
+            return n.targets.reduce(80 + of(n.source) + of(n.notifyExt)) { $0 + of($1) }
+                + n.attachment.values.reduce(0) { $0 + 24 + of($1) }
+        }
+    }
 }
 
 public struct TeamMessage: Sendable, Equatable {

@@ -26,6 +26,7 @@ public final class NodeMetrics: Sendable {
     private let memoryRaftLog: Metrics.Gauge
     private let memoryFeeds: Metrics.Gauge
     private let memoryWindows: Metrics.Gauge
+    private let memoryImLogs: Metrics.Gauge
     private let memoryResident: Metrics.Gauge
     private let peerGauges = Mutex<[UInt64: PeerGauges]>([:])
 
@@ -62,6 +63,7 @@ public final class NodeMetrics: Sendable {
         memoryRaftLog = Metrics.Gauge(label: "parley_memory_raft_log_bytes", factory: factory)
         memoryFeeds = Metrics.Gauge(label: "parley_memory_feed_bytes", factory: factory)
         memoryWindows = Metrics.Gauge(label: "parley_memory_history_window_bytes", factory: factory)
+        memoryImLogs = Metrics.Gauge(label: "parley_memory_im_log_window_bytes", factory: factory)
         memoryResident = Metrics.Gauge(label: "parley_memory_resident_bytes", factory: factory)
     }
 
@@ -85,6 +87,7 @@ public final class NodeMetrics: Sendable {
             memoryRaftLog.record(m.raftLogBytes)
             memoryFeeds.record(m.feedBytes)
             memoryWindows.record(m.historyWindowBytes)
+            if let im = m.imLogWindowBytes { memoryImLogs.record(im) }
             if let rss = m.rssBytes { memoryResident.record(rss) }
         }
         for peer in report.peers {

@@ -378,6 +378,9 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             historyWindowBoundBytesPerShard: config.memory.historyWindowBytes,
             shardsWithWindowBound: shards.filter { $0.windowBound == config.memory.historyWindowBytes }.count,
             rssBytes: ResidentMemory.bytes())
+        report.memory?.imLogWindowBytes = shards.reduce(0) { $0 + $1.imLogBytes }
+        report.memory?.imLogWindowBoundBytesPerShard = config.memory.imLogWindowBytes
+        report.memory?.shardsWithImLogWindowBound = shards.filter { $0.imLogBound == config.memory.imLogWindowBytes }.count
         return report
     }
 }

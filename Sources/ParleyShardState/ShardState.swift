@@ -69,6 +69,15 @@ public struct ShardState: ReplicatedMachine {
         }
     }
 
+    /// Issue 38 item 5: whether the IM logs' new items are collected for the node's store (a node turns it on).
+    public var collectsStoredImItems: Bool {
+        get { im.collectsStoredItems }
+        set { im.collectsStoredItems = newValue }
+    }
+
+    /// The IM logs' items appended since the last call, in apply order.
+    public mutating func takeStoredImItems() -> [ImStoredItem] { im.takeStoredItems() }
+
     public mutating func takeImFeed() -> [ImFeedEvent] {
         defer { imFeed.removeAll() }
         return imFeed
@@ -123,7 +132,8 @@ public struct ShardState: ReplicatedMachine {
             // A client acts for its own user only, and never as the relay.
             guard s.userId == account else { return .failure(ImError(.noPermission, "a session acts only for its own user")) }
             switch c {
-            case .effects, .screenedEffects, .confirm: return .failure(ImError(.noPermission, "only the cluster relays effects"))
+            case .effects, .screenedEffects, .confirm, .setLogWindow:
+                return .failure(ImError(.noPermission, "only the cluster relays effects and sets the logs' window"))
             default: byAppServer = false
             }
         }

@@ -47,11 +47,15 @@ public struct StorageBatch: Sendable, Equatable {
 
     /// Room history rows applied since the last batch (N5), written in the same transaction.
     public var history: [RoomHistoryStore.Row] = []
+    /// The IM logs' items applied since the last batch (issue 38 item 5), handed over with the history rows.
+    public var imLogs: [ImLogRow] = []
 
     /// Delete at most this many log rows that no group needs any more (oldest first).
     public var deleteUnneededLogRows = 0
 
-    public var isEmpty: Bool { history.isEmpty && deleteUnneededLogRows == 0 && writes.allSatisfy { $0.write.isEmpty } }
+    public var isEmpty: Bool {
+        history.isEmpty && imLogs.isEmpty && deleteUnneededLogRows == 0 && writes.allSatisfy { $0.write.isEmpty }
+    }
 
     /// Number of entries the batch appends, over all groups.
     public var entryCount: Int { writes.reduce(0) { $0 + $1.write.entries.count } }
@@ -62,7 +66,7 @@ public struct StorageBatch: Sendable, Equatable {
     /// Whether the batch only moves commit indexes: nothing in it has to reach the disk at any particular
     /// time (a lost commit index is learned again from the leader), so it may wait for a later batch.
     public var onlyCommitIndexes: Bool {
-        history.isEmpty && deleteUnneededLogRows == 0
+        history.isEmpty && imLogs.isEmpty && deleteUnneededLogRows == 0
             && writes.allSatisfy { $0.write.snapshot == nil && $0.write.entries.isEmpty && !$0.write.termOrVoteChanged
                 && $0.write.logFrom == nil && !$0.write.snapshotReplacesLog && $0.write.deadRows.isEmpty }
     }
@@ -86,6 +90,7 @@ public struct StorageBatch: Sendable, Equatable {
             update(group) { $0 = write }
         }
         history += other.history
+        imLogs += other.imLogs
         deleteUnneededLogRows += other.deleteUnneededLogRows
     }
 
@@ -102,7 +107,7 @@ public struct StorageBatch: Sendable, Equatable {
     }
 
     public static func == (a: StorageBatch, b: StorageBatch) -> Bool {
-        a.writes.count == b.writes.count && a.history == b.history
+        a.writes.count == b.writes.count && a.history == b.history && a.imLogs == b.imLogs
             && zip(a.writes, b.writes).allSatisfy { $0.group == $1.group && $0.write == $1.write }
     }
 }

@@ -371,12 +371,13 @@ public final class NodeDatabase: Sendable {
         guard !batch.isEmpty else { return }
         // History rows go to their own database on its thread; before a snapshot that covers them is
         // committed here, they (and all handed over before) must be on disk there.
-        history.insertLater(batch.history)
+        history.insertLater(batch.history, imLogs: batch.imLogs)
         if batch.writes.contains(where: { $0.write.snapshot != nil }) { try history.waitForWrites() }
         try history.throwIfWriteFailed()
         guard batch.deleteUnneededLogRows > 0 || batch.writes.contains(where: { !$0.write.isEmpty }) else { return }
         var logWrites = batch
         logWrites.history = []
+        logWrites.imLogs = []
         try groupCommit.commit(logWrites) { try writeTransaction($0) }
     }
 

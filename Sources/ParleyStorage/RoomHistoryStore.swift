@@ -21,6 +21,8 @@ public final class RoomHistoryStore: Sendable {
     /// a flush its index seek per room, a third of the writer's time at 1,000 clients. Only writes use it, and
     /// they run one at a time on the database's queue.
     private let lastSeqs = Mutex<[String: UInt64?]>([:])
+    /// The same for the IM logs' chunks (`ImLogChunks`), by owner.
+    private let lastImSeqs = Mutex<[String: UInt64?]>([:])
 
     /// Opens (creating if needed) the history database at `path`, synced at each commit when `durable`.
     init(path: String, durable: Bool, cacheBytes: Int = NodeDatabase.defaultCacheBytes, maxQueuedBytes: Int = 16 << 20) throws {
@@ -44,15 +46,18 @@ public final class RoomHistoryStore: Sendable {
     /// yet written already come to `maxQueuedBytes` (SPEC D1: they are memory): then it first waits for the
     /// writer. A replica replaying its log after a restart applies far faster than the store writes; without
     /// the wait its rows piled up in memory (a node restarted after 100,000 messages held 360 MB).
-    func insertLater(_ rows: [Row]) {
-        guard !rows.isEmpty else { return }
-        let bytes = rows.reduce(0) { $0 + $1.item.estimatedBytes }
+    func insertLater(_ rows: [Row], imLogs: [ImLogRow] = []) {
+        guard !rows.isEmpty || !imLogs.isEmpty else { return }
+        let bytes = rows.reduce(0) { $0 + $1.item.estimatedBytes } + imLogs.reduce(0) { $0 + $1.estimatedBytes }
         if queuedBytes.withLock({ $0 }) + bytes > maxQueuedBytes {
             queue.writeWithoutTransaction { _ in }  // behind every write handed over before
         }
         queuedBytes.withLock { $0 += bytes }
         writesInFlight.withLock { $0 += 1 }
-        queue.asyncWrite({ db in try self.insert(rows, in: db) }) { _, result in
+        queue.asyncWrite({ db in
+            try self.insert(rows, in: db)
+            try self.lastImSeqs.withLock { try ImLogChunks.insert(imLogs, in: db, lastSeqs: &$0) }
+        }) { _, result in
             if case .failure(let error) = result { self.failure.withLock { $0 = $0 ?? error } }
             self.queuedBytes.withLock { $0 -= bytes }
             self.writesInFlight.withLock { $0 -= 1 }
@@ -112,6 +117,7 @@ public final class RoomHistoryStore: Sendable {
             try insert(pending, in: db, lastSeqs: &lastSeqs)
             try db.execute(sql: "DROP TABLE room_history")
         }
+        m.registerMigration("v3-im-log-chunks") { db in try db.execute(sql: ImLogChunks.table) }
     }
 
     /// The history table of v1, a row per item (also the node database's before its migration v4).
@@ -228,12 +234,28 @@ public final class RoomHistoryStore: Sendable {
         }
     }
 
-    /// Drops a shard's items (its replica left this node).
+    /// Deletes the IM logs' items older than `time` (their retention); returns how many went.
+    @discardableResult
+    public func deleteImLogsOlderThan(_ time: Int64) throws -> Int {
+        try queue.write { db in
+            defer { lastImSeqs.withLock { $0.removeAll() } }
+            return try ImLogChunks.deleteOlderThan(time, in: db)
+        }
+    }
+
+    /// Drops a shard's items, rooms' and IM logs' (its replica left this node).
     public func dropShard(_ shard: Int) throws {
         try queue.write { db in
             try db.execute(sql: "DELETE FROM room_history_chunk WHERE shard = ?", arguments: [shard])
+            try db.execute(sql: "DELETE FROM im_log_chunk WHERE shard = ?", arguments: [shard])
             lastSeqs.withLock { $0.removeAll() }
+            lastImSeqs.withLock { $0.removeAll() }
         }
+    }
+
+    /// How many IM log items the store holds.
+    public func imLogCount() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(item_count), 0) FROM im_log_chunk") ?? 0 }
     }
 
     /// How many items the store holds.

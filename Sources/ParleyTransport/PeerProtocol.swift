@@ -37,8 +37,10 @@
 ///   reads `memberships` (tag 7, answered with tag 8) and `teamLog` (tag 8), team views of tag 7, IM snapshots of
 ///   version 3); a
 ///   supergroup is created only once every node does.
+/// - 15: reads the IM command `setLogWindow` (tag 9: the byte bound of a shard's IM logs' items in memory,
+///   SPEC D1, issue 38 item 5) and IM snapshots of version 4; shard leaders propose it only once every node does.
 public enum PeerProtocol {
-    public static let version = 14
+    public static let version = 15
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -81,9 +83,12 @@ public enum PeerProtocol {
         case messagePriority
         /// Supergroups (issue 38).
         case superTeams
+        /// The IM command `setLogWindow` (tag 9) and IM snapshot version 4 (SPEC D1, issue 38 item 5).
+        case imLogWindow
 
         public var version: Int {
             switch self {
+            case .imLogWindow: 15
             case .superTeams: 14
             case .messagePriority: 13
             case .historyWindow: 12

@@ -51,6 +51,8 @@ struct NodeCommand: AsyncParsableCommand {
     var feedBytes: Int?
     @Option(name: .customLong("history-window-bytes"), help: "Bytes of recent history each shard's rooms keep in memory together, the rest read from disk (default 524288 = 512 KiB; 0 = only each room's 5000 items; the same on every node).")
     var historyWindowBytes: Int?
+    @Option(name: .customLong("im-log-window-bytes"), help: "Bytes of IM log items (conversation and team messages, notifications) each shard keeps in memory together, the rest read from disk (default 524288 = 512 KiB; 0 = only each log's 5000 items; the same on every node).")
+    var imLogWindowBytes: Int?
     @Option(name: .customLong("sqlite-cache-bytes"), help: "Page cache of each of the node's two SQLite databases (default 8388608 = 8 MiB).")
     var sqliteCacheBytes: Int?
     @Option(name: .customLong("app"), help: "A server-API app KEY:SECRET put into the meta group when missing (repeatable; PARLEY_APPS / `apps` take k1:s1,k2:s2).")
@@ -155,6 +157,12 @@ struct NodeCommand: AsyncParsableCommand {
                 throw ValidationError("--history-window-bytes must be 0 (none) or 65536 … 1099511627776")
             }
             nodeConfig.memory.historyWindowBytes = n
+        }
+        if let b = value("im-log-window-bytes", imLogWindowBytes.map(String.init)) {
+            guard let n = Int(b), n == 0 || RoomsState.historyWindowRange.contains(n) else {  // the IM logs' range is the rooms'
+                throw ValidationError("--im-log-window-bytes must be 0 (none) or 65536 … 1099511627776")
+            }
+            nodeConfig.memory.imLogWindowBytes = n
         }
         if let b = value("sqlite-cache-bytes", sqliteCacheBytes.map(String.init)) {
             guard let n = Int(b), n >= 1 << 20 else { throw ValidationError("--sqlite-cache-bytes must be at least 1048576 (1 MiB)") }

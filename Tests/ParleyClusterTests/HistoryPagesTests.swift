@@ -33,7 +33,7 @@ import ParleyStorage
         let (seqs, answeredAfterReturn, onLoop) = try await loop.flatSubmit { () -> EventLoopFuture<([UInt64], Bool, Bool)> in
             let promise = loop.makePromise(of: ([UInt64], Bool, Bool).self)
             var returned = false
-            pages.finish(read, writeWaitingRows: {
+            pages.finish(read.complete, fallback: read.fallback, writeWaitingRows: {
                 var batch = StorageBatch()
                 batch.history = waiting
                 try database.commit(batch)

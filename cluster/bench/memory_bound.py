@@ -11,8 +11,8 @@ the load, and after 15 quiet seconds, and what each node's `/status` says its me
 `--check-history`, every room's history is then read whole through every node (`/v1/message/history`,
 ascending pages of 100) and must hold every acknowledged message once, in order: what left memory is still
 served. With `--im` the writers send one-to-one messages instead (each logs in as its user's IM device and
-sends to the next writer's user): every message is then in two users' conversation logs, which (issue 38 item
-5) are still held whole in every replica's memory. Bounded: the load stops at the count (or after 40 rounds); the nodes are killed at the end.
+sends to the next writer's user): every message is then in two users' conversation logs, whose items each
+shard keeps in memory only within `--im-log-window-bytes` (issue 38 item 5; `memory.imLogWindowBytes`). Bounded: the load stops at the count (or after 40 rounds); the nodes are killed at the end.
 """
 import argparse
 import json

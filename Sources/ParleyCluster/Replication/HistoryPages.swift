@@ -14,17 +14,18 @@ final class HistoryPages {
         self.database = database
     }
 
-    /// Finishes `read` and calls `deliver` with the answer (the window's answer if the store fails). The rows
-    /// applied but not yet handed to the store go first (`writeWaitingRows`, on the caller's thread: a
+    /// Finishes a read with `complete` and calls `deliver` with the answer (`fallback` if the store fails). The
+    /// rows applied but not yet handed to the store go first (`writeWaitingRows`, on the caller's thread: a
     /// hand-over, not a write), so the read, queued behind them, sees every row that left a window.
-    func finish(_ read: RoomHistoryRead, writeWaitingRows: () throws -> Void, deliver: @escaping (ApplyOutcome) -> Void) {
-        do { try writeWaitingRows() } catch { return deliver(read.fallback) }
+    func finish<Answer: Sendable>(_ complete: @escaping @Sendable (HistoryReader) throws -> Answer, fallback: Answer,
+                                  writeWaitingRows: () throws -> Void, deliver: @escaping (Answer) -> Void) {
+        do { try writeWaitingRows() } catch { return deliver(fallback) }
         guard let loop else {
-            return deliver((try? database.history.readNow { try read.complete($0) }) ?? read.fallback)
+            return deliver((try? database.history.readNow { try complete($0) }) ?? fallback)
         }
         let answer = NIOLoopBound(deliver, eventLoop: loop)
-        database.history.readLater({ try read.complete($0) }) { result in
-            let outcome = (try? result.get()) ?? read.fallback
+        database.history.readLater({ try complete($0) }) { result in
+            let outcome = (try? result.get()) ?? fallback
             loop.execute { answer.value(outcome) }
         }
     }

@@ -8,6 +8,7 @@ import ParleyTransport
 extension RaftDriver {
     func settleHistoryWindows() {
         loop.preconditionInEventLoop()
+        settleImLogWindows()
         refresh(windowReaders, now: .now())
         guard windowReaders.everyNode else { return }
         for shard in host.shards where !settingWindow.contains(shard) {
@@ -15,6 +16,19 @@ extension RaftDriver {
             settingWindow.insert(shard)
             host.propose(.setHistoryWindow(bytes: bytes), shard: shard, actor: .appServer, timestamp: Self.now()) { _ in
                 self.settingWindow.remove(shard)
+            }
+        }
+    }
+
+    /// Issue 38 item 5: the same for the shard's IM logs (`setLogWindow`), once every node reads it.
+    private func settleImLogWindows() {
+        refresh(imWindowReaders, now: .now())
+        guard imWindowReaders.everyNode else { return }
+        for shard in host.shards where !settingImWindow.contains(shard) {
+            guard let bytes = host.imLogWindowToSet(shard: shard) else { continue }
+            settingImWindow.insert(shard)
+            host.proposeIm(.setLogWindow(bytes: bytes), account: "", shard: shard, actor: .appServer, timestamp: Self.now()) { _ in
+                self.settingImWindow.remove(shard)
             }
         }
     }

@@ -59,6 +59,9 @@ public final class RaftDriver: @unchecked Sendable {
     /// SPEC D1: whether every node reads `setHistoryWindow`, and the shards with one in flight.
     let windowReaders = PeerFeatureWatch(.historyWindow)
     var settingWindow: Set<ShardID> = []
+    /// Issue 38 item 5: the same for the IM logs' windows (`setLogWindow`).
+    let imWindowReaders = PeerFeatureWatch(.imLogWindow)
+    var settingImWindow: Set<ShardID> = []
 
     /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,

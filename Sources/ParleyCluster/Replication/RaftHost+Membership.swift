@@ -29,20 +29,30 @@ extension RaftHost {
         let limits = config.limits
         let replica = try GroupReplica<ShardState>(
             group: group, log: log, config: raftConfig(group, config),
-            prepare: { $0.rooms.collectsStoredHistory = true }) { ShardState(rooms: RoomsState(limits: limits)) }
+            prepare: {
+                $0.rooms.collectsStoredHistory = true
+                $0.collectsStoredImItems = true
+            }) { ShardState(rooms: RoomsState(limits: limits)) }
         let imFeed = ImFeedBuffer()
         replica.afterApply = { state in
             imFeed.events += state.takeImFeed()
             for s in state.rooms.takeStoredHistory() {
                 scratch.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
             }
+            for i in state.takeStoredImItems() {
+                scratch.imLogs.append(ImLogRow(shard: shard, owner: i.owner.storeKey, seq: i.seq, time: i.time, bytes: i.bytes))
+            }
         }
         replica.finishAnswer = { command, outcome, state, context in
-            guard case .room(let c) = command, case .room(let o) = outcome,
-                  let read = RoomHistoryRead.plan(c, o, state: state.rooms, now: context.timestamp) else { return nil }
-            return { deliver in
-                historyPages.finish(read, writeWaitingRows: { try scratch.writeHistory(to: database) }) { deliver(.room($0)) }
+            let writeWaitingRows = { try scratch.writeHistory(to: database) }
+            if case .room(let c) = command, case .room(let o) = outcome,
+               let read = RoomHistoryRead.plan(c, o, state: state.rooms, now: context.timestamp) {
+                return { deliver in
+                    historyPages.finish(read.complete, fallback: read.fallback, writeWaitingRows: writeWaitingRows) { deliver(.room($0)) }
+                }
             }
+            guard let read = ImLogRead.plan(command, outcome, state: state, context: context) else { return nil }
+            return { deliver in historyPages.finish(read.complete, fallback: read.fallback, writeWaitingRows: writeWaitingRows, deliver: deliver) }
         }
         let events = ShardEventLog(applied: replica.applied, maxBytes: config.memory.feedBytesPerShard)
         replica.onApplied = { index, outcomes in

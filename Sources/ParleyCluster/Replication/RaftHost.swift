@@ -12,11 +12,18 @@ import ParleyPlacement
 final class ApplyScratch {
     var shards = Set<ShardID>()
     var history: [RoomHistoryStore.Row] = []
+    /// The IM logs' items not yet written (issue 38 item 5).
+    var imLogs: [ImLogRow] = []
 
-    /// Moves the waiting history rows into `batch`.
+    var isEmpty: Bool { history.isEmpty && imLogs.isEmpty }
+    var count: Int { history.count + imLogs.count }
+
+    /// Moves the waiting history rows and IM log items into `batch`.
     func takeHistory(into batch: inout StorageBatch) {
         batch.history.append(contentsOf: history)
         history.removeAll(keepingCapacity: true)
+        batch.imLogs.append(contentsOf: imLogs)
+        imLogs.removeAll(keepingCapacity: true)
     }
 
     /// Hands the waiting history rows to the database.
@@ -210,7 +217,8 @@ public final class RaftHost {
     @discardableResult
     public func expireHistory(now: Int64) throws -> Int {
         try flushHistory()
-        return try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
+        let rooms = try database.history.deleteOlderThan(now - config.limits.historyRetentionMillis)
+        return rooms + (try database.history.deleteImLogsOlderThan(now - ShardState.imLimits.logRetentionMillis))
     }
 
     /// Whether writes that no acknowledgement waits for are due: history rows that waited `historyFlushTicks`
@@ -218,8 +226,8 @@ public final class RaftHost {
     public var deferredWritesDue: Bool { historyDue || database.mayHoldUnneededLogRows }
 
     private var historyDue: Bool {
-        !newEvents.history.isEmpty
-            && (ticksSinceHistoryFlush >= historyFlush.everyTicks || newEvents.history.count >= historyFlush.maxRows)
+        !newEvents.isEmpty
+            && (ticksSinceHistoryFlush >= historyFlush.everyTicks || newEvents.count >= historyFlush.maxRows)
     }
 
     /// Writes what `deferredWritesDue` names, in one transaction that is not synced by itself. The driver
@@ -370,6 +378,14 @@ public final class RaftHost {
         return config.memory.historyWindowBytes
     }
 
+    /// SPEC D1 (issue 38 item 5): the shard's replicated IM log window bound when this node leads it and it
+    /// differs from this node's setting; nil otherwise.
+    public func imLogWindowToSet(shard: ShardID) -> Int? {
+        guard let r = replicas[shard], r.isLeader, r.machine.im.logWindowBytes != config.memory.imLogWindowBytes
+        else { return nil }
+        return config.memory.imLogWindowBytes
+    }
+
     /// SPEC W2: proposes a change to the shard's webhook outbox (the cluster's own command).
     public func proposeWebhook(_ command: WebhookOutboxCommand, shard: ShardID, timestamp: Int64,
                                completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
@@ -420,7 +436,7 @@ public final class RaftHost {
         // A snapshot must not reach the disk before the history rows of the entries it covers: after a crash
         // only the entries behind the snapshot are applied again, and write their rows again. Otherwise rows
         // are written apart from the cycle (`writeDeferred`), never in the way of an acknowledgement.
-        if !newEvents.history.isEmpty, batch.writes.contains(where: { $0.write.snapshot != nil }) {
+        if !newEvents.isEmpty, batch.writes.contains(where: { $0.write.snapshot != nil }) {
             takeHistory(into: &batch)
         }
         guard !readies.isEmpty else {
@@ -566,6 +582,9 @@ public final class RaftHost {
         public var windowBytes: Int
         /// The shard's replicated bound on its rooms' windows (0: none).
         public var windowBound: Int
+        /// Issue 38 item 5: the IM logs' items in memory, and the shard's replicated bound on them (0: none).
+        public var imLogBytes: Int
+        public var imLogBound: Int
     }
 
     public func status() -> [ShardStatus] {
@@ -579,7 +598,8 @@ public final class RaftHost {
                                imUsers: r.machine.im.users.count, imTeams: r.machine.im.teams.count,
                                logBytes: r.logBytesHeld, feedBytes: eventLogs[shard]?.bytes ?? 0,
                                windowBytes: r.machine.rooms.windowBytes,
-                               windowBound: r.machine.rooms.historyWindowBytes)
+                               windowBound: r.machine.rooms.historyWindowBytes,
+                               imLogBytes: r.machine.im.logWindowBytesHeld, imLogBound: r.machine.im.logWindowBytes)
         }
     }
 
