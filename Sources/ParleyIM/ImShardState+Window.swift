@@ -54,18 +54,26 @@ extension ImShardState {
     /// Estimated bytes of every log's items in memory.
     public var logWindowBytesHeld: Int { windows.bytes }
 
-    /// Whether applied items are collected for the node's store (`takeStoredItems`). Turning it on collects
-    /// every item in memory first: a replica restored from a snapshot (or restarted) stores what its windows
-    /// hold; the store keeps only items above each log's highest stored seq, so nothing is written twice.
+    /// Whether applied items are collected for the node's store (`takeStoredItems`) — while the logs' windows
+    /// are bounded: unbounded, every item is in memory and writing them too cost a quarter of the one-to-one
+    /// send rate (docs/benchmarks.md, "IM logs out of memory"). Collection starts with every item in memory: a
+    /// replica restored from a snapshot (or restarted), or a shard whose bound was just set, stores what its
+    /// windows hold; the store keeps only items above each log's highest stored seq, so nothing is written twice.
     public var collectsStoredItems: Bool {
         get { windows.collects }
         set {
             guard newValue != windows.collects else { return }
             windows.collects = newValue
-            guard newValue else { return windows.stored.removeAll() }
-            for account in users.keys.sorted() { collect(.user(account), after: 0) }
-            for teamId in teams.keys.sorted() { collect(.team(teamId), after: 0) }
+            if newValue { collectEverything() } else { windows.stored.removeAll() }
         }
+    }
+
+    private var storesItems: Bool { windows.collects && logWindowBytes > 0 }
+
+    private mutating func collectEverything() {
+        guard storesItems else { return }
+        for account in users.keys.sorted() { collect(.user(account), after: 0) }
+        for teamId in teams.keys.sorted() { collect(.team(teamId), after: 0) }
     }
 
     /// The items appended since the last call, in apply order.
@@ -111,7 +119,7 @@ extension ImShardState {
         for (owner, was) in zip(owners, before) {
             let now = logPoint(owner)
             windows.bytes += now.bytes - was.bytes
-            if windows.collects, now.nextSeq > was.nextSeq { collect(owner, after: was.nextSeq - 1) }
+            if storesItems, now.nextSeq > was.nextSeq { collect(owner, after: was.nextSeq - 1) }
             // A log's head is in the heap while it holds items in memory: push it when it got its first or a new one.
             let wasEmpty = was.windowFirstSeq == was.nextSeq, isEmpty = now.windowFirstSeq == now.nextSeq
             if logWindowBytes > 0, !isEmpty, wasEmpty || now.windowFirstSeq != was.windowFirstSeq { pushHead(owner) }
@@ -166,7 +174,9 @@ extension ImShardState {
     mutating func setLogWindow(bytes: Int) throws {
         try check(bytes == 0 || (Self.minLogWindowBytes...Self.maxLogWindowBytes).contains(bytes),
                   "a log window is 0 (none) or 64 KiB … 1 TiB")
+        let wasBounded = logWindowBytes > 0
         logWindowBytes = bytes
+        if !wasBounded { collectEverything() }
         rebuildWindows()
         dropWhileOverBound()
     }

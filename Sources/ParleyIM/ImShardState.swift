@@ -135,9 +135,10 @@ public struct ImShardState: Sendable, Equatable {
             case .joinedTeam, .leftTeam, .teamNotice: break
             default: guard e.target != e.from else { continue }  // friends and copies are between two users
             }
-            var record = user(e.target)
-            let fromBlocked = screened && record.blocked.contains(e.from)
+            let fromBlocked = screened && users[e.target]?.blocked.contains(e.from) == true
             if fromBlocked, Self.isUnsolicited(e.change) { continue }
+            // Out of the dictionary while it changes: appending to a log held twice would copy the log.
+            var record = users.removeValue(forKey: e.target) ?? UserRecord()
             func notify(_ operation: FriendOperation, _ message: String = "") {
                 if fromBlocked, e.change == .befriendedBy { return }
                 let item = record.log.append(.friendNotification(source: e.from, target: e.target, operation: operation, message: message),
@@ -164,7 +165,7 @@ public struct ImShardState: Sendable, Equatable {
                     events.append(ImEvent(account: e.target, kind: .friendChanged(friend: e.from, isFriend: false)))
                 }
             case .sentCopy(let message):
-                guard message.from == e.target, message.to == e.from else { continue }
+                guard message.from == e.target, message.to == e.from else { break }
                 let item = record.log.append(.message(message, alert: false), at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
             case .joinedTeam(let teamId, let fromSeq):
@@ -179,7 +180,7 @@ public struct ImShardState: Sendable, Equatable {
                 let item = record.log.append(.teamNotice(notice, teamId: teamId, source: e.from, message: message), at: e.at, limits: limits)
                 events.append(ImEvent(account: e.target, kind: .item(item)))
             case .peerRead(let through):
-                guard through > (record.peerReadThrough[e.from] ?? 0) else { continue }
+                guard through > (record.peerReadThrough[e.from] ?? 0) else { break }
                 record.peerReadThrough[e.from] = through
                 events.append(ImEvent(account: e.target, kind: .read(.p2p(peer: e.from), reader: e.from, throughSeq: through)))
             }
@@ -217,13 +218,14 @@ public struct ImShardState: Sendable, Equatable {
         } catch {
             return .failure(ImError(.badParameter, "\(error)"))
         }
-        var record = user(m.to)
-        if record.blocked.contains(from) { return .failure(ImError(.blocked, "\(m.to) blocked \(from)")) }
+        if users[m.to]?.blocked.contains(from) == true { return .failure(ImError(.blocked, "\(m.to) blocked \(from)")) }
         let message = P2PMessage(from: from, to: m.to, clientMessageId: m.clientMessageId, type: m.type, body: m.body,
                                  ext: m.ext, receiverSeq: 0)
-        if let key = ImLogKind.message(message, alert: true).resendKey, let first = record.log.resent(key) {
+        if let key = ImLogKind.message(message, alert: true).resendKey, let first = users[m.to]?.log.resent(key) {
             return .success(ImSent(seq: first.seq, time: first.time, events: []))
         }
+        // Out of the dictionary while it changes: appending to a log held twice would copy the log.
+        var record = users.removeValue(forKey: m.to) ?? UserRecord()
         let item = record.receive(message, alert: !record.muted.contains(from), at: context.time, limits: limits)
         store(record, for: m.to)
         if from != m.to, case .message(let stored, _) = item.kind {

@@ -171,6 +171,20 @@ import ParleyWire
         #expect(twin.free.snapshot()[4] < 4)
     }
 
+    @Test("38.5: an unbounded shard writes nothing to the store; once bounded it hands over every item it holds, then each new one")
+    func storesOnlyWhileBounded() throws {
+        var s = ImShardState()
+        s.collectsStoredItems = true
+        for i in 0..<5 {
+            _ = s.apply(.send(P2PSend(to: "ben", clientMessageId: "c\(i)", body: "hi \(i)")), context: ImContext(actor: "ann", time: 10 + Int64(i)))
+        }
+        #expect(s.takeStoredItems().isEmpty)
+        _ = s.apply(.setLogWindow(bytes: Self.bound), context: ImContext(actor: "", time: 20, byAppServer: true))
+        #expect(s.takeStoredItems().map(\.seq) == [1, 2, 3, 4, 5])
+        _ = s.apply(.send(P2PSend(to: "ben", clientMessageId: "c5", body: "hi 5")), context: ImContext(actor: "ann", time: 30))
+        #expect(s.takeStoredItems().map(\.seq) == [6])
+    }
+
     @Test("38.5: setLogWindow is the cluster's: out of range is 414 and changes nothing; it round-trips as IM command tag 9")
     func setLogWindowRules() throws {
         var s = ImShardState()
