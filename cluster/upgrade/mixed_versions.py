@@ -13,7 +13,8 @@ callbacks (peer protocol 10: a shard command and snapshot form older nodes canno
 copies while an older node runs; and no shard takes the rooms' history window bound (peer protocol 12, SPEC D1)
 while an older node runs; a message sent with a priority goes as a normal one, and an app's room ceiling is
 answered 503, while an older node runs (peer protocol 13, SPEC D3); a supergroup is answered 503 while an
-older node runs (peer protocol 14, issue 38). Bounded: 3 nodes,
+older node runs (peer protocol 14, issue 38); and no shard takes the IM logs' window bound while an older node
+runs (peer protocol 15, issue 38 item 5). Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -189,6 +190,14 @@ def main():
                 memory = (json.loads(text).get("memory") or {}) if code == 200 else {}
                 if memory.get("shardsWithWindowBound", 0) != 0:
                     failures.append(f"{labels[n]} node {n + 1}: shards took the window bound beside an older node: {memory}")
+        # Issue 38 item 5: the IM logs' window bound (IM command tag 9, IM snapshot version 4) waits for every
+        # node too (peer protocol 15): no new node's shards take it beside an older node.
+        if old_protocol < 15:
+            for n, port in enumerate(ports):
+                code, text = http(f"http://127.0.0.1:{port}/status")
+                memory = (json.loads(text).get("memory") or {}) if code == 200 else {}
+                if memory.get("shardsWithImLogWindowBound", 0) != 0:
+                    failures.append(f"{labels[n]} node {n + 1}: shards took the IM log window bound beside an older node: {memory}")
         # Which kind of node led the shards: a run where old nodes led nothing (or everything) would not have
         # sent commands both ways.
         led = {}
