@@ -151,12 +151,12 @@ extension ImShardState {
         let nextSeq = try r.readUInt64(), droppedThroughSeq = try r.readUInt64()
         var marks: [LogMark] = [], last: [String: LogEntry<K>] = [:]
         if windowed {
-            for _ in 0..<(try r.readCount(minimumItemBytes: 27)) {
+            for _ in 0..<(try r.readCount(minimumItemBytes: 6)) {  // varints, a bool, two strings
                 let seq = try r.readUInt64(), time = try r.readInt64(), isMessage = try r.readBool()
                 marks.append(LogMark(seq: seq, time: time, from: try r.readString(), to: try r.readString(), isMessage: isMessage,
                                      resendHash: try r.readUInt64()))
             }
-            for _ in 0..<(try r.readCount(minimumItemBytes: 5)) { last[try r.readString()] = try item(&r) }
+            for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { last[try r.readString()] = try item(&r) }
         }
         var items: [LogEntry<K>] = []
         for _ in 0..<(try r.readCount(minimumItemBytes: 4)) { items.append(try item(&r)) }

@@ -47,7 +47,7 @@ enum ImLogChunks {
     static func decode(_ bytes: [UInt8]) throws -> [(seq: UInt64, time: Int64, bytes: [UInt8])] {
         var r = ByteReader(bytes)
         var out: [(seq: UInt64, time: Int64, bytes: [UInt8])] = []
-        for _ in 0..<(try r.readCount(minimumItemBytes: 17)) {
+        for _ in 0..<(try r.readCount(minimumItemBytes: 3)) {  // three varints at least
             out.append((try r.readUInt64(), try r.readInt64(), try r.readBytes()))
         }
         guard r.isAtEnd else { throw CodecError.trailingBytes(r.remaining) }

@@ -171,6 +171,21 @@ import ParleyWire
         #expect(twin.free.snapshot()[4] < 4)
     }
 
+    @Test("38.5: a snapshot whose last log holds only small marks, none of its items in memory, restores")
+    func snapshotOfMarksOnly() throws {
+        var s = ImShardState()
+        _ = s.apply(.setLogWindow(bytes: Self.bound), context: ImContext(actor: "", time: 1, byAppServer: true))
+        for i in 0..<300 { _ = s.apply(.send(P2PSend(to: "zed", clientMessageId: "", body: "x")), context: ImContext(actor: "yan", time: 10 + Int64(i))) }
+        for i in 0..<120 {
+            _ = s.apply(.send(P2PSend(to: "amy", clientMessageId: "", body: "\(i) \(Self.body)")), context: ImContext(actor: "bo", time: 1_000 + Int64(i)))
+        }
+        s.confirm(s.outbox.map(\.seq))  // zed's marks end the snapshot, near nothing else
+        #expect(s.user("zed").log.entries.isEmpty && s.user("zed").log.marks.count == 300)
+        let restored = try ImShardState(restoring: s.snapshot())
+        let same = restored == s
+        #expect(same)
+    }
+
     @Test("38.5: an unbounded shard writes nothing to the store; once bounded it hands over every item it holds, then each new one")
     func storesOnlyWhileBounded() throws {
         var s = ImShardState()
