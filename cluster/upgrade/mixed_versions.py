@@ -183,21 +183,16 @@ def main():
         if code != 200:
             failures.append(f"an advanced team: {code} {answer}")
         # SPEC D1: the rooms' window bound is a room command (tag 39) older nodes cannot read: no shard leader
-        # proposes it while one runs (peer protocol 12), and every message above went on all the same.
-        if old_protocol < 12:
-            for n, port in enumerate(ports):
-                code, text = http(f"http://127.0.0.1:{port}/status")
-                memory = (json.loads(text).get("memory") or {}) if code == 200 else {}
-                if memory.get("shardsWithWindowBound", 0) != 0:
-                    failures.append(f"{labels[n]} node {n + 1}: shards took the window bound beside an older node: {memory}")
-        # Issue 38 item 5: the IM logs' window bound (IM command tag 9, IM snapshot version 4) waits for every
-        # node too (peer protocol 15): no new node's shards take it beside an older node.
-        if old_protocol < 15:
-            for n, port in enumerate(ports):
-                code, text = http(f"http://127.0.0.1:{port}/status")
-                memory = (json.loads(text).get("memory") or {}) if code == 200 else {}
-                if memory.get("shardsWithImLogWindowBound", 0) != 0:
-                    failures.append(f"{labels[n]} node {n + 1}: shards took the IM log window bound beside an older node: {memory}")
+        # proposes it while one runs (peer protocol 12), and every message above went on all the same. Issue 38
+        # item 5: the IM logs' window bound (IM command tag 9, IM snapshot version 4) waits the same way (15).
+        bounds = [(12, "shardsWithWindowBound", "the window bound"),
+                  (15, "shardsWithImLogWindowBound", "the IM log window bound")]
+        for n, port in enumerate(ports):
+            code, text = http(f"http://127.0.0.1:{port}/status")
+            memory = (json.loads(text).get("memory") or {}) if code == 200 else {}
+            for protocol, field, what in bounds:
+                if old_protocol < protocol and memory.get(field, 0) != 0:
+                    failures.append(f"{labels[n]} node {n + 1}: shards took {what} beside an older node: {memory}")
         # Which kind of node led the shards: a run where old nodes led nothing (or everything) would not have
         # sent commands both ways.
         led = {}
