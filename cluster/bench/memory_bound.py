@@ -2,7 +2,7 @@
 """Issue 39 / SPEC D1: what a node's memory does as its rooms speak — the 100-room, 100,000-message run.
 
     cluster/bench/memory_bound.py --parley PARLEY --load LOAD [--rooms 100] [--messages 100000] [--size 1000]
-        [--check-history] [--im]
+        [--check-history] [--im | --mixed]
 
 Starts 3 founding nodes on loopback (fsync on, 64 shards, default settings), creates `--rooms` rooms with a
 writer each, and sends `--size`-byte messages through WebSockets (`client-load`, one writer per room, spread
@@ -72,6 +72,9 @@ def main():
     parser.add_argument("--im", action="store_true",
                         help="one-to-one messages instead of room messages (issue 38 item 5: each writer logs in as its user's "
                              "IM device and sends to the next writer's user, so every message is in two users' logs)")
+    parser.add_argument("--mixed", action="store_true",
+                        help="rounds alternate between one-to-one messages and room messages: --rooms users with their logs "
+                             "and --rooms busy rooms on the same nodes (issue 38's memory check)")
     parser.add_argument("--restart", action="store_true",
                         help="then kill -9 node 3, start it again and measure it once it is ready (a restart reads its log)")
     parser.add_argument("--node-option", action="append", default=[],
@@ -79,7 +82,7 @@ def main():
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="parley-memory-")
     procs, sent, rounds = [], 0, 0
-    report = {"rooms": args.rooms, "size": args.size, "im": args.im}
+    report = {"rooms": args.rooms, "size": args.size, "im": args.im, "mixed": args.mixed}
     try:
         app_key, app_secret = "bench", secrets.token_hex(16)
         procs, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret, shards=64,
@@ -90,9 +93,13 @@ def main():
         report["rssBeforeMB"] = [round(rss_mb(p)) for p in pids]
         began = time.time()
         while sent < args.messages and rounds < 40:
+            im = args.im or (args.mixed and rounds % 2 == 0)
             r = run_load(args.load, "parley", [f"ws://127.0.0.1:{p}/ws" for p in http_ports], args.rooms, 10,
-                         args.size, pids, app_key, im=args.im)
+                         args.size, pids, app_key, im=im)
             sent += r["allOps"]
+            if args.mixed:
+                key = "imAcknowledged" if im else "roomAcknowledged"
+                report[key] = report.get(key, 0) + r["allOps"]
             rounds += 1
         report["acknowledged"] = sent
         report["loadSeconds"] = round(time.time() - began)
