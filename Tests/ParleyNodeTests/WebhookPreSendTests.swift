@@ -129,11 +129,14 @@ import FoundationNetworking
                 return await send(checked, "[slow:900] slow one")
             }
             try await Task.sleep(for: .milliseconds(100))
+            // Round trips one after another until the check answers: were the shard held up behind it, not even
+            // the first would come back before it. How many fit in the 0.9 s depends on the machine's load (a
+            // loaded CI runner fitted 7), so the test asks for several, not for a number per second.
             var openWhileSlow = 0
-            for i in 0..<10 {
+            for i in 0..<10 where !slowDone.isSet {
                 if await send(open, "meanwhile \(i)") == 200, !slowDone.isSet { openWhileSlow += 1 }
             }
-            #expect(openWhileSlow == 10, "only \(openWhileSlow) of 10 messages of the other room went while the check waited")
+            #expect(openWhileSlow >= 3, "only \(openWhileSlow) messages of the other room went while the check waited")
             let slowCode = await slow.value
             #expect(slowCode == 200)
             // Every call the receiver got was signed by the app's secret (it refuses the others with 401).
