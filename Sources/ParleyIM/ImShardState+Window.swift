@@ -15,8 +15,8 @@ public enum LogOwner: Sendable, Hashable, Comparable {
     }
 }
 
-/// One item a shard's IM state hands to the node's store (issue 38 item 5): every item appended, encoded as
-/// the snapshot encodes it.
+/// One item a shard's IM state hands to the node's store (issue 38 item 5): an item that left memory, encoded
+/// as the snapshot encodes it.
 public struct ImStoredItem: Sendable, Equatable {
     public var owner: LogOwner
     public var seq: UInt64
@@ -46,37 +46,31 @@ struct LogWindows: Sendable, Equatable {
 
 /// SPEC D1, issue 38 item 5: the items of a shard's IM logs (users' and teams') held in memory, bounded by
 /// bytes all together (`logWindowBytes`, replicated: `setLogWindow`, which the shard's leader proposes once every
-/// node reads it). Past the bound the shard's oldest item in memory (by time, then owner, then seq) leaves it;
-/// every item is in the node's IM log store (`collectsStoredItems`), which answers a sync that reaches past a
-/// log's window. Which item goes is a function of the state alone, as for the rooms' history windows, so a
-/// replica restored from a snapshot drops exactly what one that applied every entry drops.
+/// node reads it). Past the bound the shard's oldest items in memory (by time, then owner, then seq) leave it
+/// until a quarter of the bound is free, and go to the node's IM log store (`collectsStoredItems`), which
+/// answers a sync that reaches past a log's window. An item is written once, when it leaves memory, and never
+/// while it is in memory (the Raft log and the snapshots hold it there): a log that fits is never written, and
+/// the quarter makes each write a run of a log's items rather than one (writing every item as it came cost a
+/// quarter of the one-to-one send rate, docs/benchmarks.md). Which items go is a function of the state alone, as
+/// for the rooms' history windows, so a replica restored from a snapshot drops exactly what one that applied
+/// every entry drops, and writes the same items.
 extension ImShardState {
     /// Estimated bytes of every log's items in memory.
     public var logWindowBytesHeld: Int { windows.bytes }
 
-    /// Whether applied items are collected for the node's store (`takeStoredItems`) — while the logs' windows
-    /// are bounded: unbounded, every item is in memory and writing them too cost a quarter of the one-to-one
-    /// send rate (docs/benchmarks.md, "IM logs out of memory"). Collection starts with every item in memory: a
-    /// replica restored from a snapshot (or restarted), or a shard whose bound was just set, stores what its
-    /// windows hold; the store keeps only items above each log's highest stored seq, so nothing is written twice.
+    /// Whether the items that leave memory are collected for the node's store (`takeStoredItems`); a node's
+    /// replicas do, a state made for a test or a tool need not. A replayed entry drops, and collects, what it
+    /// dropped the first time; the store keeps only items above each log's highest stored seq, so nothing is
+    /// written twice.
     public var collectsStoredItems: Bool {
         get { windows.collects }
         set {
-            guard newValue != windows.collects else { return }
             windows.collects = newValue
-            if newValue { collectEverything() } else { windows.stored.removeAll() }
+            if !newValue { windows.stored.removeAll() }
         }
     }
 
-    private var storesItems: Bool { windows.collects && logWindowBytes > 0 }
-
-    private mutating func collectEverything() {
-        guard storesItems else { return }
-        for account in users.keys.sorted() { collect(.user(account), after: 0) }
-        for teamId in teams.keys.sorted() { collect(.team(teamId), after: 0) }
-    }
-
-    /// The items appended since the last call, in apply order.
+    /// The items that left memory since the last call, each log's in seq order.
     public mutating func takeStoredItems() -> [ImStoredItem] {
         defer { windows.stored.removeAll(keepingCapacity: true) }
         return windows.stored
@@ -119,7 +113,6 @@ extension ImShardState {
         for (owner, was) in zip(owners, before) {
             let now = logPoint(owner)
             windows.bytes += now.bytes - was.bytes
-            if storesItems, now.nextSeq > was.nextSeq { collect(owner, after: was.nextSeq - 1) }
             // A log's head is in the heap while it holds items in memory: push it when it got its first or a new one.
             let wasEmpty = was.windowFirstSeq == was.nextSeq, isEmpty = now.windowFirstSeq == now.nextSeq
             if logWindowBytes > 0, !isEmpty, wasEmpty || now.windowFirstSeq != was.windowFirstSeq { pushHead(owner) }
@@ -127,15 +120,19 @@ extension ImShardState {
         dropWhileOverBound()
     }
 
+    /// Past the bound, items leave until a quarter of it is free.
     private mutating func dropWhileOverBound() {
-        guard logWindowBytes > 0 else { return }
-        while windows.bytes > logWindowBytes, let top = windows.heads.popMin() {
+        guard logWindowBytes > 0, windows.bytes > logWindowBytes else { return }
+        let target = logWindowBytes - logWindowBytes / 4
+        while windows.bytes > target, let top = windows.heads.popMin() {
             switch top.owner {
             case .user(let a):
                 guard let first = users[a]?.log.entries.first, first.seq == top.seq, first.time == top.time else { continue }
+                if windows.collects { store(first, of: top.owner) }
                 windows.bytes -= users[a]!.log.dropOldestEntry()
             case .team(let t):
                 guard let first = teams[t]?.log.entries.first, first.seq == top.seq, first.time == top.time else { continue }
+                if windows.collects { store(first, of: top.owner) }
                 windows.bytes -= teams[t]!.log.dropOldestEntry()
             }
             pushHead(top.owner)
@@ -144,22 +141,16 @@ extension ImShardState {
         if windows.heads.count > 2 * (users.count + teams.count) + 1_024 { rebuildWindows() }
     }
 
-    private mutating func collect(_ owner: LogOwner, after seq: UInt64) {
+    private mutating func store(_ item: ImLogItem, of owner: LogOwner) {
         var w = ByteWriter()
-        switch owner {
-        case .user(let a):
-            for item in users[a]?.log.entries(after: seq) ?? [] {
-                w = ByteWriter()
-                Self.write(item, into: &w)
-                windows.stored.append(ImStoredItem(owner: owner, seq: item.seq, time: item.time, bytes: w.bytes))
-            }
-        case .team(let t):
-            for item in teams[t]?.log.entries(after: seq) ?? [] {
-                w = ByteWriter()
-                Self.write(item, into: &w)
-                windows.stored.append(ImStoredItem(owner: owner, seq: item.seq, time: item.time, bytes: w.bytes))
-            }
-        }
+        Self.write(item, into: &w)
+        windows.stored.append(ImStoredItem(owner: owner, seq: item.seq, time: item.time, bytes: w.bytes))
+    }
+
+    private mutating func store(_ item: TeamLogItem, of owner: LogOwner) {
+        var w = ByteWriter()
+        Self.write(item, into: &w)
+        windows.stored.append(ImStoredItem(owner: owner, seq: item.seq, time: item.time, bytes: w.bytes))
     }
 
     private mutating func pushHead(_ owner: LogOwner) {
@@ -174,9 +165,7 @@ extension ImShardState {
     mutating func setLogWindow(bytes: Int) throws {
         try check(bytes == 0 || (Self.minLogWindowBytes...Self.maxLogWindowBytes).contains(bytes),
                   "a log window is 0 (none) or 64 KiB … 1 TiB")
-        let wasBounded = logWindowBytes > 0
         logWindowBytes = bytes
-        if !wasBounded { collectEverything() }
         rebuildWindows()
         dropWhileOverBound()
     }

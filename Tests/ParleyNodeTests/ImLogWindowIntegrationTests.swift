@@ -5,7 +5,9 @@ import Testing
 /// Issue 38 item 5, SPEC D1 on a real 3-node cluster: with `--im-log-window-bytes 65536`, every shard's leader
 /// sets the replicated bound, each node's IM items in memory stay within it (`/status`), and what left memory
 /// is still served from the history database: a device that logs in on another node syncs every one-to-one
-/// message in order, and a team's log is read whole from its first item.
+/// message in order, and a team's log is read whole from its first item; so does a device on a node killed
+/// with -9 and started again (items leave memory, and are written, as its replicas apply: a replay writes
+/// what the crash cut off).
 @Suite(.serialized, .timeLimit(.minutes(4))) struct ImLogWindowIntegrationTests {
     static let api = ImClientEndToEndTests.api
     static let bound = 65_536, shards = 4
@@ -52,6 +54,22 @@ import Testing
             let said = crew.items.compactMap { $0.body?.split(separator: " ").first.map(String.init) }.filter { $0.hasPrefix("t") }
             #expect(said == (0..<120).map { "t\($0)" })
             await bob.logout()
+
+            cluster.kill9(3)
+            try cluster.start(3)
+            var again: (IMClient, ImClientEndToEndTests.Inbox)?
+            try await cluster.eventually("bob to log in on the restarted node", seconds: 60) {
+                again = try? await e2e.client(cluster, 3, "bob")
+                return again != nil
+            }
+            let (bob2, bob2Box) = try #require(again)
+            try await cluster.eventually("bob's device on the restarted node to sync all 240", seconds: 30) {
+                bob2Box.items.filter { $0.kind == "message" }.count >= 240
+            }
+            let resynced = bob2Box.items.filter { $0.kind == "message" }.compactMap { $0.body?.split(separator: " ").first.map(String.init) }
+            #expect(resynced == (0..<240).map { "p\($0)" }, "every message once, in order, after the restart")
+            #expect(!bob2Box.events.contains { if case .historyGone = $0 { true } else { false } })
+            await bob2.logout()
             await alice.logout()
         }
     }
