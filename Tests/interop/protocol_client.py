@@ -25,7 +25,7 @@ class Client:
     async def open(cls, url):
         return cls(await websockets.connect(url, max_size=4 << 20))
 
-    async def read(self, timeout=5.0):
+    async def read(self, timeout=15.0):
         return json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
 
     async def call(self, op, **fields):
@@ -34,7 +34,7 @@ class Client:
         await self.ws.send(json.dumps(request))
         return await self.answer(self.next_id)
 
-    async def answer(self, request_id, timeout=5.0):
+    async def answer(self, request_id, timeout=15.0):
         for i, frame in enumerate(self.pending):
             if frame.get("id") == request_id and "event" not in frame:
                 return self.pending.pop(i)
@@ -44,7 +44,7 @@ class Client:
                 return frame
             self.pending.append(frame)
 
-    async def event(self, name, match=lambda e: True, timeout=5.0):
+    async def event(self, name, match=lambda e: True, timeout=15.0):
         for i, frame in enumerate(self.pending):
             if frame.get("event") == name and match(frame):
                 return self.pending.pop(i)

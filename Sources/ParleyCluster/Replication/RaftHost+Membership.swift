@@ -37,10 +37,10 @@ extension RaftHost {
         replica.afterApply = { state in
             imFeed.events += state.takeImFeed()
             for s in state.rooms.takeStoredHistory() {
-                scratch.history.append(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
+                scratch.add(RoomHistoryStore.Row(shard: shard, roomId: s.roomId, item: s.item))
             }
             for i in state.takeStoredImItems() {
-                scratch.imLogs.append(ImLogRow(shard: shard, owner: i.owner.storeKey, seq: i.seq, time: i.time, bytes: i.bytes))
+                scratch.add(ImLogRow(shard: shard, owner: i.owner.storeKey, seq: i.seq, time: i.time, bytes: i.bytes))
             }
         }
         replica.finishAnswer = { command, outcome, state, context in

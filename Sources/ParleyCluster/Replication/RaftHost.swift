@@ -15,8 +15,20 @@ final class ApplyScratch {
     /// The IM logs' items not yet written (issue 38 item 5).
     var imLogs: [ImLogRow] = []
 
+    /// The estimated bytes of the waiting rows and items (`HistoryFlushPolicy.maxBytes` bounds them).
+    private(set) var bytes = 0
+
     var isEmpty: Bool { history.isEmpty && imLogs.isEmpty }
-    var count: Int { history.count + imLogs.count }
+
+    func add(_ row: RoomHistoryStore.Row) {
+        history.append(row)
+        bytes += row.item.estimatedBytes
+    }
+
+    func add(_ item: ImLogRow) {
+        imLogs.append(item)
+        bytes += item.bytes.count + 64
+    }
 
     /// Moves the waiting history rows and IM log items into `batch`.
     func takeHistory(into batch: inout StorageBatch) {
@@ -24,6 +36,7 @@ final class ApplyScratch {
         history.removeAll(keepingCapacity: true)
         batch.imLogs.append(contentsOf: imLogs)
         imLogs.removeAll(keepingCapacity: true)
+        bytes = 0
     }
 
     /// Hands the waiting history rows to the database.
@@ -38,11 +51,13 @@ final class ApplyScratch {
 /// rows live on their own page of the history table, so writing them with every group commit rewrote a page
 /// per busy room per cycle; gathered over a few ticks, one page takes many rows.
 struct HistoryFlushPolicy {
-    /// Rows wait at most this many ticks, and at most this many wait.
+    /// Rows wait at most this many ticks, and at most this many bytes of them wait.
     var everyTicks: Int
     /// Handing them over is cheap (the history database writes on its own thread); more per flush make
-    /// fewer, larger chunks per room (1,024 until session 7 cost ~15 % more node CPU at 1,000 clients).
-    var maxRows = 4_096
+    /// fewer, larger chunks per room: 1,024 rows until session 7 cost ~15 % more node CPU at 1,000 clients
+    /// than 4,096; at 1,000 busy rooms of 1 KB messages 4,096 rows was still about one row per room per flush
+    /// and the writer took 44 % of a node (session 31, docs/benchmarks.md). SPEC D1: bounded by bytes.
+    var maxBytes = 4 << 20
     // A history read that reaches past a room's in-memory window hands the waiting rows over first
     // (`HistoryPages`), so the store holds every row that left a window when the read runs.
 }
@@ -69,7 +84,7 @@ public final class RaftHost {
         /// SPEC D1: what this host's groups keep in memory, in bytes.
         public var memory = MemoryBounds()
         /// Applied history rows are written at most this many ticks late (`HistoryFlushPolicy`).
-        public var historyFlushTicks = 4
+        public var historyFlushTicks = 20
         /// A quiet group that pins old log rows writes its live entries again when they come to at most this
         /// many bytes (`relieveOldestLogPin`).
         public var logRewriteMaxBytes = 1 << 20
@@ -227,7 +242,7 @@ public final class RaftHost {
 
     private var historyDue: Bool {
         !newEvents.isEmpty
-            && (ticksSinceHistoryFlush >= historyFlush.everyTicks || newEvents.count >= historyFlush.maxRows)
+            && (ticksSinceHistoryFlush >= historyFlush.everyTicks || newEvents.bytes >= historyFlush.maxBytes)
     }
 
     /// Writes what `deferredWritesDue` names, in one transaction that is not synced by itself. The driver
