@@ -1,3 +1,5 @@
+import ParleyWire
+
 /// What a log holds: a message names the key a resend of it carries (sender, conversation, clientMessageId),
 /// nil for anything else; its parties; and what it costs in memory.
 public protocol LogContent: Sendable, Equatable {
@@ -51,6 +53,19 @@ public struct LogMark: Sendable, Equatable {
     var parties: LogParties? { isMessage ? LogParties(from: from, to: to) : nil }
 }
 
+extension LogMark {
+    /// The mark of an item (in an extension: the struct keeps its memberwise init, which restore uses).
+    init<Kind: LogContent>(_ entry: LogEntry<Kind>) {
+        let parties = entry.kind.parties
+        seq = entry.seq
+        time = entry.time
+        from = parties?.from ?? ""
+        to = parties?.to ?? ""
+        isMessage = parties != nil
+        resendHash = entry.kind.resendKey.map(SequencedLog<Kind>.stableHash) ?? 0
+    }
+}
+
 /// A user's conversation log or a team's log (docs/im.md): items with the owner's own sequence, kept within
 /// `ImLimits`' count and retention; a device syncs by asking for what follows the last sequence it has. The
 /// log also knows the messages it holds by their resend key, so a resend is answered with the first send's
@@ -85,14 +100,12 @@ public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
     mutating func append(_ kind: Kind, at time: Int64, limits: ImLimits) -> LogEntry<Kind> {
         let entry = LogEntry(seq: nextSeq, time: time, kind: kind)
         nextSeq += 1
-        let parties = kind.parties
-        let hash = kind.resendKey.map(Self.stableHash) ?? 0
-        marks.append(LogMark(seq: entry.seq, time: time, from: parties?.from ?? "", to: parties?.to ?? "",
-                             isMessage: parties != nil, resendHash: hash))
+        let mark = LogMark(entry)
+        marks.append(mark)
         entries.append(entry)
         entryBytes += kind.estimatedBytes
-        if hash != 0 { resends[hash] = entry.seq }
-        if let parties { lastMessages[Kind.conversationKey(parties)] = entry }
+        if mark.resendHash != 0 { resends[mark.resendHash] = entry.seq }
+        if let parties = mark.parties { lastMessages[Kind.conversationKey(parties)] = entry }
         var drop = max(0, marks.count - limits.maxLogItems)
         while drop < marks.count, marks[drop].time < time - limits.logRetentionMillis { drop += 1 }
         guard drop > 0 else { return entry }
@@ -174,11 +187,7 @@ public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
 
     /// For restore: entries as a snapshot that holds them all had them (every mark derived from them).
     mutating func restore(entries: [LogEntry<Kind>], nextSeq: UInt64, droppedThroughSeq: UInt64) {
-        let marks = entries.map { e in
-            let p = e.kind.parties
-            return LogMark(seq: e.seq, time: e.time, from: p?.from ?? "", to: p?.to ?? "", isMessage: p != nil,
-                           resendHash: e.kind.resendKey.map(Self.stableHash) ?? 0)
-        }
+        let marks = entries.map(LogMark.init)
         var last: [String: LogEntry<Kind>] = [:]
         for e in entries { if let p = e.kind.parties { last[Kind.conversationKey(p)] = e } }
         restore(marks: marks, entries: entries, lastMessages: last, nextSeq: nextSeq, droppedThroughSeq: droppedThroughSeq)
@@ -197,11 +206,10 @@ public struct SequencedLog<Kind: LogContent>: Sendable, Equatable {
         for m in marks where m.resendHash != 0 { resends[m.resendHash] = m.seq }
     }
 
-    /// FNV-1a over the key's UTF-8 (stable across processes, unlike `Hasher`); never 0. A collision could only
-    /// make a sender's own new message read as a resend of another of the same log (~n²/2⁶⁵).
+    /// The project's stable digest of the key (the same in every process, unlike `Hasher`); never 0. A collision
+    /// could only make a sender's own new message read as a resend of another of the same log (~n²/2⁶⁵).
     static func stableHash(_ key: String) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in key.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let h = StableDigest.of(key.utf8)
         return h == 0 ? 1 : h
     }
 }

@@ -69,13 +69,14 @@ public struct ShardState: ReplicatedMachine {
         }
     }
 
-    /// Issue 38 item 5: whether the IM logs' new items are collected for the node's store (a node turns it on).
+    /// Issue 38 item 5: whether the IM logs' items that leave memory are collected for the node's store (a
+    /// node turns it on).
     public var collectsStoredImItems: Bool {
         get { im.collectsStoredItems }
         set { im.collectsStoredItems = newValue }
     }
 
-    /// The IM logs' items appended since the last call, in apply order.
+    /// The IM logs' items that left memory since the last call, each log's in seq order.
     public mutating func takeStoredImItems() -> [ImStoredItem] { im.takeStoredItems() }
 
     public mutating func takeImFeed() -> [ImFeedEvent] {

@@ -23,7 +23,8 @@ public struct ImLogRow: Sendable, Hashable {
         self.bytes = bytes
     }
 
-    var estimatedBytes: Int { 64 + owner.utf8.count + bytes.count }
+    /// What it holds in memory while it waits to be written (SPEC D1).
+    public var estimatedBytes: Int { 64 + owner.utf8.count + bytes.count }
 }
 
 enum ImLogChunks {

@@ -14,7 +14,7 @@ public struct MemoryBounds: Sendable, Hashable {
     public var historyWindowBytes = 512 << 10
     /// The IM logs' items (users' conversation logs, teams' logs) one shard keeps in memory, all together
     /// (`--im-log-window-bytes`; 0: only each log's count and retention). Replicated: every node should have
-    /// the same. Every item is in the history database; a sync past a log's window is read from there.
+    /// the same. What leaves memory is in the history database; a sync past a log's window is read from there.
     public var imLogWindowBytes = 512 << 10
     /// The page cache of each of the node's two SQLite databases (`--sqlite-cache-bytes`). 8 MiB measured as
     /// fast as 32 under the 64-writer load (docs/benchmarks.md, "Memory bounded by bytes").

@@ -27,7 +27,7 @@ final class ApplyScratch {
 
     func add(_ item: ImLogRow) {
         imLogs.append(item)
-        bytes += item.bytes.count + 64
+        bytes += item.estimatedBytes
     }
 
     /// Moves the waiting history rows and IM log items into `batch`.
