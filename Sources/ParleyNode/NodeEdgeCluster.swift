@@ -10,7 +10,8 @@ import ParleyTransport
 import ParleyPlacement
 
 /// The edge's view of the cluster on a real node: commands through the Raft driver (routed to shard
-/// leaders), event feeds long-polled from each shard's leader (or another replica while none is known),
+/// leaders), event feeds long-polled from this node's replica of each shard, or else the shard's leader (or
+/// another replica while none is known),
 /// tokens and edge addresses from the meta group, reachability from the peer links.
 public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     public let edgeId: String
@@ -18,6 +19,10 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     private let transport: PeerTransport
     /// Where each shard's feed is polled; moves to the leader a page names, or to the next replica on failure.
     private let feedNodes = NIOLockedValueBox<[ShardID: NodeID]>([:])
+    /// The shards this node held a voting replica of when their feed last looked (issue 35): a feed polling
+    /// another node for one of them looks again after each poll, to come back here once its replica knows the
+    /// leader.
+    private let replicatedHere = NIOLockedValueBox<Set<ShardID>>([])
     private let meta = NIOLockedValueBox<(state: MetaState?, fetched: Date)>((nil, .distantPast))
     /// Feature → when every node last said it has it: a yes holds for `metaMaxAge` (as the meta state it came
     /// from does), so a client's frequent op (a read receipt) does not ask every link each time; a no is asked
@@ -30,8 +35,11 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// Opens app secrets and digests tokens (the meta group holds neither in clear).
     public let metaSecrets: MetaSecrets
 
-    public init(raft: RaftLoops, transport: PeerTransport, boot: UInt64, metaSecrets: MetaSecrets) {
+    private let metrics: EdgeMetrics?
+
+    public init(raft: RaftLoops, transport: PeerTransport, boot: UInt64, metaSecrets: MetaSecrets, metrics: EdgeMetrics? = nil) {
         self.raft = raft
+        self.metrics = metrics
         self.metaSecrets = metaSecrets
         self.transport = transport
         edgeId = "n\(raft.nodeID).\(boot)"
@@ -157,7 +165,12 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
             do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: cached) } catch { lastError = error }
         }
         let replicas = try await start { raft.placement(of: shard) }.get()
-        let first = replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? raft.nodeID
+        let here = replicas.replicas.contains(raft.nodeID)
+        replicatedHere.withLockedValue { if here { $0.insert(shard) } else { $0.remove(shard) } }
+        // This node's own replica when it is a voter that knows the leader: it applies the same entries one hop
+        // after the leader, and a poll here crosses no link (issue 35). Else the leader, else any replica.
+        let first = replicas.currentHere ? raft.nodeID
+            : replicas.leader != 0 ? replicas.leader : replicas.replicas.first ?? raft.nodeID
         for node in ([first] + replicas.replicas.filter { $0 != first }) where node != cached {
             do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: node) } catch { lastError = error }
         }
@@ -165,12 +178,21 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         throw EdgeClusterError.unavailable("event feed of shard \(shard): \(lastError)")
     }
 
-    /// One long poll of the shard's events at `node`; the node it names as the leader is asked next time.
+    /// One long poll of the shard's events at `node`; the node it names as the leader is asked next time —
+    /// unless `node` is this one and its replica knows a leader (it feeds this edge, `events`). When this
+    /// node's replica knows none, the next poll looks for the shard's leader again.
     private func poll(_ shard: ShardID, after cursor: UInt64?, waitMillis: Int, at node: NodeID) async throws -> ShardEventPage {
         // Checked again before each call: the node may have begun stopping while this feed waited.
         let call = try start { raft.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node) }
         let page = try await call.get()
-        feedNodes.withLockedValue { $0[shard] = page.leader != 0 ? page.leader : node }
+        (node == raft.nodeID ? metrics?.feedPollsHere : metrics?.feedPollsPeer)?.increment()
+        let next: NodeID?
+        if node == raft.nodeID {
+            next = page.leader != 0 ? node : nil
+        } else {
+            next = replicatedHere.withLockedValue { $0.contains(shard) } ? nil : page.leader != 0 ? page.leader : node
+        }
+        feedNodes.withLockedValue { $0[shard] = next }
         return page
     }
 

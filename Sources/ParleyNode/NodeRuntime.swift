@@ -134,7 +134,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         }, preSend: webhooks, webhookCopies: webhooks, webhookCopyMaxAgeMillis: Int64(config.webhookDropAfterSeconds) * 1000)
         ref.raft = raft
         edgeCluster = NodeEdgeCluster(raft: raft, transport: transport, boot: hostConfig.boot,
-                                      metaSecrets: MetaSecrets(clusterSecret: config.secret))
+                                      metaSecrets: MetaSecrets(clusterSecret: config.secret), metrics: metrics.edge)
         ref.status = { [weak self] in
             guard let self else { return [] }
             return Array((try? JSONEncoder().encode(await self.statusReport(withDigests: false))) ?? Data())

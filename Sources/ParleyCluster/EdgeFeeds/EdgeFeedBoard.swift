@@ -26,6 +26,9 @@ final class EdgeFeedBoard {
     /// Wall-clock ms of each edge's last poll, per shard.
     private var lastPoll: [ShardID: [String: Int64]] = [:]
     private var leaderSince: [ShardID: Int64] = [:]
+    /// Issue 35: per shard this node follows, the edges (this node's own) its replica feeds, with when each
+    /// last polled here and when its lease was last carried to the leader.
+    private var fed: [ShardID: [String: (polled: Int64, carried: Int64)]] = [:]
     /// "shard/edge" keys whose sessions are being ended, so one expiry is proposed at a time.
     private var expiring = Set<String>()
 
@@ -46,6 +49,37 @@ final class EdgeFeedBoard {
 
     func renew(shard: ShardID, edge: String, now: Int64) {
         lastPoll[shard, default: [:]][edge] = now
+    }
+
+    /// Records a poll of this node's edge served by its follower replica; true when the edge was not being
+    /// fed here (its lease is carried now, and marked so).
+    @discardableResult
+    func fedHere(shard: ShardID, edge: String, now: Int64) -> Bool {
+        if fed[shard]?[edge] != nil {
+            fed[shard]![edge]!.polled = now
+            return false
+        }
+        fed[shard, default: [:]][edge] = (now, now)
+        return true
+    }
+
+    /// The (shard, edge) leases to carry to the leaders now: polled here within a lease, last carried at least
+    /// `every` ago (marked carried). An edge silent for a lease is forgotten: its lease runs out at the leader.
+    func leasesToCarry(now: Int64, every: Int64) -> [(ShardID, String)] {
+        var out: [(ShardID, String)] = []
+        for shard in fed.keys.sorted() {
+            var edges = fed[shard]!
+            for (edge, times) in edges.sorted(by: { $0.key < $1.key }) {
+                if now - times.polled > leaseMillis {
+                    edges[edge] = nil
+                } else if now - times.carried >= every {
+                    edges[edge]!.carried = now
+                    out.append((shard, edge))
+                }
+            }
+            fed[shard] = edges.isEmpty ? nil : edges
+        }
+        return out
     }
 
     func park(shard: ShardID, _ poll: Poll) -> UInt64 {

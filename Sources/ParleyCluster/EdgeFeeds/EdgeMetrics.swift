@@ -14,6 +14,8 @@ import Metrics
 /// - `parley_edge_request_seconds`: from a room request (enter, send, any room op) read to its answer written
 ///   (histogram, issue 18).
 /// - `parley_edge_messages_total`: messages clients sent through this edge that their room took.
+/// - `parley_edge_feed_polls_total{replica}`: polls of shards' event feeds this edge made: `here` (this node's
+///   own replica, issue 35) or `peer` (another node's).
 /// - `parley_edge_shed_total{reason}`: room messages this edge did not deliver (SPEC D2, D3): `rate` (one per
 ///   message above its room's ceiling, whoever was in the room), `slow` (one per low-priority event a
 ///   connection that was behind skipped).
@@ -29,6 +31,9 @@ public final class EdgeMetrics: Sendable {
     public let connectionsRefused: Counter
     public let requestTime: Metrics.Timer
     public let messages: Counter
+    /// `parley_edge_feed_polls_total{replica="here"}` and `{replica="peer"}`.
+    public let feedPollsHere: Counter
+    public let feedPollsPeer: Counter
     /// The same answers for the node's history of the last minutes (`EdgeRequestWindow`).
     public let window = EdgeRequestWindow()
     public static let requestTimeName = "parley_edge_request_seconds"
@@ -50,6 +55,8 @@ public final class EdgeMetrics: Sendable {
         connectionsRefused = Counter(label: "parley_edge_connections_refused_total", factory: factory)
         requestTime = Metrics.Timer(label: Self.requestTimeName, factory: factory)
         messages = Counter(label: "parley_edge_messages_total", factory: factory)
+        feedPollsHere = Counter(label: "parley_edge_feed_polls_total", dimensions: [("replica", "here")], factory: factory)
+        feedPollsPeer = Counter(label: "parley_edge_feed_polls_total", dimensions: [("replica", "peer")], factory: factory)
         var failures: [String: Counter] = [:]
         for reason in Self.authFailureReasons {
             failures[reason] = Counter(label: "parley_edge_auth_failures_total", dimensions: [("reason", reason)], factory: factory)

@@ -66,7 +66,7 @@ extension RaftDriver {
         }
         let poll = EventPoll(shard: shard, cursor: cursor, edgeId: edgeId,
                              waitMillis: min(max(0, waitMillis), Self.maxPollWaitMillis))
-        if node == nodeID { return loop.flatSubmit { self.pollHere(poll) } }
+        if node == nodeID { return loop.flatSubmit { self.pollHere(poll, local: true) } }
         let timeout = TimeAmount.milliseconds(Int64(poll.waitMillis + Self.pollCallGraceMillis))
         return transport.call(node, path: Self.eventsPath, body: poll.encoded(), timeout: timeout).hop(to: loop)
             .flatMapThrowing { response in
@@ -76,19 +76,34 @@ extension RaftDriver {
     }
 
     /// Serves a poll from this node's replica: at once when there is something (or a gap, or a start), else
-    /// when the next events of the shard apply, else empty after the wait.
-    func pollHere(_ poll: EventPoll) -> EventLoopFuture<ShardEventPage> {
+    /// when the next events of the shard apply, else empty after the wait. `local`: the poll comes from this
+    /// node's own edge.
+    func pollHere(_ poll: EventPoll, local: Bool = false) -> EventLoopFuture<ShardEventPage> {
         loop.preconditionInEventLoop()
         guard let page = host.eventPage(shard: poll.shard, after: poll.cursor) else {
             return loop.makeFailedFuture(ClusterError.shardNotHere(poll.shard))
         }
-        feeds.renew(shard: poll.shard, edge: poll.edgeId, now: Self.now())
+        let now = Self.now()
+        feeds.renew(shard: poll.shard, edge: poll.edgeId, now: now)
+        let following = !host.isLeader(of: poll.shard) && page.leader != nodeID
+        // Issue 35: this node's own edge reads a follower that knows its leader as it would the leader — every
+        // replica applies the same entries, one hop after the leader — so its feed crosses no link. Only the
+        // leader's book counts for the lease, so the follower carries the edge's there (`carryLeases`).
+        let fedHere = local && following && page.leader != 0
+        if fedHere {
+            let first = feeds.fedHere(shard: poll.shard, edge: poll.edgeId, now: now)
+            if first || poll.cursor == nil {
+                // A feed's start goes before its first enter: the leader must have seen the edge before it sees
+                // a session of it, or its next sweep would find that session's edge silent.
+                return carryLease(shard: poll.shard, edge: poll.edgeId, to: page.leader).map { page }
+            }
+        }
         guard page.batches.isEmpty, !page.gap, let cursor = poll.cursor, poll.waitMillis > 0 else {
             return loop.makeSucceededFuture(page)
         }
-        // Only the leader's book counts for the lease: a follower that knows another leader sends the edge
-        // there soon (the page names it) rather than holding it for the whole wait.
-        let elsewhere = !host.isLeader(of: poll.shard) && page.leader != 0 && page.leader != nodeID
+        // Another node's edge is sent to the leader soon (the page names it) rather than held for the whole
+        // wait; so is this node's own while its replica knows no leader (the edge then finds one elsewhere).
+        let elsewhere = following && !fedHere && (page.leader != 0 || local)
         let wait = elsewhere ? min(poll.waitMillis, Self.followerPollWaitMillis) : poll.waitMillis
         let promise = loop.makePromise(of: ShardEventPage.self)
         let id = feeds.park(shard: poll.shard, EdgeFeedBoard.Poll(cursor: cursor, promise: promise, timeout: nil))
@@ -128,6 +143,24 @@ extension RaftDriver {
             }
         }
         scheduleReady()
+    }
+
+    /// Carries to each shard's leader the leases of the edges this node's followers feed (`pollHere`): a poll
+    /// at the present with no wait renews a lease there, and any node version serves it. Each lease goes at a
+    /// third of its length, so one lost call does not end it.
+    func carryLeases() {
+        let now = Self.now()
+        for (shard, edge) in feeds.leasesToCarry(now: now, every: feeds.leaseMillis / 3) {
+            guard let leader = host.leader(of: shard), leader != 0, leader != nodeID else { continue }
+            _ = carryLease(shard: shard, edge: edge, to: leader)
+        }
+    }
+
+    /// One edge's lease on `shard`, renewed at `leader`; succeeds once it answered or failed.
+    private func carryLease(shard: ShardID, edge: String, to leader: NodeID) -> EventLoopFuture<Void> {
+        let body = EventPoll(shard: shard, cursor: nil, edgeId: edge, waitMillis: 0).encoded()
+        return transport.call(leader, path: Self.eventsPath, body: body, timeout: .seconds(2)).hop(to: loop)
+            .map { _ in }.recover { _ in }
     }
 
     static let eventsPath = "/rpc/v1/events"

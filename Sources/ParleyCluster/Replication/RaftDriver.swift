@@ -193,6 +193,7 @@ public final class RaftDriver: @unchecked Sendable {
         var duties = [
             duty("edge leases", every: .seconds(1)) {
                 $0.expireSilentEdges()
+                $0.carryLeases()
                 $0.throttle.dropIdle(now: Self.now())
             },
             // N5: durable history older than the retention window goes once a minute.
@@ -532,22 +533,27 @@ public final class RaftDriver: @unchecked Sendable {
     // MARK: Placement
 
     /// Where a shard lives: its replicas (best first) and its leader as known to a replica (0 = none yet).
-    public struct ShardPlacement: Sendable, Hashable, Codable {
+    public struct ShardPlacement: Sendable, Hashable {
         public var shard: ShardID
         public var replicas: [NodeID]
         public var leader: NodeID
+        /// This node holds a voting replica of the shard that knows its leader: its own edge reads the shard's
+        /// events there (issue 35, `pollHere`).
+        public var currentHere = false
     }
 
-    /// Answers "which node leads shard S": from this node's own replica when it holds one, else by asking
-    /// the shard's replicas in turn.
+    /// Answers "which node leads shard S": from this node's own replica when it holds one that knows, else by
+    /// asking the shard's other replicas in turn.
     public func placement(of shard: ShardID) -> EventLoopFuture<ShardPlacement> {
         if let other = elsewhere(shard) { return other.placement(of: shard).hop(to: loop) }
         return loop.flatSubmit {
             let replicas = self.host.replicaNodes(of: shard)
-            if let leader = self.host.leader(of: shard) {
-                return self.loop.makeSucceededFuture(ShardPlacement(shard: shard, replicas: replicas, leader: leader))
+            if let leader = self.host.leader(of: shard), leader != 0 {
+                return self.loop.makeSucceededFuture(ShardPlacement(shard: shard, replicas: replicas, leader: leader,
+                                                                    currentHere: replicas.contains(self.nodeID)))
             }
-            return self.askLeader(shard, replicas: replicas[...]).map {
+            // A replica here that knows no leader (an election, or cut off from the rest) asks the others.
+            return self.askLeader(shard, replicas: replicas.filter { $0 != self.nodeID }[...]).map {
                 ShardPlacement(shard: shard, replicas: replicas, leader: $0)
             }
         }
@@ -557,7 +563,8 @@ public final class RaftDriver: @unchecked Sendable {
         guard let next = replicas.first else { return loop.makeSucceededFuture(0) }
         var w = ByteWriter()
         w.write(shard)
-        return transport.call(next, path: "/rpc/v1/leader", body: w.bytes).hop(to: loop).flatMapThrowing { response in
+        // A short wait: a paused replica must not hold the question up for a whole call timeout.
+        return transport.call(next, path: "/rpc/v1/leader", body: w.bytes, timeout: .seconds(2)).hop(to: loop).flatMapThrowing { response in
             guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
             var r = ByteReader(response.body)
             return try r.readUInt64()

@@ -115,7 +115,10 @@ func main() {
 			for time.Now().Before(stop) {
 				t := time.Now()
 				if err := send(); err != nil {
-					atomic.AddInt64(&errs, 1)
+					// The first few go to stderr, so a run with errors says what they were.
+					if atomic.AddInt64(&errs, 1) <= 5 {
+						fmt.Fprintln(os.Stderr, "error:", err)
+					}
 					continue
 				}
 				atomic.AddInt64(&allOps, 1)
