@@ -124,10 +124,20 @@ def main():
         base = f"http://127.0.0.1:{ports[-1]}"
         # The app's send budgets stay on (A1): a client's message then always reaches its leader by a call
         # between nodes, never inside Raft, so answers cross versions (unbudgeted, a follower proposes it).
+        # The nodes learn the configured app from the meta group a moment after they answer: the first call is
+        # tried again while the app is not known yet (10402), so a slow start is not taken for a failure.
+        deadline = time.time() + 30
+        while True:
+            code, answer = signed(base, app_key, app_secret, "/v1/user/create", {"accid": "probe", "token": "probe-t"})
+            if code == 200 or time.time() > deadline or answer.get("code") != 10402:
+                break
+            time.sleep(0.5)
         for n in range(3):
             for r in range(args.rooms):
                 account = f"n{n + 1}-u{r}"
-                signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": f"{account}-t"})
+                code, answer = signed(base, app_key, app_secret, "/v1/user/create", {"accid": account, "token": f"{account}-t"})
+                if code != 200:
+                    raise RuntimeError(f"user/create: {code} {answer}")
         for r in range(args.rooms):
             code, answer = signed(base, app_key, app_secret, "/v1/room/create",
                                   {"roomId": f"mixed-{r}", "creator": "n1-u0", "name": "Mixed"})
