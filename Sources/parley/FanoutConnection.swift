@@ -108,6 +108,12 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
         switch frame.opcode {
         case .text:
             var data = frame.unmaskedData
+            // Messages are the hot path: recognised in the frame's bytes, with no String made and nothing parsed —
+            // on a small machine this process's CPU is the nodes' too. Answers are rare and parsed properly.
+            if Self.find(Self.messageEvent, in: data) != nil {
+                recordMessage(data)
+                return
+            }
             guard let text = data.readString(length: data.readableBytes) else { return }
             handle(text)
         case .ping:
@@ -123,18 +129,46 @@ final class FanoutConnection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    private func handle(_ text: String) {
-        // Messages are the hot path: recognised without parsing; answers are rare and parsed properly.
-        if text.contains(#""event":"message""#) {
-            let now = DispatchTime.now().uptimeNanoseconds
-            var latency: UInt64?
-            if samplesLatency, let r = text.range(of: "t:") {
-                let digits = text[r.upperBound...].prefix { $0.isNumber }
-                if let sent = UInt64(digits), now >= sent { latency = now - sent }
+    private static let messageEvent = Array(#""event":"message""#.utf8)
+    private static let highPriority = Array(#""priority":"high""#.utf8)
+    private static let sentMark = Array("t:".utf8)
+
+    /// Where `needle` first occurs in `buffer`'s readable bytes.
+    static func find(_ needle: [UInt8], in buffer: ByteBuffer) -> Int? {
+        buffer.withUnsafeReadableBytes { hay -> Int? in
+            guard let first = needle.first, hay.count >= needle.count else { return nil }
+            var i = 0
+            while i <= hay.count - needle.count {
+                if hay[i] == first {
+                    var j = 1
+                    while j < needle.count, hay[i + j] == needle[j] { j += 1 }
+                    if j == needle.count { return i }
+                }
+                i += 1
             }
-            tally.record(latencyNanos: latency, at: now, high: text.contains(#""priority":"high""#))
-            return
+            return nil
         }
+    }
+
+    /// A message event: counted, and (for one member in 20) its latency from the send time in its body.
+    private func recordMessage(_ data: ByteBuffer) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        var latency: UInt64?
+        if samplesLatency, let at = Self.find(Self.sentMark, in: data) {
+            let sent = data.withUnsafeReadableBytes { bytes -> UInt64? in
+                var i = at + Self.sentMark.count, value: UInt64 = 0
+                while i < bytes.count, (48...57).contains(bytes[i]) {
+                    value = value &* 10 &+ UInt64(bytes[i] - 48)
+                    i += 1
+                }
+                return i > at + Self.sentMark.count ? value : nil
+            }
+            if let sent, now >= sent { latency = now - sent }
+        }
+        tally.record(latencyNanos: latency, at: now, high: Self.find(Self.highPriority, in: data) != nil)
+    }
+
+    private func handle(_ text: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
               let id = object["id"] as? Int else { return }
         let ok = object["ok"] as? Bool == true
