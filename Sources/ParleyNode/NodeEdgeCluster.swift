@@ -18,11 +18,10 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     private let raft: RaftLoops
     private let transport: PeerTransport
     /// Where each shard's feed is polled; moves to the leader a page names, or to the next replica on failure.
-    private let feedNodes = NIOLockedValueBox<[ShardID: NodeID]>([:])
-    /// The shards this node held a voting replica of when their feed last looked (issue 35): a feed polling
-    /// another node for one of them looks again after each poll, to come back here once its replica knows the
-    /// leader.
-    private let replicatedHere = NIOLockedValueBox<Set<ShardID>>([])
+    /// `replicatedHere`: the shards this node held a voting replica of when their feed last looked (issue 35) —
+    /// a feed polling another node for one of them looks again after each poll, to come back here once its
+    /// replica knows the leader.
+    private let feedRoutes = NIOLockedValueBox<(nodes: [ShardID: NodeID], replicatedHere: Set<ShardID>)>(([:], []))
     private let meta = NIOLockedValueBox<(state: MetaState?, fetched: Date)>((nil, .distantPast))
     /// Feature → when every node last said it has it: a yes holds for `metaMaxAge` (as the meta state it came
     /// from does), so a client's frequent op (a read receipt) does not ask every link each time; a no is asked
@@ -160,13 +159,13 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         // The node that answered the last poll (or the leader it named) first, without asking the Raft loop where
         // the shard lives: under load a feed polls many times a second, and that question was a second round
         // trip to the Raft loop for each poll (issue 35).
-        let cached = feedNodes.withLockedValue { $0[shard] }
+        let cached = feedRoutes.withLockedValue { $0.nodes[shard] }
         if let cached {
             do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: cached) } catch { lastError = error }
         }
         let replicas = try await start { raft.placement(of: shard) }.get()
         let here = replicas.replicas.contains(raft.nodeID)
-        replicatedHere.withLockedValue { if here { $0.insert(shard) } else { $0.remove(shard) } }
+        feedRoutes.withLockedValue { if here { $0.replicatedHere.insert(shard) } else { $0.replicatedHere.remove(shard) } }
         // This node's own replica when it is a voter that knows the leader: it applies the same entries one hop
         // after the leader, and a poll here crosses no link (issue 35). Else the leader, else any replica.
         let first = replicas.currentHere ? raft.nodeID
@@ -174,7 +173,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         for node in ([first] + replicas.replicas.filter { $0 != first }) where node != cached {
             do { return try await poll(shard, after: cursor, waitMillis: waitMillis, at: node) } catch { lastError = error }
         }
-        feedNodes.withLockedValue { $0[shard] = nil }
+        feedRoutes.withLockedValue { $0.nodes[shard] = nil }
         throw EdgeClusterError.unavailable("event feed of shard \(shard): \(lastError)")
     }
 
@@ -185,14 +184,15 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         // Checked again before each call: the node may have begun stopping while this feed waited.
         let call = try start { raft.events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node) }
         let page = try await call.get()
-        (node == raft.nodeID ? metrics?.feedPollsHere : metrics?.feedPollsPeer)?.increment()
-        let next: NodeID?
-        if node == raft.nodeID {
-            next = page.leader != 0 ? node : nil
-        } else {
-            next = replicatedHere.withLockedValue { $0.contains(shard) } ? nil : page.leader != 0 ? page.leader : node
+        let here = node == raft.nodeID
+        (here ? metrics?.feedPollsHere : metrics?.feedPollsPeer)?.increment()
+        feedRoutes.withLockedValue { routes in
+            if here {
+                routes.nodes[shard] = page.leader != 0 ? node : nil
+            } else {
+                routes.nodes[shard] = routes.replicatedHere.contains(shard) ? nil : page.leader != 0 ? page.leader : node
+            }
         }
-        feedNodes.withLockedValue { $0[shard] = next }
         return page
     }
 

@@ -27,8 +27,8 @@ final class EdgeFeedBoard {
     private var lastPoll: [ShardID: [String: Int64]] = [:]
     private var leaderSince: [ShardID: Int64] = [:]
     /// Issue 35: per shard this node follows, the edges (this node's own) its replica feeds, with when each
-    /// last polled here and when its lease was last carried to the leader.
-    private var fed: [ShardID: [String: (polled: Int64, carried: Int64)]] = [:]
+    /// one's lease was last carried to the leader (when each last polled is `lastPoll`'s).
+    private var fed: [ShardID: [String: Int64]] = [:]
     /// "shard/edge" keys whose sessions are being ended, so one expiry is proposed at a time.
     private var expiring = Set<String>()
 
@@ -51,15 +51,12 @@ final class EdgeFeedBoard {
         lastPoll[shard, default: [:]][edge] = now
     }
 
-    /// Records a poll of this node's edge served by its follower replica; true when the edge was not being
-    /// fed here (its lease is carried now, and marked so).
+    /// Records that this node's follower replica feeds `edge` (its poll was `renew`ed); true when it was not
+    /// fed here yet (its lease is carried now, and marked so).
     @discardableResult
     func fedHere(shard: ShardID, edge: String, now: Int64) -> Bool {
-        if fed[shard]?[edge] != nil {
-            fed[shard]![edge]!.polled = now
-            return false
-        }
-        fed[shard, default: [:]][edge] = (now, now)
+        guard fed[shard]?[edge] == nil else { return false }
+        fed[shard, default: [:]][edge] = now
         return true
     }
 
@@ -69,11 +66,11 @@ final class EdgeFeedBoard {
         var out: [(ShardID, String)] = []
         for shard in fed.keys.sorted() {
             var edges = fed[shard]!
-            for (edge, times) in edges.sorted(by: { $0.key < $1.key }) {
-                if now - times.polled > leaseMillis {
+            for (edge, carried) in edges.sorted(by: { $0.key < $1.key }) {
+                if now - (lastPoll[shard]?[edge] ?? 0) > leaseMillis {
                     edges[edge] = nil
-                } else if now - times.carried >= every {
-                    edges[edge]!.carried = now
+                } else if now - carried >= every {
+                    edges[edge] = now
                     out.append((shard, edge))
                 }
             }
