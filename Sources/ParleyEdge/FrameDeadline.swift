@@ -6,20 +6,15 @@ import NIOWebSocket
 /// and the idle timeout is reset by any byte: without this a client could announce a 1 MiB frame and drip
 /// it for ever, holding the buffer. A late frame gets close 1008 and the connection ends. Sits just ahead of
 /// the frame decoder, so it sees every byte the decoder sees (also what arrived with the upgrade request),
-/// and reads only frame lengths (`FrameBoundary`). The clock runs only while the edge asks for bytes: while
-/// the socket handler holds reads (its lanes are full: the edge is behind, not the client), an open frame
-/// cannot finish, and its time starts again once reading resumes.
-final class FrameDeadline: ChannelDuplexHandler {
+/// and reads only frame lengths (`FrameBoundary`).
+final class FrameDeadline: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
-    typealias OutboundIn = NIOAny
 
     private let limit: TimeAmount
     private let expired: @Sendable () -> Void
     private var boundary = FrameBoundary()
     private var timer: Scheduled<Void>?
-    /// No read was asked for since bytes last came: the edge holds reads.
-    private var readsHeld = false
 
     /// `expired` is called when a frame runs out of time (to count it).
     init(limit: TimeAmount, expired: @escaping @Sendable () -> Void = {}) {
@@ -38,16 +33,7 @@ final class FrameDeadline: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
-    func read(context: ChannelHandlerContext) {
-        if readsHeld, timer != nil {
-            arm(context: context)  // the open frame's time restarts now that the edge reads again
-        }
-        readsHeld = false
-        context.read()
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        readsHeld = true
         let (began, finished) = boundary.consume(unwrapInboundIn(data).readableBytesView)
         if finished {
             timer?.cancel()
@@ -66,9 +52,7 @@ final class FrameDeadline: ChannelDuplexHandler {
         timer?.cancel()
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         let expired = self.expired
-        timer = context.eventLoop.scheduleTask(in: limit) { [self] in
-            // The edge, not the client, kept the frame open: it waits (`read` restarts its time).
-            guard !readsHeld else { return }
+        timer = context.eventLoop.scheduleTask(in: limit) {
             expired()
             // The socket handler stops writing and does not count this close again (as a failed connection).
             bound.value.fireUserInboundEventTriggered(Expired())
