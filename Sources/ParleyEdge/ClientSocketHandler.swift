@@ -99,6 +99,8 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var readHeld = false
     /// Where whole frames are written past the frame encoder.
     private let passage: FrameBytesPassage
+    /// A2's per-frame clock, stopped while reads are held here.
+    private let frameDeadline: FrameDeadline?
     /// SPEC D2: the most a connection may have unsent (`EdgeSettings.maxQueuedBytes`). Past half of it (the
     /// write buffer's high water mark) it is behind: its low-priority events are skipped and remembered in
     /// `skipped` until it is writable again; past all of it, it is closed 1008.
@@ -108,9 +110,10 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     init(mode: Mode, maxMessageBytes: Int, preHelloMessageBytes: Int = 4096, fragmentedMessageBytes: Int = 8192,
          messageDeadline: TimeAmount = .seconds(10), helloDeadline: TimeAmount = .seconds(10),
          idleTimeout: TimeAmount = .seconds(75), closeTimeout: TimeAmount = .seconds(5),
-         unsentBound: Int = 1 << 20, passage: FrameBytesPassage) {
+         unsentBound: Int = 1 << 20, passage: FrameBytesPassage, frameDeadline: FrameDeadline? = nil) {
         self.mode = mode
         self.passage = passage
+        self.frameDeadline = frameDeadline
         self.unsentBound = unsentBound
         self.maxMessageBytes = maxMessageBytes
         self.preHelloMessageBytes = min(preHelloMessageBytes, maxMessageBytes)
@@ -320,6 +323,13 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// Reads are held: the edge, not the client, keeps a message in fragments from finishing; it gets its whole
+    /// deadline again when reads go on.
+    private func pauseMessageDeadline() {
+        messageTimer?.cancel()
+        messageTimer = nil
+    }
+
     private func endMessageDeadline() {
         messageTimer?.cancel()
         messageTimer = nil
@@ -457,6 +467,8 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func read(context: ChannelHandlerContext) {
         if lanes.count >= maxQueuedMessages {
             readHeld = true
+            frameDeadline?.holdReads()
+            pauseMessageDeadline()
         } else {
             context.read()
         }
@@ -476,6 +488,8 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if readHeld, lanes.count < maxQueuedMessages, let context {
             readHeld = false
+            frameDeadline?.resumeReads()
+            if message != nil, messageTimer == nil { startMessageDeadline() }
             context.read()
         }
     }

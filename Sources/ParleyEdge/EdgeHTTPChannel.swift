@@ -165,9 +165,9 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
         let metrics: EdgeMetrics?
         if case .chat(let edge) = mode { metrics = edge.metrics } else { metrics = nil }
-        try channel.pipeline.syncOperations.addHandler(
-            FrameDeadline(limit: .milliseconds(Int64(settings.frameMillis)), expired: { metrics?.closed("frameTooSlow") }),
-            position: .before(decoder))
+        let frameDeadline = FrameDeadline(limit: .milliseconds(Int64(settings.frameMillis)),
+                                          expired: { metrics?.closed("frameTooSlow") })
+        try channel.pipeline.syncOperations.addHandler(frameDeadline, position: .before(decoder))
         // Whole frames framed once for many connections (`TextFrame`) are written in past the frame encoder.
         let passage = FrameBytesPassage()
         let encoder = try channel.pipeline.syncOperations.handler(type: WebSocketFrameEncoder.self)
@@ -177,7 +177,7 @@ public struct EdgeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                                 fragmentedMessageBytes: settings.fragmentedMessageBytes,
                                 messageDeadline: .milliseconds(Int64(settings.messageMillis)),
                                 helloDeadline: .milliseconds(Int64(settings.helloDeadlineMillis)), idleTimeout: idle,
-                                unsentBound: unsentBound, passage: passage))
+                                unsentBound: unsentBound, passage: passage, frameDeadline: frameDeadline))
     }
 }
 

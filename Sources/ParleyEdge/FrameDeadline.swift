@@ -6,7 +6,9 @@ import NIOWebSocket
 /// and the idle timeout is reset by any byte: without this a client could announce a 1 MiB frame and drip
 /// it for ever, holding the buffer. A late frame gets close 1008 and the connection ends. Sits just ahead of
 /// the frame decoder, so it sees every byte the decoder sees (also what arrived with the upgrade request),
-/// and reads only frame lengths (`FrameBoundary`).
+/// and reads only frame lengths (`FrameBoundary`). The clock stops while the socket handler holds the
+/// connection's reads (`holdReads`: its lanes are full, so the edge is behind, not the client) and starts
+/// again from zero when it reads on (`resumeReads`): a frame the edge left half-read is not the client's fault.
 final class FrameDeadline: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -15,6 +17,10 @@ final class FrameDeadline: ChannelInboundHandler {
     private let expired: @Sendable () -> Void
     private var boundary = FrameBoundary()
     private var timer: Scheduled<Void>?
+    /// A frame began and has not ended: its clock runs, or waits while reads are held.
+    private var frameOpen = false
+    private var readsHeld = false
+    private var context: ChannelHandlerContext?
 
     /// `expired` is called when a frame runs out of time (to count it).
     init(limit: TimeAmount, expired: @escaping @Sendable () -> Void = {}) {
@@ -22,9 +28,14 @@ final class FrameDeadline: ChannelInboundHandler {
         self.expired = expired
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        self.context = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -36,13 +47,29 @@ final class FrameDeadline: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let (began, finished) = boundary.consume(unwrapInboundIn(data).readableBytesView)
         if finished {
+            frameOpen = false
             timer?.cancel()
             timer = nil
-        } else if began > 0 || timer == nil {
-            // A new frame is open at the end of this read: its own clock starts now.
-            arm(context: context)
+        } else if began > 0 || !frameOpen {
+            // A new frame is open at the end of this read: its own clock starts now (once reads go on, if held).
+            frameOpen = true
+            if !readsHeld { arm(context: context) }
         }
         context.fireChannelRead(data)
+    }
+
+    /// The socket handler stopped asking for bytes (on this channel's loop).
+    func holdReads() {
+        readsHeld = true
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// The socket handler asks for bytes again: an open frame gets its whole limit from now.
+    func resumeReads() {
+        guard readsHeld else { return }
+        readsHeld = false
+        if frameOpen, let context { arm(context: context) }
     }
 
     /// Told to the handlers behind this one when a frame ran out of time and the connection is being closed.
