@@ -38,15 +38,22 @@ import Testing
             }
             // 48 messages as fast as the API takes them, far above 4 a second: 8 high, 16 normal, 24 low.
             var sent: [Int64: String] = [:]
+            var times: [Int64] = []
             for i in 0..<48 {
                 let priority = i % 6 == 0 ? "high" : i % 6 < 3 ? "normal" : "low"
                 let answer = try await api.post(http, "/v1/message/send",
                                                 ["roomId": "stage", "type": "text", "body": "m\(i)", "priority": priority])
                 #expect(answer.status == 200, "\(answer)")
                 if let seq = answer.data["seq"] as? Int { sent[Int64(seq)] = priority }
+                if let time = answer.data["time"] as? Int { times.append(Int64(time)) }
             }
-            #expect(sent.count == 48)
+            #expect(sent.count == 48 && times.count == 48)
             let of = { (p: String) in Set(sent.filter { $0.value == p }.map(\.key)) }
+            // The ceiling counts by the messages' own times: on a loaded machine the sends spread over seconds and
+            // the room may deliver 4 more for each (a full run once took 8 s and delivered 37 of 48).
+            let span = Double((times.max() ?? 0) - (times.min() ?? 0)) / 1000
+            let allowed = Int((4 * (span + 1)).rounded(.up)) + 1
+            let notHigh = of("normal").union(of("low"))
             for (client, inbox) in readers {
                 var delivered: Set<Int64> = [], shed: Set<Int64> = []
                 let deadline = ContinuousClock.now + .seconds(20)
@@ -62,8 +69,12 @@ import Testing
                 #expect(of("high").isSubset(of: delivered), "every high message reaches every edge's clients")
                 #expect(shed.isDisjoint(with: of("high")) && shed.isDisjoint(with: delivered))
                 #expect(delivered.union(shed).isSuperset(of: sent.keys), "delivered \(delivered.count), shed \(shed.count)")
-                #expect(delivered.count < 30, "the ceiling held: \(delivered.count) of 48")
-                #expect(of("low").intersection(delivered).count < of("normal").intersection(delivered).count, "low goes first")
+                let deliveredNotHigh = notHigh.intersection(delivered).count
+                #expect(deliveredNotHigh <= allowed, "the ceiling held: \(deliveredNotHigh) of 40 over \(span) s")
+                if allowed < notHigh.count { #expect(!shed.isEmpty, "sent above the ceiling (\(span) s), nothing shed") }
+                let lowShare = Double(of("low").intersection(delivered).count) / Double(of("low").count)
+                let normalShare = Double(of("normal").intersection(delivered).count) / Double(of("normal").count)
+                #expect(lowShare <= normalShare, "low goes first: \(lowShare) of low delivered, \(normalShare) of normal")
                 let priorities = Set(await inbox.events.compactMap { if case .message("stage", let m) = $0 { m.priority } else { nil } })
                 #expect(priorities.isSubset(of: ["high", "low"]) && priorities.contains("high"), "\(priorities)")
                 // Shedding is delivery only: the room's history has every message.
