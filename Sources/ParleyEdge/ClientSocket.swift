@@ -31,13 +31,19 @@ public final class ClientSocket: Sendable {
         outbox.add(self, .helloAccepted)
     }
 
-    /// On the event loop: hands one queued write to the connection's handler.
-    fileprivate func apply(_ write: LoopOutbox.Write) {
+    /// On the event loop: hands one queued write to the connection's handler; true when the connection now
+    /// waits for a flush (the first frame since its last one).
+    fileprivate func apply(_ write: LoopOutbox.Write) -> Bool {
         switch write {
-        case .text(let frame): handler.value.write(text: frame)
+        case .text(let frame): return handler.value.write(text: frame)
         case .close(let code, let reason): handler.value.sendClose(code: code, reason: reason)
         case .helloAccepted: handler.value.helloAccepted()
         }
+        return false
+    }
+
+    fileprivate func apply(_ frame: TextFrame) -> Bool {
+        handler.value.write(text: frame)
     }
 
     fileprivate func flush() {
@@ -132,19 +138,15 @@ final class LoopOutbox: Sendable {
             queue.holdsEvents = false
             return taken
         }
+        // Each connection is flushed once, after all its frames of the batch: the ones a write left waiting.
+        var waiting: [ClientSocket] = []
         for entry in batch {
             switch entry {
-            case .one(let socket, let write): socket.apply(write)
-            case .shared(let frame, let sockets): for socket in sockets { socket.apply(.text(frame)) }
+            case .one(let socket, let write): if socket.apply(write) { waiting.append(socket) }
+            case .shared(let frame, let sockets): for socket in sockets where socket.apply(frame) { waiting.append(socket) }
             }
         }
-        // Only the first call per connection flushes.
-        for entry in batch {
-            switch entry {
-            case .one(let socket, _): socket.flush()
-            case .shared(_, let sockets): for socket in sockets { socket.flush() }
-            }
-        }
+        for socket in waiting { socket.flush() }
     }
 }
 

@@ -70,6 +70,8 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var lastData = NIODeadline.now()
     private var idleTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// `context.channel`, kept: asked once per delivery, and reaching it through the pipeline each time showed.
+    private var channel: (any Channel)?
     /// The edge's handle on this connection (chat mode); dropped with the handler, which it refers to.
     private var socket: ClientSocket?
     private var remoteHost = "?"
@@ -148,6 +150,7 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        channel = context.channel
         eventLoop = context.eventLoop
         remoteHost = context.channel.remoteAddress?.ipAddress ?? "?"
         lastData = .now()
@@ -155,17 +158,23 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard case .chat(let edge) = mode else { return }
         socket = ClientSocket(handler: self, eventLoop: context.eventLoop, outbox: edge.outboxes.outbox(for: context.eventLoop))
         enqueue(.open)
-        helloTimer = context.eventLoop.scheduleTask(in: helloDeadline) { [weak self] in
-            guard let self, !self.helloDone, !self.closeSent else { return }
-            self.refuse(.helloRequired, closeCode: 1008)
+        let me = NIOLoopBound(self, eventLoop: context.eventLoop)
+        helloTimer = context.eventLoop.scheduleTask(in: helloDeadline) {
+            let handler = me.value
+            guard !handler.helloDone, !handler.closeSent else { return }
+            handler.refuse(.helloRequired, closeCode: 1008)
         }
     }
 
+    /// The timers hold the handler strongly (no `weak self`: a weak reference gives an object a side table,
+    /// and every retain and release of it then takes the slow path — the fan-out retains this handler once per
+    /// delivery); cancelling them here lets it go.
     func handlerRemoved(context: ChannelHandlerContext) {
         helloTimer?.cancel()
         idleTimer?.cancel()
         messageTimer?.cancel()
         self.context = nil
+        channel = nil
         socket = nil  // breaks the socket ↔ handler cycle; the edge forgets its copy on `closed`
     }
 
@@ -204,13 +213,16 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Fires `in` from now; then the connection is idle unless a data frame came since, in which case it
     /// waits for what is left of the timeout after that frame.
     private func armIdleTimer(in delay: TimeAmount) {
-        idleTimer = eventLoop?.scheduleTask(in: delay) { [weak self] in
-            guard let self, !self.closeSent, !self.failed else { return }
-            let quiet = NIODeadline.now() - self.lastData
-            guard quiet >= self.idleTimeout else { return self.armIdleTimer(in: self.idleTimeout - quiet) }
-            switch self.mode {
-            case .chat: self.enqueue(.idle)
-            case .echo: self.sendClose(code: 1001, reason: "idle timeout")
+        guard let eventLoop else { return }
+        let me = NIOLoopBound(self, eventLoop: eventLoop)
+        idleTimer = eventLoop.scheduleTask(in: delay) {
+            let handler = me.value
+            guard !handler.closeSent, !handler.failed else { return }
+            let quiet = NIODeadline.now() - handler.lastData
+            guard quiet >= handler.idleTimeout else { return handler.armIdleTimer(in: handler.idleTimeout - quiet) }
+            switch handler.mode {
+            case .chat: handler.enqueue(.idle)
+            case .echo: handler.sendClose(code: 1001, reason: "idle timeout")
             }
         }
     }
@@ -315,11 +327,13 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func startMessageDeadline() {
         guard case .chat(let edge) = mode, let loop = eventLoop else { return }
         let millis = Int(messageDeadline.nanoseconds / 1_000_000)
-        messageTimer = loop.scheduleTask(in: messageDeadline) { [weak self] in
-            guard let self, self.message != nil, !self.closeSent, !self.refusing else { return }
-            self.message = nil
+        let me = NIOLoopBound(self, eventLoop: loop)
+        messageTimer = loop.scheduleTask(in: messageDeadline) {
+            let handler = me.value
+            guard handler.message != nil, !handler.closeSent, !handler.refusing else { return }
+            handler.message = nil
             edge.metrics?.closed("messageTooSlow")
-            self.refuse(.messageTooSlow(millis), closeCode: 1008)
+            handler.refuse(.messageTooSlow(millis), closeCode: 1008)
         }
     }
 
@@ -377,29 +391,34 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Writes one text frame without flushing. SPEC D2: a connection still above the high water mark after a
     /// flush is behind — a low-priority event is skipped (and the client told once it catches up); one that
     /// would go past `unsentBound` cannot keep up: it is closed (1008) and nothing more is queued for it.
-    func write(text frame: TextFrame) {
-        guard let context, !closeSent, !failed else { return }
-        if !context.channel.isWritable {
+    /// Returns whether the connection now waits for a flush it did not wait for before (its first frame since
+    /// the last flush): the outbox flushes each such connection once.
+    @discardableResult
+    func write(text frame: TextFrame) -> Bool {
+        guard let context, let channel, !closeSent, !failed else { return false }
+        if !channel.isWritable {
             context.flush()
             needsFlush = false
-            if !context.channel.isWritable {
+            if !channel.isWritable {
                 if let skippable = frame.sheddable {
                     skipped.add(roomId: skippable.roomId, seq: skippable.seq)
                     if case .chat(let edge) = mode { edge.metrics?.shed("slow") }
-                    return
+                    return false
                 }
-                let unsent = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? unsentBound
+                let unsent = (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? unsentBound
                 guard unsent + frame.bytes.readableBytes <= unsentBound else {
                     failed = true
                     closeSent = true
                     if case .chat(let edge) = mode { edge.metrics?.closed("tooSlow") }
                     context.write(wrapOutboundOut(Self.closeFrame((1008, "too slow"))), promise: nil)
                     context.close(promise: nil)
-                    return
+                    return false
                 }
             }
         }
+        let waited = needsFlush
         passFrame(frame, context)
+        return !waited
     }
 
     /// The frame is whole already: it goes in past the frame encoder (`FrameBytesPassage`).
@@ -422,7 +441,8 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func flushWrites() {
         guard needsFlush, let context else { return }
         needsFlush = false
-        context.flush()
+        // From past the frame encoder, which holds nothing back: one handler fewer per flush.
+        (passage.context ?? context).flush()
     }
 
     /// Starts the close handshake: our close frame, then the connection ends when the peer answers or after
