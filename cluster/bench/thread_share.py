@@ -9,7 +9,9 @@ Starts 3 `parley node` processes on loopback (64 shards, fsync on), lifts the ap
 the client-path generator (`cluster/bench/client-load`: W WebSocket writers, one `sendMessage` in flight each,
 a room each, spread over the nodes), and reads every thread's user + system time from
 /proc/PID/task/TID/stat before and after the run. Prints, per node, its CPU over the run and its busiest
-threads (name, share of the node's CPU); then the largest single-thread share of any node. Bounded: one run
+threads (name, share of the node's CPU, and how often per write it was switched out — its voluntary and
+involuntary context switches from /proc/PID/task/TID/status, i.e. the thread hand-offs a write costs); then the
+largest single-thread share of any node. Bounded: one run
 of --seconds (+1 s warm-up); the nodes are killed at the end.
 """
 import argparse
@@ -26,6 +28,22 @@ sys.path.insert(0, os.path.join(ROOT, "cluster"))
 sys.path.insert(0, os.path.join(ROOT, "cluster", "bench"))
 from client_vs_jetstream import HZ, prepare_parley, run_load  # noqa: E402
 from protocol_session import kill_groups, start_nodes, wait_ready  # noqa: E402
+
+
+def thread_switches(pid):
+    """{tid: voluntary + involuntary context switches} of one process's threads."""
+    switches = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return switches
+    for tid in tids:
+        try:
+            lines = open(f"/proc/{pid}/task/{tid}/status").read().splitlines()
+        except OSError:
+            continue
+        switches[tid] = sum(int(line.split()[1]) for line in lines if "ctxt_switches:" in line)
+    return switches
 
 
 def thread_ticks(pid):
@@ -64,6 +82,7 @@ def main():
         wait_ready(http_ports)
         prepare_parley(http_ports, app_key, app_secret, [args.writers])
         before = {p.pid: thread_ticks(p.pid) for p in procs}
+        switches_before = {p.pid: thread_switches(p.pid) for p in procs}
         recorder = None
         if args.perf:
             # Node 1's whole process, call graphs by frame pointer (cheap enough not to move the figures much).
@@ -73,6 +92,7 @@ def main():
         result = run_load(args.load, "parley", [f"ws://127.0.0.1:{p}/ws" for p in http_ports], args.writers,
                           args.seconds, args.size, [p.pid for p in procs], app_key)
         after = {p.pid: thread_ticks(p.pid) for p in procs}
+        switches_after = {p.pid: thread_switches(p.pid) for p in procs}
         if recorder:
             recorder.wait(timeout=args.seconds + 60)
     finally:
@@ -82,7 +102,11 @@ def main():
     print(f"{args.writers} writers, {args.seconds:.0f} s: {result['opsPerSecond']:,.0f} writes/s, "
           f"{result['cpuUsPerOp']:,.0f} µs of node CPU per write")
     largest = 0.0
+    writes = max(1, result.get("allOps", result["ops"]))
+    every_switch = 0
     for n, pid in enumerate(sorted(before), start=1):
+        switched = {tid: count - switches_before[pid].get(tid, 0) for tid, count in switches_after[pid].items()}
+        every_switch += sum(switched.values())
         used = []
         for tid, (name, ticks) in after[pid].items():
             spent = ticks - before[pid].get(tid, (name, 0))[1]
@@ -94,10 +118,11 @@ def main():
         used.sort(reverse=True)
         largest = max(largest, used[0][0] / total)
         print(f"node {n}: {total / HZ:.2f} s of CPU over the run ({total / HZ / (args.seconds + 1):.2f} cores), "
-              f"{len(used)} threads busy")
+              f"{len(used)} threads busy, {sum(switched.values()) / writes:.2f} context switches per write")
         for spent, name, tid in used[:args.top]:
-            print(f"  {100 * spent / total:5.1f} %  {name} ({tid})")
-    print(json.dumps({"writers": args.writers, "largestThreadShare": round(largest, 3)}))
+            print(f"  {100 * spent / total:5.1f} %  {name} ({tid}), {switched.get(tid, 0) / writes:.2f} switches per write")
+    print(json.dumps({"writers": args.writers, "largestThreadShare": round(largest, 3),
+                      "contextSwitchesPerWrite": round(every_switch / writes, 2)}))
 
 
 if __name__ == "__main__":
