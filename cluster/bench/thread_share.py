@@ -30,34 +30,29 @@ from client_vs_jetstream import HZ, prepare_parley, run_load  # noqa: E402
 from protocol_session import kill_groups, start_nodes, wait_ready  # noqa: E402
 
 
-def thread_switches(pid):
-    """{tid: voluntary + involuntary context switches} of one process's threads."""
-    switches = {}
+def thread_files(pid, name):
+    """(tid, text of /proc/PID/task/TID/<name>) for each thread of one process still there."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return switches
+        return
     for tid in tids:
         try:
-            lines = open(f"/proc/{pid}/task/{tid}/status").read().splitlines()
+            yield tid, open(f"/proc/{pid}/task/{tid}/{name}").read()
         except OSError:
             continue
-        switches[tid] = sum(int(line.split()[1]) for line in lines if "ctxt_switches:" in line)
-    return switches
+
+
+def thread_switches(pid):
+    """{tid: voluntary + involuntary context switches} of one process's threads."""
+    return {tid: sum(int(line.split()[1]) for line in text.splitlines() if "ctxt_switches:" in line)
+            for tid, text in thread_files(pid, "status")}
 
 
 def thread_ticks(pid):
     """{tid: (name, user + system ticks)} of one process's threads."""
     threads = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return threads
-    for tid in tids:
-        try:
-            raw = open(f"/proc/{pid}/task/{tid}/stat").read()
-        except OSError:
-            continue
+    for tid, raw in thread_files(pid, "stat"):
         name = raw[raw.index("(") + 1:raw.rindex(")")]
         fields = raw.rsplit(")", 1)[1].split()
         threads[tid] = (name, int(fields[11]) + int(fields[12]))
