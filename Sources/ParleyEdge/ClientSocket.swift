@@ -35,7 +35,7 @@ public final class ClientSocket: Sendable {
     /// waits for a flush (the first frame since its last one).
     fileprivate func apply(_ write: LoopOutbox.Write) -> Bool {
         switch write {
-        case .text(let frame): return handler.value.write(text: frame)
+        case .text(let frame): return apply(frame)
         case .close(let code, let reason): handler.value.sendClose(code: code, reason: reason)
         case .helloAccepted: handler.value.helloAccepted()
         }

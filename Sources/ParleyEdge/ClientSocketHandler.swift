@@ -337,13 +337,6 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Reads are held: the edge, not the client, keeps a message in fragments from finishing; it gets its whole
-    /// deadline again when reads go on.
-    private func pauseMessageDeadline() {
-        messageTimer?.cancel()
-        messageTimer = nil
-    }
-
     private func endMessageDeadline() {
         messageTimer?.cancel()
         messageTimer = nil
@@ -487,8 +480,10 @@ final class ClientSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func read(context: ChannelHandlerContext) {
         if lanes.count >= maxQueuedMessages {
             readHeld = true
+            // The edge, not the client, now keeps an open frame or a message in fragments from finishing: their
+            // clocks stop, and start again in full when reads go on.
             frameDeadline?.holdReads()
-            pauseMessageDeadline()
+            endMessageDeadline()
         } else {
             context.read()
         }
