@@ -228,11 +228,14 @@ final class LocalCluster: @unchecked Sendable {
             while !Task.isCancelled {
                 if let transport = try? await clientTransport() {
                     // All at once, so a loaded machine cannot stretch one round past the lease; only running
-                    // nodes, since a call to one not started waits for its link and would hold the round up.
+                    // nodes, since a call to one not started waits for its link and would hold the round up; and
+                    // each given 2 s, not the links' 10 s: one slow answer held a round past the 6 s lease in a
+                    // loaded full run (the sessions of a test's edge ended: notEntered).
                     var polls: [EventLoopFuture<PeerResponse>] = []
                     for id in ids where running.contains(id) {
                         for shard in 0..<shards {
-                            polls.append(transport.call(id, path: "/rpc/v1/events", body: RaftDriver.eventPollBody(shard: shard, after: nil, edgeId: edgeId, waitMillis: 0)))
+                            polls.append(transport.call(id, path: "/rpc/v1/events", body: RaftDriver.eventPollBody(shard: shard, after: nil, edgeId: edgeId, waitMillis: 0),
+                                                        timeout: .seconds(2)))
                         }
                     }
                     for p in polls { _ = try? await p.get() }
