@@ -72,8 +72,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
         -> EventLoopFuture<ApplyOutcome> {
         do {
-            return try start { raft.submit(command, shard: shard, actor: actor, deadline: deadline(of: command)) }
-                .hop(to: loop)
+            return try start { raft.submit(command, shard: shard, actor: actor, deadline: deadline(of: command), answeringOn: loop) }
                 .flatMapErrorThrowing { throw Self.edgeError($0) }
         } catch {
             return loop.makeFailedFuture(error)

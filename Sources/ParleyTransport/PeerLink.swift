@@ -36,6 +36,9 @@ final class PeerLink: @unchecked Sendable {
         var failureMetric: Counter
         /// Where a link says that it cannot reach its peer (rate-limited, see `PeerLinkHealth`).
         var logger: Logger
+        /// Whether the link opens the Raft stream; an edge loop's link to a shard leader carries calls only
+        /// (`PeerTransport.call(_:path:body:timeout:on:)`).
+        var carriesRaft = true
     }
 
     let peer: NodeID
@@ -280,7 +283,7 @@ final class PeerLink: @unchecked Sendable {
             for w in waiters { w.succeed(stream) }
         }
         // A link to a member known only by address (joining) makes the join call and carries no Raft.
-        guard peer != PeerTokenCheck.anyNode else { return }
+        guard peer != PeerTokenCheck.anyNode, settings.carriesRaft else { return }
         openStream(mux, path: "/raft/v1/stream", reader: { PeerRaftStreamWatcher(link: self) },
                    isCurrent: { self.raftStream === $0 }) { stream in
             self.raftStream = stream

@@ -62,6 +62,16 @@ public final class PeerTransport: Sendable {
     private let auth: PeerAuth
     private let server: Channel
     private let links: NIOLockedValueBox<[NodeID: PeerLink]> = NIOLockedValueBox([:])
+    /// Links that carry calls only, one per peer and caller's event loop (an edge loop that sends a
+    /// command straight to its shard's leader, issue 35), made at the first call; and the peers' addresses
+    /// they are made with.
+    private let callLinks: NIOLockedValueBox<(byLoop: [CallLinkKey: PeerLink], addresses: [NodeID: (host: String, port: Int)])>
+        = NIOLockedValueBox(([:], [:]))
+
+    private struct CallLinkKey: Hashable {
+        var peer: NodeID
+        var loop: ObjectIdentifier
+    }
     private let onPeerDown: @Sendable (NodeID) -> Void
     private let onPeerUp: @Sendable (NodeID) -> Void
     private let answers = PendingAnswers()
@@ -125,23 +135,25 @@ public final class PeerTransport: Sendable {
 
     /// Sets the peers and their addresses; links to peers no longer listed are closed.
     public func setPeers(_ peers: [NodeID: (host: String, port: Int)]) async {
+        let removedCallLinks: [PeerLink] = callLinks.withLockedValue { state in
+            state.addresses = peers.filter { $0.key != config.nodeID }
+            for (key, link) in state.byLoop {
+                if let address = peers[key.peer] { link.update(host: address.host, port: address.port) }
+            }
+            let gone = state.byLoop.keys.filter { peers[$0.peer] == nil }
+            return gone.compactMap { state.byLoop.removeValue(forKey: $0) }
+        }
+        for link in removedCallLinks { try? await link.close().get() }
         let removed: [PeerLink] = links.withLockedValue { links in
             for (id, address) in peers where id != config.nodeID {
                 if let link = links[id] {
                     link.update(host: address.host, port: address.port)
                 } else {
+                    var settings = linkSettings(for: id)
+                    settings.onDown = onPeerDown
+                    settings.onUp = onPeerUp
                     let link = PeerLink(peer: id, host: address.host, port: address.port, loop: group.next(),
-                                         settings: .init(nodeID: config.nodeID, auth: auth, tls: clientTLS,
-                                                         queueLimitBytes: config.queueLimitBytes,
-                                                         maxFrameBytes: config.maxFrameBytes, onDown: onPeerDown,
-                                                         onUp: onPeerUp,
-                                                         droppedMetric: Counter(label: Self.droppedMetric,
-                                                                                dimensions: [("peer", "\(id)")],
-                                                                                factory: metrics),
-                                                         failureMetric: Counter(label: Self.connectFailuresMetric,
-                                                                                dimensions: [("peer", "\(id)")],
-                                                                                factory: metrics),
-                                                         logger: logger))
+                                        settings: settings)
                     links[id] = link
                     link.start()
                 }
@@ -150,6 +162,16 @@ public final class PeerTransport: Sendable {
             return gone.compactMap { links.removeValue(forKey: $0) }
         }
         for link in removed { try? await link.close().get() }
+    }
+
+    private func linkSettings(for peer: NodeID) -> PeerLink.Settings {
+        PeerLink.Settings(nodeID: config.nodeID, auth: auth, tls: clientTLS, queueLimitBytes: config.queueLimitBytes,
+                          maxFrameBytes: config.maxFrameBytes,
+                          droppedMetric: Counter(label: Self.droppedMetric, dimensions: [("peer", "\(peer)")],
+                                                 factory: metrics),
+                          failureMetric: Counter(label: Self.connectFailuresMetric, dimensions: [("peer", "\(peer)")],
+                                                 factory: metrics),
+                          logger: logger)
     }
 
     public static let droppedMetric = "parley_transport_dropped_batches_total"
@@ -172,6 +194,25 @@ public final class PeerTransport: Sendable {
         guard let link = links.withLockedValue({ $0[peer] }) else {
             return group.next().makeFailedFuture(PeerLinkError.unavailable(peer))
         }
+        return link.call(path: path, body: body, timeout: timeout ?? PeerLink.callTimeout)
+    }
+
+    /// Calls `path` on a peer over a link of `loop`'s own, answered on `loop`: an edge loop that sends a
+    /// command straight to its shard's leader does not pass through the Raft loop on its way out or back
+    /// (issue 35). The link is made at the first call and carries calls only.
+    public func call(_ peer: NodeID, path: String, body: [UInt8], timeout: TimeAmount? = nil, on loop: EventLoop)
+        -> EventLoopFuture<PeerResponse> {
+        let key = CallLinkKey(peer: peer, loop: ObjectIdentifier(loop))
+        let link: PeerLink? = callLinks.withLockedValue { state in
+            if let link = state.byLoop[key] { return link }
+            guard let address = state.addresses[peer] else { return nil }
+            var settings = linkSettings(for: peer)
+            settings.carriesRaft = false
+            let link = PeerLink(peer: peer, host: address.host, port: address.port, loop: loop, settings: settings)
+            state.byLoop[key] = link
+            return link
+        }
+        guard let link else { return loop.makeFailedFuture(PeerLinkError.unavailable(peer)) }
         return link.call(path: path, body: body, timeout: timeout ?? PeerLink.callTimeout)
     }
 
@@ -211,9 +252,13 @@ public final class PeerTransport: Sendable {
     }
 
     public func shutdown() async {
-        let all = links.withLockedValue { links in
+        var all = links.withLockedValue { links in
             defer { links.removeAll() }
             return Array(links.values)
+        }
+        all += callLinks.withLockedValue { state in
+            defer { state.byLoop.removeAll() }
+            return Array(state.byLoop.values)
         }
         for link in all { try? await link.close().get() }
         try? await server.close().get()

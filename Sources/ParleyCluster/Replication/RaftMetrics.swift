@@ -28,6 +28,11 @@ final class RaftMetrics {
     let snapshotBytesSent: Counter
     /// SPEC D1: times a group dropped entries from memory to keep the host's Raft logs within their bound.
     let logMemoryEvictions: Counter
+    /// Issue 35: room commands an edge loop sent straight to the leader its replica knew, by what came of it
+    /// (`applied`: answered there; `rerouted`: another leader, a link down or a refusal, so the driver's route
+    /// took it).
+    let commandsToLeader: Counter
+    let commandsToLeaderRerouted: Counter
     private let factory: any MetricsFactory
     /// `commandsOK[kind]`: applied without error, one per command type.
     private let commandsOK: [Counter]
@@ -35,6 +40,7 @@ final class RaftMetrics {
     private var commandErrors: [Int: Counter] = [:]
 
     static let commandsName = "parley_room_commands_total"
+    static let toLeaderName = "parley_edge_commands_to_leader_total"
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -52,6 +58,8 @@ final class RaftMetrics {
         movesFailed = Counter(label: "parley_moves_failed_total", factory: factory)
         snapshotBytesSent = Counter(label: "parley_snapshot_bytes_sent_total", factory: factory)
         logMemoryEvictions = Counter(label: "parley_raft_log_evictions_total", factory: factory)
+        commandsToLeader = Counter(label: Self.toLeaderName, dimensions: [("result", "applied")], factory: factory)
+        commandsToLeaderRerouted = Counter(label: Self.toLeaderName, dimensions: [("result", "rerouted")], factory: factory)
         commandsOK = RoomCommand.metricNames.map { name in
             Counter(label: Self.commandsName, dimensions: [("type", name), ("result", "ok")], factory: factory)
         }

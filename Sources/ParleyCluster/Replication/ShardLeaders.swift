@@ -1,0 +1,24 @@
+import NIOConcurrencyHelpers
+import ParleyRaft
+import ParleyPlacement
+
+/// The leader each shard replica of this node last knew, readable from any thread: an edge loop sends a
+/// command of a shard this node follows straight to its leader over a link of its own, without a hop to the
+/// Raft loop and back (issue 35). A hint only: a stale one is answered notLeader and the command takes the
+/// driver's route.
+public final class ShardLeaders: Sendable {
+    private let leaders: NIOLockedValueBox<[NodeID]>
+
+    public init(shardCount: Int) {
+        leaders = NIOLockedValueBox([NodeID](repeating: 0, count: shardCount))
+    }
+
+    /// 0: none known (or no replica here).
+    public func leader(of shard: ShardID) -> NodeID {
+        leaders.withLockedValue { shard >= 0 && shard < $0.count ? $0[shard] : 0 }
+    }
+
+    func set(_ leader: NodeID, of shard: ShardID) {
+        leaders.withLockedValue { if shard >= 0 && shard < $0.count { $0[shard] = leader } }
+    }
+}

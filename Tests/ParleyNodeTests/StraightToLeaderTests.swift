@@ -1,0 +1,90 @@
+import Foundation
+import FoundationNetworking
+import Testing
+import ParleyClient
+import ParleyCluster
+import ParleyRooms
+import ParleyPlacement
+
+/// Issue 35: a client connection's event loop sends a room command of a shard its node follows straight to
+/// the leader that replica knows, over a link of the loop's own, and takes the answer there (no hop to the
+/// Raft loop and back); anything but an outcome goes the driver's route. Real `parley node` processes.
+@Suite(.serialized, .timeLimit(.minutes(4))) struct StraightToLeaderTests {
+    @Test("a follower's edge sends its room's commands straight to the leader; they apply once, in order")
+    func aFollowersEdgeSendsStraightToTheLeader() async throws {
+        try await withLocalCluster { cluster in
+            let room = "straight"
+            try await ClientFaultTests.prepare(cluster, users: ["ida", "jon"], room: room)
+            let shard = ShardMap(shardCount: 16).shard(ofRoom: AppScope.scoped(room, in: ClientFaultTests.app))
+            let leader = try #require(await cluster.leader(ofShard: shard))
+            let follower = try #require(cluster.ids.first { $0 != leader })
+            let before = try await Self.toLeader(cluster, follower)
+            let ida = ClientFaultTests.client(cluster, via: [follower]), jon = ClientFaultTests.client(cluster, via: [leader])
+            let heard = FaultEventRecorder(jon)
+            try await ClientFaultTests.enter(jon, "jon", room)
+            try await ClientFaultTests.enter(ida, "ida", room)
+            var seqs: [Int64] = []
+            for i in 1...8 { seqs.append(try await ida.sendMessage(room, body: "straight \(i)", clientMessageId: "ida-\(i)").seq) }
+            #expect(seqs == seqs.sorted() && Set(seqs).count == 8, "one sender's messages in order: \(seqs)")
+            try await ClientFaultTests.waitFor("jon to hear ida's messages") {
+                Set(await heard.messages(in: room).map(\.seq)).isSuperset(of: seqs)
+            }
+            // The enter and the eight sends went from ida's connection's loop to the leader (an election on a
+            // loaded machine may send one or two the driver's way).
+            let after = try await Self.toLeader(cluster, follower)
+            #expect(after.applied - before.applied >= 7, "straight to the leader: \(before) → \(after)")
+            let stored = try await ida.fetchMessageHistory(room).compactMap { item -> String? in
+                if case .message(let m) = item { return m.body } else { return nil }
+            }
+            #expect(stored.sorted() == (1...8).map { "straight \($0)" }.sorted(), "stored once each: \(stored)")
+            await ida.close()
+            await jon.close()
+        }
+    }
+
+    @Test("a command for a leader that died goes the driver's route to the new one, and applies once")
+    func aCommandForADeadLeaderIsRerouted() async throws {
+        try await withLocalCluster { cluster in
+            let room = "straight-reroute"
+            try await ClientFaultTests.prepare(cluster, users: ["kim"], room: room)
+            let shard = ShardMap(shardCount: 16).shard(ofRoom: AppScope.scoped(room, in: ClientFaultTests.app))
+            let leader = try #require(await cluster.leader(ofShard: shard))
+            let follower = try #require(cluster.ids.first { $0 != leader })
+            let kim = ClientFaultTests.client(cluster, via: [follower])
+            try await ClientFaultTests.enter(kim, "kim", room)
+            _ = try await kim.sendMessage(room, body: "before", clientMessageId: "kim-0")
+            let before = try await Self.toLeader(cluster, follower)
+            // The follower's replica still names the dead node until it hears of an election: the first try
+            // goes there, finds the link down, and the driver's route finds the new leader.
+            cluster.kill9(leader)
+            _ = try await ClientFaultTests.sendAcked(kim, room, body: "after", id: "kim-1")
+            let after = try await Self.toLeader(cluster, follower)
+            #expect(after.rerouted > before.rerouted, "rerouted: \(before) → \(after)")
+            let stored = try await kim.fetchMessageHistory(room).compactMap { item -> String? in
+                if case .message(let m) = item { return m.body } else { return nil }
+            }
+            #expect(stored.filter { $0 == "after" }.count == 1 && stored.contains("before"), "stored: \(stored)")
+            // Once the follower knows the new leader (when that is not itself), commands go straight there again.
+            var newLeader: UInt64?
+            try await ClientFaultTests.waitFor("a new leader") {
+                newLeader = await cluster.leader(ofShard: shard)
+                return newLeader != nil && newLeader != leader
+            }
+            if newLeader != follower {
+                try await ClientFaultTests.waitFor("a send straight to the new leader") {
+                    _ = try? await kim.sendMessage(room, body: "later", clientMessageId: UUID().uuidString)
+                    return ((try? await Self.toLeader(cluster, follower).applied) ?? 0) > after.applied
+                }
+            }
+            await kim.close()
+        }
+    }
+
+    /// `parley_edge_commands_to_leader_total` of `node`: answered by the leader, and taken by the driver's route.
+    static func toLeader(_ cluster: LocalCluster, _ node: UInt64) async throws -> (applied: Double, rerouted: Double) {
+        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(node) + "/metrics")!)
+        let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
+        return (metrics.value("parley_edge_commands_to_leader_total", ["result": "applied"]) ?? 0,
+                metrics.value("parley_edge_commands_to_leader_total", ["result": "rerouted"]) ?? 0)
+    }
+}
