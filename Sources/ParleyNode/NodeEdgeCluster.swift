@@ -128,9 +128,9 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
                          on loop: any EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
         do {
             return try start {
-                raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: imDeadline(command, account, actor))
+                raft.submitIm(command, account: account, shard: shard, actor: actor,
+                              deadline: imDeadline(command, account, actor), answeringOn: loop)
             }
-            .hop(to: loop)
             .flatMapErrorThrowing { throw Self.edgeError($0) }
         } catch {
             return loop.makeFailedFuture(error)

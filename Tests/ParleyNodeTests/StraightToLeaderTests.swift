@@ -80,6 +80,45 @@ import ParleyPlacement
         }
     }
 
+    @Test("A1 for IM on the straight road: one-to-one messages through a follower of the receiver's shard go to its leader, held to the budget")
+    func imSendsGoStraightToTheLeaderWithinTheBudget() async throws {
+        let api = ImClientEndToEndTests.api
+        try await withLocalCluster(extraArguments: ["--app", "dev:\(api.secret)"]) { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            try await cluster.waitForSignedAPI(api)
+            let map = ShardMap(shardCount: 16)
+            var found: (receiver: String, leader: UInt64, edge: UInt64)?
+            for n in 0..<100 where found == nil {
+                let receiver = "uma\(n)"
+                let shard = map.shard(ofUser: AppScope.scoped(receiver, in: api.appKey))
+                guard let leader = await cluster.leader(ofShard: shard), let edge = cluster.ids.first(where: { $0 != leader })
+                else { continue }
+                found = (receiver, leader, edge)
+            }
+            let (receiver, leader, edge) = try #require(found)
+            for u in ["sal", receiver] {
+                #expect(try await api.post(cluster.http(1), "/v1/user/create", ["accid": u, "token": "\(u)-token"]).status == 200)
+            }
+            let sal = IMClient(configuration: .addresses([cluster.clientAddress(edge)]))
+            try await sal.login(appKey: api.appKey, account: "sal", token: "sal-token")
+            let before = try await Self.toLeader(cluster, edge)
+            for i in 1...5 { try await sal.sendMessage(to: .p2p(receiver), body: "one \(i)", clientMessageId: "s-\(i)") }
+            let after = try await Self.toLeader(cluster, edge)
+            #expect(after.applied - before.applied >= 4, "node \(edge) to \(receiver)'s leader \(leader): \(before) → \(after)")
+            // The leader decides A1 for what comes this way too: 150 at once, within the connection's burst.
+            let began = ContinuousClock.now
+            let answers = await BudgetRoadsTests.flood { i in
+                _ = try await sal.sendMessage(to: .p2p(receiver), body: "flood-\(i)", clientMessageId: "f-\(i)")
+            }
+            let bound = BudgetRoadsTests.budget(over: ContinuousClock.now - began)
+            let accepted = answers[200, default: 0]
+            #expect(accepted <= bound && answers[ChatroomError.rateLimited, default: 0] == 150 - accepted,
+                    "node \(edge) to \(receiver): \(answers), at most \(bound) allowed")
+            await sal.logout()
+        }
+    }
+
     /// `parley_edge_commands_to_leader_total` of `node`: answered by the leader, and taken by the driver's route.
     static func toLeader(_ cluster: LocalCluster, _ node: UInt64) async throws -> (applied: Double, rerouted: Double) {
         let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(node) + "/metrics")!)

@@ -94,18 +94,21 @@ extension RaftDriver {
             // A1: a budgeted command reaches the shard's leader: a replica here that does not lead answers
             // with its hint (`proposeImHere`), asked again on every try, as room messages are.
             return self.route(route, deadline)
-        }.map { outcome in
-            switch outcome {
-            case .im(let result): return result
-            case .room(let refused):
-                // The group refused the request's key before applying (SPEC A7): the only room answer an
-                // IM command gets.
-                let replayed = refused.errorCode == .requestReplayed
-                return .failure(ImError(replayed ? .requestReplayed : .tooManyRequests,
-                                        replayed ? RequestRefusal.replayed.message : RequestRefusal.ledgerFull.message))
-            case .webhook:
-                return .failure(ImError(.badParameter, "not an IM answer"))
-            }
+        }.map(Self.imResult)
+    }
+
+    /// What an IM command's shard answered, as its caller reads it.
+    @Sendable static func imResult(_ outcome: ShardOutcome) -> Result<ImApplied, ImError> {
+        switch outcome {
+        case .im(let result): return result
+        case .room(let refused):
+            // The group refused the request's key before applying (SPEC A7): the only room answer an
+            // IM command gets.
+            let replayed = refused.errorCode == .requestReplayed
+            return .failure(ImError(replayed ? .requestReplayed : .tooManyRequests,
+                                    replayed ? RequestRefusal.replayed.message : RequestRefusal.ledgerFull.message))
+        case .webhook:
+            return .failure(ImError(.badParameter, "not an IM answer"))
         }
     }
 

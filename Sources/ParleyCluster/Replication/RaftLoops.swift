@@ -21,7 +21,7 @@ public final class RaftLoops: Sendable {
     public let preSend: (any PreSendGate)?
     /// The leader each of this node's shard replicas knows, for the edge loops (issue 35).
     public let leaders: ShardLeaders
-    private let transport: PeerTransport
+    let transport: PeerTransport
 
     /// One driver per loop of `loops`. `makeHost` builds each loop's host for its partition; `firstStart`
     /// says whether the database held no group before any host opened it (only then are groups founded).
@@ -108,45 +108,6 @@ public final class RaftLoops: Sendable {
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, requestKey: RequestKey? = nil,
                        deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
         driver(for: shard).submit(command, shard: shard, actor: actor, requestKey: requestKey, deadline: deadline)
-    }
-
-    /// The same, answered on `loop` (a client connection's): when this node's replica of the shard knows
-    /// another node leads it, the command goes there straight from `loop` over a link of that loop's own
-    /// (`PeerTransport.call(_:path:body:timeout:on:)`) and its answer comes back there, with no hop to the Raft
-    /// loop and back (issue 35: those two hops were a tenth of a one-writer round trip, and the RPC's work
-    /// sat on the busiest thread). It is the call the driver's route makes (`/rpc/v1/propose`), so the
-    /// leader decides the budget (A1) as for any other road; anything but an outcome — another leader, a
-    /// link down, a refusal — continues as `submit` does from the start.
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, deadline: NIODeadline,
-                       answeringOn loop: EventLoop) -> EventLoopFuture<ApplyOutcome> {
-        let leader = leaders.leader(of: shard)
-        let route = { self.submit(command, shard: shard, actor: actor, deadline: deadline).hop(to: loop) }
-        guard leader != 0, leader != nodeID else { return route() }
-        let request = ForwardedCommand(shard: shard, actor: actor, command: command, requestKey: nil)
-        let (applied, rerouted) = (first.host.metrics.commandsToLeader, first.host.metrics.commandsToLeaderRerouted)
-        let routed = {
-            rerouted.increment()
-            return route()
-        }
-        let promise = loop.makePromise(of: ApplyOutcome.self)
-        transport.call(leader, path: RaftDriver.proposePath, body: request.encoded(), timeout: deadline - .now(), on: loop)
-            .whenComplete { result in
-                guard case .success(let response) = result, response.status == 200 else {
-                    return promise.completeWith(routed())
-                }
-                // The leader ran the call but its answer does not read here: it may have applied.
-                guard let answer = try? ForwardedAnswer(decoding: response.body) else {
-                    return promise.fail(RouteError.outcomeUnknown)
-                }
-                switch answer {
-                case .applied(let outcome):
-                    applied.increment()
-                    promise.succeed(outcome)
-                case .outcomeUnknown: promise.fail(RouteError.outcomeUnknown)
-                default: promise.completeWith(routed())
-                }
-            }
-        return promise.futureResult
     }
 
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
