@@ -28,7 +28,7 @@ extension RaftLoops {
     /// driver's road: it asks other shards first (`RaftDriver.submitIm`).
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
                          deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        let driverRoad = { self.submitIm(command, account: account, shard: shard, actor: actor, deadline: deadline).hop(to: loop) }
+        let driverRoad: @Sendable () -> EventLoopFuture<Result<ImApplied, ImError>> = { self.submitIm(command, account: account, shard: shard, actor: actor, deadline: deadline).hop(to: loop) }
         if case .team(_, let teamCommand) = command, !teamCommand.joiningAccounts(actor: account).isEmpty { return driverRoad() }
         if case .read(.conversations) = command { return driverRoad() }
         return straightToLeader(shard: shard, path: RaftDriver.imProposePath, deadline: deadline, on: loop,
@@ -37,15 +37,15 @@ extension RaftLoops {
                                 outcome: RaftDriver.imResult, otherwise: driverRoad)
     }
 
-    private func straightToLeader<Outcome: BinaryCodable & Sendable & Hashable, Answer>(
+    private func straightToLeader<Outcome: BinaryCodable & Sendable & Hashable, Answer: Sendable>(
         shard: ShardID, path: String, deadline: NIODeadline, on loop: EventLoop, body: () -> [UInt8],
-        outcome: @escaping @Sendable (Outcome) -> Answer, otherwise: @escaping () -> EventLoopFuture<Answer>
+        outcome: @escaping @Sendable (Outcome) -> Answer, otherwise: @escaping @Sendable () -> EventLoopFuture<Answer>
     ) -> EventLoopFuture<Answer> {
         let leader = leaders.leader(of: shard)
         guard leader != 0, leader != nodeID else { return otherwise() }
         let metrics = drivers[0].host.metrics
         let (applied, rerouted) = (metrics.commandsToLeader, metrics.commandsToLeaderRerouted)
-        let routed = {
+        let routed: @Sendable () -> EventLoopFuture<Answer> = {
             rerouted.increment()
             return otherwise()
         }
