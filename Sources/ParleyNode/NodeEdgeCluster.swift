@@ -185,6 +185,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         let page = try await call.get()
         let here = node == raft.nodeID
         (here ? metrics?.feedPollsHere : metrics?.feedPollsPeer)?.increment()
+        if !here { raft.leaders.learned(page.leader, of: shard) }
         feedRoutes.withLockedValue { routes in
             if here {
                 routes.nodes[shard] = page.leader != 0 ? node : nil

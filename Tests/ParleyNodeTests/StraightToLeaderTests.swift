@@ -119,6 +119,36 @@ import ParleyPlacement
         }
     }
 
+    @Test("a node with no replica of the shard learns its leader from the feed and sends straight there")
+    func aNodeWithNoReplicaSendsStraightToTheLeaderItsFeedNamed() async throws {
+        try await withLocalCluster(size: 5, shards: 16) { cluster in
+            try await ClientFaultTests.prepare(cluster, users: ["vic"], room: "straight-none")
+            let placement = try await cluster.metaState(via: 1).placement
+            let map = ShardMap(shardCount: 16)
+            var found: (room: String, edge: UInt64)?
+            for n in 0..<200 where found == nil {
+                let room = "straight-none-\(n)"
+                let shard = map.shard(ofRoom: AppScope.scoped(room, in: ClientFaultTests.app))
+                guard shard < placement.count, let edge = cluster.ids.first(where: { !placement[shard].contains($0) })
+                else { continue }
+                found = (room, edge)
+            }
+            let (room, edge) = try #require(found)
+            let scoped = AppScope.scoped(room, in: ClientFaultTests.app)
+            _ = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: "vic", name: "None here")),
+                                         room: scoped, via: 1)
+            let vic = ClientFaultTests.client(cluster, via: [edge])
+            try await ClientFaultTests.enter(vic, "vic", room)  // starts the shard's feed on vic's node
+            let before = try await Self.toLeader(cluster, edge)
+            var seqs: [Int64] = []
+            for i in 1...6 { seqs.append(try await vic.sendMessage(room, body: "none \(i)", clientMessageId: "vic-\(i)").seq) }
+            let after = try await Self.toLeader(cluster, edge)
+            #expect(seqs == seqs.sorted() && Set(seqs).count == 6, "in order: \(seqs)")
+            #expect(after.applied - before.applied >= 5, "node \(edge) holds no replica: \(before) → \(after)")
+            await vic.close()
+        }
+    }
+
     /// `parley_edge_commands_to_leader_total` of `node`: answered by the leader, and taken by the driver's route.
     static func toLeader(_ cluster: LocalCluster, _ node: UInt64) async throws -> (applied: Double, rerouted: Double) {
         let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(node) + "/metrics")!)

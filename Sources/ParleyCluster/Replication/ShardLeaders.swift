@@ -18,6 +18,13 @@ public final class ShardLeaders: Sendable {
         leaders.withLockedValue { shard >= 0 && shard < $0.count ? $0[shard] : 0 }
     }
 
+    /// The leader a shard's feed page named when this node polled another (it holds no replica of the shard,
+    /// or its replica knows no leader): a node with no replica sends straight there too.
+    public func learned(_ leader: NodeID, of shard: ShardID) {
+        guard leader != 0 else { return }
+        set(leader, of: shard)
+    }
+
     func set(_ leader: NodeID, of shard: ShardID) {
         leaders.withLockedValue { if shard >= 0 && shard < $0.count { $0[shard] = leader } }
     }
