@@ -7,7 +7,8 @@ import ParleyWire
 import ParleyPlacement
 
 /// Issue 35: the client connections' road to a shard leader. When this node's replica of the shard knows
-/// another node leads it, a command goes there straight from the connection's event loop over a link of that
+/// another node leads it (or, holding no replica, the shard's feed last named one: `ShardLeaders`), a command
+/// goes there straight from the connection's event loop over a link of that
 /// loop's own (`PeerTransport.call(_:path:body:timeout:on:)`) and its answer comes back there, with no hop to
 /// the Raft loop and back (those two hops were a tenth of a one-writer round trip, and the calls' work sat on
 /// the busiest thread). It is the call the driver's route makes, so the leader decides the budget (A1) as for
@@ -28,7 +29,9 @@ extension RaftLoops {
     /// driver's road: it asks other shards first (`RaftDriver.submitIm`).
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
                          deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        let driverRoad: @Sendable () -> EventLoopFuture<Result<ImApplied, ImError>> = { self.submitIm(command, account: account, shard: shard, actor: actor, deadline: deadline).hop(to: loop) }
+        let driverRoad: @Sendable () -> EventLoopFuture<Result<ImApplied, ImError>> = {
+            self.submitIm(command, account: account, shard: shard, actor: actor, deadline: deadline).hop(to: loop)
+        }
         if case .team(_, let teamCommand) = command, !teamCommand.joiningAccounts(actor: account).isEmpty { return driverRoad() }
         if case .read(.conversations) = command { return driverRoad() }
         return straightToLeader(shard: shard, path: RaftDriver.imProposePath, deadline: deadline, on: loop,
