@@ -75,6 +75,14 @@ public enum GroupAnswer<Outcome: BinaryCodable & Sendable & Hashable>: Sendable,
     /// Refused before it could apply (Raft refused the proposal, no replica answered …): safe to try again.
     case unavailable(String)
 
+    /// What a peer's call answered; nil when the peer refused the call (a status other than 200: it did not
+    /// run it). A call it ran whose answer does not read here (a version this node does not know, or damage)
+    /// is `outcomeUnknown`: the command may have applied, so it is not sent again.
+    init?(response: PeerResponse) {
+        guard response.status == 200 else { return nil }
+        self = (try? GroupAnswer(decoding: response.body)) ?? .outcomeUnknown
+    }
+
     /// Peer protocol 5 and older carry `outcomeUnknown` as a refusal with this text; it still goes so, and
     /// reads back as `outcomeUnknown`, so nodes of both versions agree during a rolling upgrade.
     static var outcomeUnknownText: String { "outcome unknown" }

@@ -308,10 +308,7 @@ public final class RaftDriver: @unchecked Sendable {
 
     private func forward<Outcome>(_ r: GroupRoute<Outcome>, to node: NodeID) -> EventLoopFuture<GroupAnswer<Outcome>> {
         transport.call(node, path: r.path, body: r.body).hop(to: loop).flatMapThrowing { response in
-            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
-            // The node ran the call but its answer does not read here (a version this node does not know, or
-            // damage): the command may have applied, so it is not sent again.
-            guard let answer = try? GroupAnswer<Outcome>(decoding: response.body) else { return .outcomeUnknown }
+            guard let answer = GroupAnswer<Outcome>(response: response) else { throw RouteError.peerRefused(response.status) }
             return answer
         }
     }

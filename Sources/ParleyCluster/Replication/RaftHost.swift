@@ -462,35 +462,31 @@ public final class RaftHost {
         }
         // A leader's appends and heartbeats leave while this node syncs (`MessageKind.mayLeaveBeforeSync`):
         // the followers' writes overlap the leader's. Acknowledgements and votes wait for the sync.
-        // Early ones to a peer with entries or snapshot bytes to write leave first; to a peer with only
-        // commit indexes and heartbeats, once the cycle answered: each send wakes a peer's loop, which on a
-        // busy machine takes the CPU from this one before the answer is out (issue 35: ~50 µs of a
-        // one-writer round trip went to the two commit-index sends ahead of the answer).
+        // A peer with entries or snapshot bytes to write gets its early ones (all of them, in order: one send,
+        // one wake-up) first; a peer with only commit indexes and heartbeats, once the cycle answered: each send
+        // wakes a peer's loop, which on a busy machine takes the CPU from this one before the answer is out
+        // (issue 35: ~50 µs of a one-writer round trip went to the two commit-index sends ahead of the answer).
         var early: [NodeID: [RaftEnvelope]] = [:]
-        var afterAnswers: [NodeID: [RaftEnvelope]] = [:]
         var late: [NodeID: [RaftEnvelope]] = [:]
+        var withEntries: Set<NodeID> = []
         for (g, rd) in readies {
             for m in rd.messages {
                 let envelope = RaftEnvelope(group: g.group, message: m)
-                if !m.kind.mayLeaveBeforeSync {
-                    late[m.to, default: []].append(envelope)
-                } else if m.entries.isEmpty && m.kind != .snapshot {
-                    afterAnswers[m.to, default: []].append(envelope)
-                } else {
+                if m.kind.mayLeaveBeforeSync {
                     early[m.to, default: []].append(envelope)
+                    if !m.entries.isEmpty || m.kind == .snapshot { withEntries.insert(m.to) }
+                } else {
+                    late[m.to, default: []].append(envelope)
                 }
             }
         }
-        // A peer sent entries now takes its other messages with them: one send, one wake-up.
-        for node in Array(afterAnswers.keys) where early[node] != nil {
-            early[node]!.append(contentsOf: afterAnswers.removeValue(forKey: node)!)
-        }
-        for node in early.keys.sorted() { send(node, early[node]!) }
+        let earlyPeers = early.keys.sorted()
+        for node in earlyPeers where withEntries.contains(node) { send(node, early[node]!) }
         // Committed entries this node already held on disk apply and answer now, not after this cycle's
         // sync: that write is for newer entries, and waiting for it added an fsync to every answer.
         for (g, rd) in readies { g.applyDurableCommitted(rd) }
         answered()
-        for node in afterAnswers.keys.sorted() { send(node, afterAnswers[node]!) }
+        for node in earlyPeers where !withEntries.contains(node) { send(node, early[node]!) }
         // Entries, a snapshot, a new term or vote: durable before anything below is sent or answered. A batch
         // with none of them (commit indexes, a quiet group's `log_from`) holds nothing Raft needs on disk
         // first — the commit index is volatile state, relearned from the leader — so it is written after

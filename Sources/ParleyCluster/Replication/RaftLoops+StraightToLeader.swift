@@ -46,20 +46,15 @@ extension RaftLoops {
     ) -> EventLoopFuture<Answer> {
         let leader = leaders.leader(of: shard)
         guard leader != 0, leader != nodeID else { return otherwise() }
-        let metrics = drivers[0].host.metrics
-        let (applied, rerouted) = (metrics.commandsToLeader, metrics.commandsToLeaderRerouted)
+        let (applied, rerouted) = (straightCounters.applied, straightCounters.rerouted)
         let routed: @Sendable () -> EventLoopFuture<Answer> = {
             rerouted.increment()
             return otherwise()
         }
         let promise = loop.makePromise(of: Answer.self)
         transport.call(leader, path: path, body: body(), timeout: deadline - .now(), on: loop).whenComplete { result in
-            guard case .success(let response) = result, response.status == 200 else {
+            guard case .success(let response) = result, let answer = GroupAnswer<Outcome>(response: response) else {
                 return promise.completeWith(routed())
-            }
-            // The leader ran the call but its answer does not read here: it may have applied.
-            guard let answer = try? GroupAnswer<Outcome>(decoding: response.body) else {
-                return promise.fail(RouteError.outcomeUnknown)
             }
             switch answer {
             case .applied(let o):

@@ -1,3 +1,4 @@
+import Metrics
 import NIOCore
 import ParleyRaft
 import ParleyRooms
@@ -22,6 +23,8 @@ public final class RaftLoops: Sendable {
     /// The leader each of this node's shard replicas knows, for the edge loops (issue 35).
     public let leaders: ShardLeaders
     let transport: PeerTransport
+    /// `parley_edge_commands_to_leader_total{result}` (`RaftLoops+StraightToLeader`).
+    let straightCounters: (applied: Counter, rerouted: Counter)
 
     /// One driver per loop of `loops`. `makeHost` builds each loop's host for its partition; `firstStart`
     /// says whether the database held no group before any host opened it (only then are groups founded).
@@ -49,6 +52,7 @@ public final class RaftLoops: Sendable {
         nodeID = drivers[0].nodeID
         self.preSend = preSend
         self.transport = transport
+        straightCounters = (drivers[0].host.metrics.commandsToLeader, drivers[0].host.metrics.commandsToLeaderRerouted)
         let leaders = ShardLeaders(shardCount: shardMap.shardCount)
         self.leaders = leaders
         for d in drivers {
