@@ -46,7 +46,7 @@ extension Room {
         // A resend (same sender, same clientMessageId, still in history) answers with the first send's
         // result and changes nothing, so a client may retry a send whose answer it never got.
         if !m.clientMessageId.isEmpty, !sentMessages.isEmpty,
-           let first = sentMessages[Self.sentKey(sender: senderId, clientMessageId: m.clientMessageId)],
+           let first = sentMessages[SentKey(sender: senderId, clientMessageId: m.clientMessageId)],
            let item = historyItem(seq: first) {
             let serverId: UInt64 = if case .message(let sent) = item { sent.serverId } else { 0 }
             return .messageSent(seq: first, time: item.time, serverId: serverId)

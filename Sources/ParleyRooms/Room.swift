@@ -27,7 +27,7 @@ struct Room: Sendable {
     var droppedThroughSeq: UInt64 = 0
     /// Resend de-duplication: the seq of each message in history that has a clientMessageId, by sender and
     /// id. Derived from history (rebuilt on restore), so it holds exactly what history holds.
-    var sentMessages: [String: UInt64] = [:]
+    var sentMessages: [SentKey: UInt64] = [:]
     /// SPEC D1: the estimated bytes of `history` (`HistoryItem.estimatedBytes`); derived, never in a snapshot.
     var historyBytes = 0
 
@@ -104,8 +104,14 @@ struct Room: Sendable {
         }
     }
 
-    static func sentKey(_ m: ChatMessage) -> String { sentKey(sender: m.senderId, clientMessageId: m.clientMessageId) }
-    static func sentKey(sender: String, clientMessageId: String) -> String { sender + "\u{1F}" + clientMessageId }
+    /// A message's resend key: its sender and its clientMessageId, side by side (not joined into one string,
+    /// which cost an allocation per lookup on every message sent).
+    struct SentKey: Hashable, Sendable {
+        var sender: String
+        var clientMessageId: String
+    }
+
+    static func sentKey(_ m: ChatMessage) -> SentKey { SentKey(sender: m.senderId, clientMessageId: m.clientMessageId) }
 
     /// N5: appends to history, dropping what retention or the per-room cap no longer allows.
     mutating func remember(_ item: HistoryItem, env: ApplyEnv, _ fx: inout ApplyEffects) {

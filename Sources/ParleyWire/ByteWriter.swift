@@ -66,16 +66,16 @@ public struct ByteWriter: Sendable {
     }
 
     /// A nested value in its own binary form.
-    public mutating func write<T: BinaryEncodable>(_ value: T) { value.encode(to: &self) }
+    @inlinable public mutating func write<T: BinaryEncodable>(_ value: T) { value.encode(to: &self) }
 
     /// A varint count followed by each value.
-    public mutating func write<T: BinaryEncodable>(_ values: [T]) {
+    @inlinable public mutating func write<T: BinaryEncodable>(_ values: [T]) {
         write(UInt64(values.count))
         for v in values { v.encode(to: &self) }
     }
 
     /// A presence byte, then the value when present.
-    public mutating func write<T: BinaryEncodable>(_ value: T?) {
+    @inlinable public mutating func write<T: BinaryEncodable>(_ value: T?) {
         if let value {
             write(true)
             value.encode(to: &self)

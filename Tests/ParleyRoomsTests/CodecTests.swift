@@ -92,6 +92,34 @@ import ParleyWire
         }
     }
 
+    /// `ByteReader.readString` decodes with repair and keeps the string only when the bytes came back
+    /// unchanged: every kind of invalid UTF-8 must still throw, including a truncated sequence whose one
+    /// replacement character is as long as it was, and valid text (a literal U+FFFD too) must read back whole.
+    @Test("Strings: invalid UTF-8 of every kind throws, valid text reads back")
+    func stringValidation() throws {
+        func read(_ utf8: [UInt8]) throws(CodecError) -> String {
+            var w = ByteWriter()
+            w.write(UInt64(utf8.count))
+            var r = ByteReader(w.bytes + utf8)
+            return try r.readString()
+        }
+        let invalid: [[UInt8]] = [
+            [0xC3, 0x28],                    // a lead byte without its continuation
+            [0xF0, 0x9F, 0x98],              // a 4-byte sequence cut to 3: one U+FFFD, also 3 bytes
+            [0x41, 0xF0, 0x9F, 0x98, 0x42],  // the same inside text
+            [0xED, 0xA0, 0x80],              // a UTF-16 surrogate
+            [0xC0, 0xAF],                    // overlong
+            [0xF4, 0x90, 0x80, 0x80],        // above U+10FFFF
+            [0xFF], [0x80],
+        ]
+        for bytes in invalid {
+            #expect(throws: CodecError.invalidUTF8, "\(bytes)") { try read(bytes) }
+        }
+        for text in ["", "room-1", "聊天室 🎉", "\u{FFFD}", String(repeating: "é", count: 100)] {
+            #expect(try read(Array(text.utf8)) == text)
+        }
+    }
+
     @Test("Corrupted commands that still decode apply without trapping, and failures change nothing")
     func corruptedCommandsApply() {
         var rng = SplitMix64(state: 7)

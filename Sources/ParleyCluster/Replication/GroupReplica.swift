@@ -39,6 +39,11 @@ protocol HostedGroup: AnyObject {
 
 /// One group's replica on this node: its Raft node, its durable log, the state machine it applies to and
 /// the proposals made here that wait for their entries to apply.
+///
+/// Issue 35: the host reaches its replicas through `HostedGroup`, which runs the generic code, and generic code
+/// looks up type metadata (closure and tuple types over `Machine`) as it runs — with the wire's generic reads,
+/// 5.8 % of the Raft loop's samples at 64 writers, 2 % after. The methods a command passes are also built for
+/// shards (`@_specialize`): they check the type once on entry and run the specialized body.
 final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     typealias Completion = (Result<Machine.Outcome, ClusterError>) -> Void
 
@@ -173,6 +178,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     // MARK: Proposals
 
+    @_specialize(where Machine == ShardState)
     func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
                  requestKey: RequestKey? = nil, completion: @escaping Completion) {
         // A signed server-API read carries its request key into the log, so its Nonce is good for one answer in
@@ -206,6 +212,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     }
 
     /// Answers the reads whose index this replica has applied, from the state as it is now.
+    @_specialize(where Machine == ShardState)
     private func serveReads() {
         guard !reads.isEmpty else { return }
         for read in reads.ready(applied: applied) {
@@ -218,6 +225,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     /// Puts the staged proposals into the log as one entry (or passes them to the leader). If Raft refuses
     /// them, their callers hear why at once.
+    @_specialize(where Machine == ShardState)
     private func proposeStaged() {
         guard !staged.isEmpty else { return }
         let batch = staged
@@ -238,6 +246,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     // MARK: Ready cycle
 
+    @_specialize(where Machine == ShardState)
     func collectReady(into batch: inout StorageBatch) throws -> Ready? {
         proposeStaged()
         guard raft.hasReady else { return nil }
@@ -269,6 +278,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         return rd
     }
 
+    @_specialize(where Machine == ShardState)
     func applyDurableCommitted(_ rd: Ready) {
         // Not past what was on disk here before the cycle: a group with one voter commits its leader's
         // entries the moment they are appended, before any disk holds them.
@@ -278,6 +288,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         }
     }
 
+    @_specialize(where Machine == ShardState)
     func finishReady(_ rd: Ready, snapshots: SnapshotRule) throws {
         for entry in rd.committedEntries where entry.index > applied { apply(entry) }
         if let unreadable { throw unreadable }
@@ -291,6 +302,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// Applies one committed entry: each command of its batch in order, or a membership change. A leader's
     /// empty entry changes nothing; an entry this version cannot decode stops here (`unreadable`), never
     /// skipped (the other replicas apply it).
+    @_specialize(where Machine == ShardState)
     private func apply(_ entry: Entry) {
         guard unreadable == nil else { return }  // the node is stopping: nothing after it applies
         precondition(entry.index == applied + 1, "group \(group): applying \(entry.index) after \(applied)")
@@ -348,6 +360,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         }
     }
 
+    @_specialize(where Machine == ShardState)
     private static func deliver(_ outcome: Machine.Outcome, _ job: AnswerJob?, to completion: @escaping Completion) {
         guard let job else { return completion(.success(outcome)) }
         job { completion(.success($0)) }
@@ -369,6 +382,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// An entry of `term` applied: proposals of earlier terms that have not applied never will (entries of a
     /// term all come before any of a later one), so their callers hear they were not applied, which is
     /// safe to retry.
+    @_specialize(where Machine == ShardState)
     private func answerSuperseded(byTerm term: Term) {
         guard term > appliedTerm else { return }
         appliedTerm = term
@@ -409,6 +423,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     }
 
     /// Takes a snapshot when the log has grown by `every` entries or `everyBytes` bytes since the last one.
+    @_specialize(where Machine == ShardState)
     private func snapshotIfDue(_ rule: SnapshotRule) throws {
         let outgrown = applied > snapshotIndex && !Set(confState.allMembers).isSubset(of: snapshotMembers)
         guard outgrown || applied >= snapshotIndex + rule.every
