@@ -2,6 +2,8 @@ import Testing
 @testable import ParleyCluster
 import ParleyRaft
 import ParleyRooms
+import NIOCore
+import NIOEmbedded
 @testable import ParleyPlacement
 
 /// The shard event feeds edges poll, the leases that end a dead edge's sessions, and the edge directory (E6).
@@ -140,6 +142,37 @@ import ParleyRooms
         #expect(board.leasesToCarry(now: 17_000, every: 2_000).map(\.0) == [3], "shard 5's edge silent past its lease")
         // Forgotten: were it to poll again, its lease would go at once.
         #expect(poll(5, at: 17_100))
+    }
+
+    /// Parked polls end two ways: events for them (`unpark(answering:)`, which leaves the others waiting) or
+    /// their deadline, found by the driver's tick (`unparkExpired`); the stop ends them all.
+    @Test func parkedPollsEndOnEventsOrAtTheirDeadline() throws {
+        let loop = EmbeddedEventLoop()
+        defer { try? loop.syncShutdownGracefully() }
+        let board = EdgeFeedBoard(leaseMillis: 1_000)
+        let start = NIODeadline.now()
+        func poll(_ cursor: LogIndex, waits millis: Int64) -> EdgeFeedBoard.Poll {
+            EdgeFeedBoard.Poll(cursor: cursor, promise: loop.makePromise(), deadline: start + .milliseconds(millis),
+                               emptyPage: ShardEventPage(shard: 1, batches: [], cursor: cursor, gap: false, leader: 0))
+        }
+        board.park(shard: 1, poll(10, waits: 300))
+        board.park(shard: 1, poll(20, waits: 100))
+        board.park(shard: 2, poll(5, waits: 200))
+        #expect(board.unparkExpired(now: start + .milliseconds(50)).isEmpty)
+        // Events past cursor 15 answer the first poll of shard 1, not the one already at 20.
+        let answered = board.unpark(shard: 1) { $0.cursor < 15 ? $0.emptyPage : nil }
+        #expect(answered.map(\.0.cursor) == [10])
+        #expect(board.polls[1]?.map(\.cursor) == [20])
+        for (poll, page) in answered { poll.promise.succeed(page) }
+        // Each waits until its own deadline, and no longer than the first tick after it.
+        let due = board.unparkExpired(now: start + .milliseconds(150))
+        #expect(due.map { [UInt64($0.0), $0.1.cursor] } == [[1, 20]])
+        for (_, poll) in due { poll.promise.succeed(poll.emptyPage) }
+        #expect(board.unparkExpired(now: start + .milliseconds(199)).isEmpty)
+        let last = board.unparkExpired(now: .distantFuture)
+        #expect(last.map { [UInt64($0.0), $0.1.cursor] } == [[2, 5]])
+        #expect(board.polls.isEmpty)
+        for (_, poll) in last { poll.promise.succeed(poll.emptyPage) }
     }
 
     @Test func E6_addressesFollowRendezvousOverLiveActiveEdges() {

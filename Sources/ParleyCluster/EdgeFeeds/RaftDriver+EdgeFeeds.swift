@@ -98,7 +98,8 @@ extension RaftDriver {
                 return carryLease(shard: poll.shard, edge: poll.edgeId, to: page.leader).map { page }
             }
         }
-        guard page.batches.isEmpty, !page.gap, let cursor = poll.cursor, poll.waitMillis > 0 else {
+        // Nothing waits once the driver stopped: no tick would end the wait.
+        guard page.batches.isEmpty, !page.gap, let cursor = poll.cursor, poll.waitMillis > 0, driving else {
             return loop.makeSucceededFuture(page)
         }
         // Another node's edge is sent to the leader soon (the page names it) rather than held for the whole
@@ -106,27 +107,28 @@ extension RaftDriver {
         let elsewhere = following && !fedHere && (page.leader != 0 || local)
         let wait = elsewhere ? min(poll.waitMillis, Self.followerPollWaitMillis) : poll.waitMillis
         let promise = loop.makePromise(of: ShardEventPage.self)
-        let id = feeds.park(shard: poll.shard, EdgeFeedBoard.Poll(cursor: cursor, promise: promise, timeout: nil))
-        let task = loop.scheduleTask(in: .milliseconds(Int64(wait))) {
-            guard let parked = self.feeds.unpark(shard: poll.shard, id: id) else { return }
-            let now = self.host.eventPage(shard: poll.shard, after: parked.cursor)
-            parked.promise.succeed(now ?? page)
-        }
-        feeds.setTimeout(task, shard: poll.shard, id: id)
+        feeds.park(shard: poll.shard, EdgeFeedBoard.Poll(cursor: cursor, promise: promise,
+                                                         deadline: .now() + .milliseconds(Int64(wait)), emptyPage: page))
         return promise.futureResult
     }
 
     /// Answers the parked polls of shards that applied events in the last ready cycle.
     func wakePolls() {
         for shard in host.takeShardsWithNewEvents() {
-            guard let parked = feeds.polls[shard], !parked.isEmpty else { continue }
-            for (id, poll) in parked {
+            let answered = feeds.unpark(shard: shard) { poll in
                 guard let page = host.eventPage(shard: shard, after: poll.cursor), !page.batches.isEmpty || page.gap
-                else { continue }
-                _ = feeds.unpark(shard: shard, id: id)
-                poll.timeout?.cancel()
-                poll.promise.succeed(page)
+                else { return nil }
+                return page
             }
+            for (poll, page) in answered { poll.promise.succeed(page) }
+        }
+    }
+
+    /// Answers the polls whose wait ran out (each tick; at the driver's stop, all of them) with what the
+    /// replica has for them then.
+    func endPolls(now: NIODeadline = .now()) {
+        for (shard, poll) in feeds.unparkExpired(now: now) {
+            poll.promise.succeed(host.eventPage(shard: shard, after: poll.cursor) ?? poll.emptyPage)
         }
     }
 

@@ -18,7 +18,7 @@ public final class RaftDriver: @unchecked Sendable {
     let transport: PeerTransport
     let feeds: EdgeFeedBoard
     /// Between `start` and `stop` (or a storage failure): the duties run only then.
-    private var driving = false
+    private(set) var driving = false
     let leaderBalance: LeaderBalanceSettings
     let moves: ReplicaMoveSettings
     /// Caps the snapshot bytes this node sends per second (issue 17).
@@ -107,6 +107,7 @@ public final class RaftDriver: @unchecked Sendable {
             self.tickTask = self.loop.scheduleRepeatedTask(initialDelay: self.tickInterval, delay: self.tickInterval) { _ in
                 self.host.tick()
                 self.runReady()
+                self.endPolls()
             }
             self.driving = true
             self.runReady()
@@ -118,6 +119,7 @@ public final class RaftDriver: @unchecked Sendable {
             self.tickTask?.cancel()
             self.tickTask = nil
             self.driving = false
+            self.endPolls(now: .distantFuture)  // no tick ends them now
             // Neither is needed for safety (a restart applies the entries again, the leader resends the
             // commit index), but a restart is cheaper with them.
             try? self.host.writeCarried()
@@ -185,6 +187,7 @@ public final class RaftDriver: @unchecked Sendable {
         fatal = error
         tickTask?.cancel()
         driving = false
+        endPolls(now: .distantFuture)
     }
 
     /// The driver's periodic work besides the tick (issue 34): the node runs each as a service of its one
