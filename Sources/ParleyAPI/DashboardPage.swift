@@ -60,7 +60,7 @@ enum DashboardPage {
 <h2>Peer links</h2>
 <table id="links">
   <thead><tr><th>from</th><th>to</th><th>up</th><th>last connected</th><th>failures</th><th>last error</th>
-  <th>error age</th></tr></thead>
+  <th>error age</th><th>edge links up</th></tr></thead>
   <tbody></tbody>
 </table>
 <h2>Shards</h2>
@@ -210,6 +210,8 @@ function renderLinks(report) {
     cell(tr, p.connectFailures);
     cell(tr, p.lastError || "", "text");
     cell(tr, p.lastError ? ago(p.lastErrorSecondsAgo) : "", "text");
+    // The client loops' own links for commands sent straight to the peer's shards (issue 35).
+    cell(tr, p.edgeLinks ? p.edgeLinks.connected + "/" + p.edgeLinks.links : "", "text");
     body.appendChild(tr);
   }
 }

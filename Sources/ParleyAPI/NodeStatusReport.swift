@@ -16,6 +16,28 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
         public var lastConnectedSecondsAgo: Double?
         /// The peer protocol version the peer last answered with (issue 18; absent: never reached).
         public var protocolVersion: Int?
+        /// Issue 35: the links this node's client loops opened to the peer to send commands straight to the
+        /// shards it leads (absent while none was needed).
+        public var edgeLinks: EdgeLinks?
+
+        public struct EdgeLinks: Codable, Sendable, Equatable {
+            /// Links made (one per client loop that sent a command there) and how many are up.
+            public var links: Int
+            public var connected: Int
+            /// Failed connection attempts over all of them since this node started.
+            public var connectFailures: Int
+            /// Why one of them last failed or dropped, and how long ago (absent if none did).
+            public var lastError: String?
+            public var lastErrorSecondsAgo: Double?
+
+            public init(links: Int, connected: Int, connectFailures: Int, lastError: String?, lastErrorSecondsAgo: Double?) {
+                self.links = links
+                self.connected = connected
+                self.connectFailures = connectFailures
+                self.lastError = lastError
+                self.lastErrorSecondsAgo = lastErrorSecondsAgo
+            }
+        }
 
         public init(id: UInt64, address: String, connected: Bool, queuedBatches: Int, droppedBatches: Int,
                     connectFailures: Int = 0, lastError: String? = nil, lastErrorSecondsAgo: Double? = nil,

@@ -305,10 +305,21 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         return ShardPlacementReport(shard: p.shard, replicas: p.replicas, leader: p.leader)
     }
 
+    /// The client loops' call-only links to each peer, summed for /status: the latest error of any of them.
+    static func edgeLinks(_ links: [PeerTransport.LinkStatus]) -> [UInt64: NodeStatusReport.Peer.EdgeLinks] {
+        Dictionary(grouping: links, by: \.peer).mapValues { mine in
+            let latest = mine.filter { $0.lastError != nil }.min { ($0.secondsSinceLastError ?? .infinity) < ($1.secondsSinceLastError ?? .infinity) }
+            return .init(links: mine.count, connected: mine.filter(\.connected).count,
+                         connectFailures: mine.reduce(0) { $0 + $1.connectFailures }, lastError: latest?.lastError,
+                         lastErrorSecondsAgo: latest?.secondsSinceLastError.map(rounded))
+        }
+    }
+
     public func statusReport(withDigests: Bool) async -> NodeStatusReport {
         let shards = (try? await raft.status().get()) ?? []
         let digests = withDigests ? ((try? await raft.stateDigests().get()) ?? [:]) : [:]
         let links = await transport.linkStatus()
+        let edgeLinks = Self.edgeLinks(await transport.callLinkStatus())
         var edgeFigures: NodeStatusReport.Edge?
         if let edge = self.edge.withLockedValue({ $0 }) {
             let f = await edge.figures
@@ -364,6 +375,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                                        snapshotBytes: $0.snapshotBytes) },
                       joint: m.conf.isJoint, commit: m.commit, step: m.step)
             })
+        for i in report.peers.indices { report.peers[i].edgeLinks = edgeLinks[report.peers[i].id] }
         report.replicasToFill = toFill
         report.peerProtocol = PeerProtocol.version
         report.clientEncrypted = config.clientTLS != nil

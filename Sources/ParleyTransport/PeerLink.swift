@@ -299,6 +299,15 @@ final class PeerLink: @unchecked Sendable {
         settings.onUp(peer)
     }
 
+    /// The peer accepted the RPC stream: what marks a call-only link (an edge loop's, issue 35) up, as the Raft
+    /// stream does every other link — so /status shows it up, and a drop is counted as one, not as a failed
+    /// connection attempt.
+    fileprivate func callStreamAccepted(version: Int) {
+        guard !settings.carriesRaft else { return }
+        peerVersion = version
+        report(health.up(at: .now()))
+    }
+
     /// The peer answered a stream with a status other than 200 (401: it does not share our secret).
     fileprivate func refused(status: String) {
         troubleRecorded = true
@@ -424,7 +433,9 @@ final class PeerLink: @unchecked Sendable {
         loop.submit {
             let now = NIODeadline.now()
             return PeerTransport.LinkStatus(
-                peer: self.peer, connected: self.raftStream != nil && self.health.isUp, queuedBatches: self.queue.count,
+                // A call-only link (an edge loop's, issue 35) is up once its RPC stream is.
+                peer: self.peer, connected: (self.settings.carriesRaft ? self.raftStream : self.callStream) != nil && self.health.isUp,
+                queuedBatches: self.queue.count,
                 droppedBatches: self.dropped, connectFailures: self.health.failures, lastError: self.health.lastError,
                 secondsSinceLastError: self.health.secondsSinceError(at: now),
                 secondsSinceConnected: self.health.secondsSinceUp(at: now), peerVersion: self.peerVersion)
@@ -484,6 +495,8 @@ final class PeerCallStreamReader: ChannelInboundHandler {
             if let status = h.headers.first(name: ":status"), status != "200" {
                 link.refused(status: status)
                 context.close(promise: nil)
+            } else {
+                link.callStreamAccepted(version: PeerProtocol.version(fromHeader: h.headers.first(name: PeerProtocol.header)) ?? 1)
             }
         case .data(let d):
             guard case .byteBuffer(var bytes) = d.data else { return }

@@ -251,6 +251,18 @@ public final class PeerTransport: Sendable {
         return out
     }
 
+    /// The call-only links of the client loops (`call(…on:)`), each with the peer it reaches (for /status:
+    /// commands go straight to a shard's leader over them, and a peer whose links are down takes the driver's
+    /// route instead, seen only as `parley_edge_commands_to_leader_total{result="rerouted"}` otherwise).
+    public func callLinkStatus() async -> [LinkStatus] {
+        let all = callLinks.withLockedValue { $0.byLoop.values.sorted { $0.peer < $1.peer } }
+        var out: [LinkStatus] = []
+        for link in all {
+            if let status = try? await link.status().get() { out.append(status) }
+        }
+        return out
+    }
+
     public func shutdown() async {
         var all = links.withLockedValue { links in
             defer { links.removeAll() }

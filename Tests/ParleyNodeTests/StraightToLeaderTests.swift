@@ -54,12 +54,20 @@ import ParleyPlacement
             try await ClientFaultTests.enter(kim, "kim", room)
             _ = try await kim.sendMessage(room, body: "before", clientMessageId: "kim-0")
             let before = try await Self.toLeader(cluster, follower)
+            // /status shows the link kim's loop opened to the leader, up.
+            let up = try await cluster.status(follower).peers.first { $0.id == leader }?.edgeLinks
+            #expect(up.map { $0.links >= 1 && $0.connected >= 1 } == true, "the edge's link to the leader: \(String(describing: up))")
             // The follower's replica still names the dead node until it hears of an election: the first try
             // goes there, finds the link down, and the driver's route finds the new leader.
             cluster.kill9(leader)
             _ = try await ClientFaultTests.sendAcked(kim, room, body: "after", id: "kim-1")
             let after = try await Self.toLeader(cluster, follower)
             #expect(after.rerouted > before.rerouted, "rerouted: \(before) → \(after)")
+            // ... and down, with why, once the leader is gone.
+            try await ClientFaultTests.waitFor("/status to show the edge's links to the dead leader down") {
+                let links = try? await cluster.status(follower).peers.first { $0.id == leader }?.edgeLinks
+                return links.map { $0.connected == 0 && $0.lastError != nil } == true
+            }
             let stored = try await kim.fetchMessageHistory(room).compactMap { item -> String? in
                 if case .message(let m) = item { return m.body } else { return nil }
             }

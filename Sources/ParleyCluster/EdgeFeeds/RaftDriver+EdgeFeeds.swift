@@ -80,7 +80,9 @@ extension RaftDriver {
     /// node's own edge.
     func pollHere(_ poll: EventPoll, local: Bool = false) -> EventLoopFuture<ShardEventPage> {
         loop.preconditionInEventLoop()
-        guard let page = host.eventPage(shard: poll.shard, after: poll.cursor) else {
+        // A driver that stopped (the node is stopping, or its storage failed) feeds no one — no tick would end
+        // a wait, and answering at once would have the edge poll again at once: it polls another replica.
+        guard driving, let page = host.eventPage(shard: poll.shard, after: poll.cursor) else {
             return loop.makeFailedFuture(ClusterError.shardNotHere(poll.shard))
         }
         let now = Self.now()
@@ -98,8 +100,7 @@ extension RaftDriver {
                 return carryLease(shard: poll.shard, edge: poll.edgeId, to: page.leader).map { page }
             }
         }
-        // Nothing waits once the driver stopped: no tick would end the wait.
-        guard page.batches.isEmpty, !page.gap, let cursor = poll.cursor, poll.waitMillis > 0, driving else {
+        guard page.batches.isEmpty, !page.gap, let cursor = poll.cursor, poll.waitMillis > 0 else {
             return loop.makeSucceededFuture(page)
         }
         // Another node's edge is sent to the leader soon (the page names it) rather than held for the whole
