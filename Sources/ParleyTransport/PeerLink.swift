@@ -495,7 +495,7 @@ final class PeerCallStreamReader: ChannelInboundHandler {
             if let status = h.headers.first(name: ":status"), status != "200" {
                 link.refused(status: status)
                 context.close(promise: nil)
-            } else {
+            } else if h.headers.first(name: ":status") == "200" {
                 link.callStreamAccepted(version: PeerProtocol.version(fromHeader: h.headers.first(name: PeerProtocol.header)) ?? 1)
             }
         case .data(let d):
