@@ -492,11 +492,14 @@ final class PeerCallStreamReader: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .headers(let h):
             // Refused (401: another secret; 426: another version): recorded as why, so a tool can say so.
-            if let status = h.headers.first(name: ":status"), status != "200" {
+            switch h.headers.first(name: ":status") {
+            case "200"?:
+                link.callStreamAccepted(version: PeerProtocol.version(fromHeader: h.headers.first(name: PeerProtocol.header)) ?? 1)
+            case let status?:
                 link.refused(status: status)
                 context.close(promise: nil)
-            } else if h.headers.first(name: ":status") == "200" {
-                link.callStreamAccepted(version: PeerProtocol.version(fromHeader: h.headers.first(name: PeerProtocol.header)) ?? 1)
+            case nil:
+                break  // trailers
             }
         case .data(let d):
             guard case .byteBuffer(var bytes) = d.data else { return }

@@ -243,21 +243,20 @@ public final class PeerTransport: Sendable {
     }
 
     public func linkStatus() async -> [LinkStatus] {
-        let all = links.withLockedValue { $0.values.sorted { $0.peer < $1.peer } }
-        var out: [LinkStatus] = []
-        for link in all {
-            if let status = try? await link.status().get() { out.append(status) }
-        }
-        return out
+        await Self.status(of: links.withLockedValue { Array($0.values) })
     }
 
     /// The call-only links of the client loops (`call(…on:)`), each with the peer it reaches (for /status:
     /// commands go straight to a shard's leader over them, and a peer whose links are down takes the driver's
     /// route instead, seen only as `parley_edge_commands_to_leader_total{result="rerouted"}` otherwise).
     public func callLinkStatus() async -> [LinkStatus] {
-        let all = callLinks.withLockedValue { $0.byLoop.values.sorted { $0.peer < $1.peer } }
+        await Self.status(of: callLinks.withLockedValue { Array($0.byLoop.values) })
+    }
+
+    /// Each link's status, asked on its loop, by peer.
+    private static func status(of links: [PeerLink]) async -> [LinkStatus] {
         var out: [LinkStatus] = []
-        for link in all {
+        for link in links.sorted(by: { $0.peer < $1.peer }) {
             if let status = try? await link.status().get() { out.append(status) }
         }
         return out

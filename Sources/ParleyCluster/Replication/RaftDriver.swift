@@ -116,10 +116,7 @@ public final class RaftDriver: @unchecked Sendable {
 
     public func stop() -> EventLoopFuture<Void> {
         loop.submit {
-            self.tickTask?.cancel()
-            self.tickTask = nil
-            self.driving = false
-            self.endPolls(now: .distantFuture)  // no tick ends them now
+            self.stopDriving()
             // Neither is needed for safety (a restart applies the entries again, the leader resends the
             // commit index), but a restart is cheaper with them.
             try? self.host.writeCarried()
@@ -185,7 +182,13 @@ public final class RaftDriver: @unchecked Sendable {
     /// A storage failure: the node stops driving Raft rather than go on with state it could not write.
     private func stopAfter(_ error: Error) {
         fatal = error
+        stopDriving()
+    }
+
+    /// No more ticks, so no more polls parked here: the waiting ones are answered now.
+    private func stopDriving() {
         tickTask?.cancel()
+        tickTask = nil
         driving = false
         endPolls(now: .distantFuture)
     }
