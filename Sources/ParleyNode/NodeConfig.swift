@@ -60,6 +60,11 @@ public struct NodeConfig: Sendable, Equatable {
     public var tickMillis = 50
     public var electionTicks = 10
     public var quiesceAfterTicks: Int? = 100
+    /// Issue 35: how long a shard leader's new commit index may wait for the next append or heartbeat to
+    /// carry it to the followers before it is sent by itself (`--commit-notice-ms`; 0 = at once, each commit
+    /// its own message to every follower and its answer). What a follower's node may add to a message's
+    /// delivery to its edge's members when the room is otherwise quiet.
+    public var commitNoticeMillis = 2
     /// SPEC W1: the webhook targets this node calls beyond public addresses (`--webhook-allow`).
     public var webhookTargets = WebhookTargetRule.publicOnly
     /// SPEC W4: after-event callbacks older than this are dropped unsent, counted (`--webhook-drop-after`).
@@ -181,6 +186,7 @@ public struct NodeConfig: Sendable, Equatable {
         guard secret.utf8.count >= 8 else { throw NodeConfigError.invalid("--secret must be at least 8 bytes") }
         guard shardCount > 0, replicationFactor > 0 else { throw NodeConfigError.invalid("shards and replicas must be > 0") }
         guard tickMillis > 0, electionTicks > 1 else { throw NodeConfigError.invalid("tick settings out of range") }
+        guard (0...1_000).contains(commitNoticeMillis) else { throw NodeConfigError.invalid("--commit-notice-ms must be 0 … 1000") }
         if let k = raftLoops, !(1...256).contains(k) { throw NodeConfigError.invalid("--raft-loops must be 1 … 256") }
     }
 }

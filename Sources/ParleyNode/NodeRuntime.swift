@@ -106,6 +106,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         var groupConfig = RaftConfig(id: config.id, electionTick: config.electionTicks, heartbeatTick: 1,
                                      quiesceAfterTicks: config.quiesceAfterTicks)
         groupConfig.maxInflightBytes = 32 << 20
+        groupConfig.deferCommitNotice = config.commitNoticeMillis > 0
         // SPEC D1: what one group hands to apply in one cycle. All groups' readies of a cycle are held at once:
         // at Raft's default (64 MiB) a node restarted after 100,000 messages replayed its 64 logs in one cycle
         // and held ~250 MB for it.
@@ -115,6 +116,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             shardMap: ShardMap(shardCount: config.shardCount, replicationFactor: config.replicationFactor),
             raft: groupConfig, boot: UInt64(Date().timeIntervalSince1970 * 1000))
         hostConfig.founding = founding
+        hostConfig.commitNoticeMillis = config.commitNoticeMillis
         hostConfig.memory = config.memory
         // The Raft log's bound is the node's: each loop's host keeps its share.
         hostConfig.memory.raftLogBytes = config.memory.raftLogBytes / max(1, config.raftLoopCount)

@@ -66,6 +66,28 @@ extension Raft {
         return true
     }
 
+    /// The commit index when some follower that can be sent an append has not been sent it yet (with
+    /// `deferCommitNotice`); nil otherwise, and on a follower.
+    var unsentCommit: LogIndex? {
+        guard role == .leader else { return nil }
+        let committed = log.committed
+        for pid in tracker.memberIDs where pid != id {
+            let pr = tracker.progress[pid]!
+            if pr.sentCommit < committed && !pr.isPaused { return committed }
+        }
+        return nil
+    }
+
+    /// Sends the commit index (in an append, with any entries not yet sent) to each follower that has not
+    /// been sent `index` yet — none when its appends or heartbeats carried it meanwhile.
+    func sendCommit(through index: LogIndex) {
+        guard role == .leader else { return }
+        let through = min(index, log.committed)
+        for pid in tracker.memberIDs where pid != id {
+            if tracker.progress[pid]!.sentCommit < through { _ = maybeSendAppend(to: pid, sendIfEmpty: true) }
+        }
+    }
+
     private func handleAppendResponse(_ m: Message, _ pr: Progress) {
         if m.reject {
             var nextProbe = m.rejectHint
@@ -102,7 +124,11 @@ extension Raft {
         }
         if maybeCommit() {
             releasePendingReadIndexMessages()
-            broadcastAppend()
+            if !deferCommitNotice {
+                broadcastAppend()
+            } else if wasPaused {
+                sendAppend(to: m.from)
+            }
         } else if wasPaused {
             sendAppend(to: m.from)
         }

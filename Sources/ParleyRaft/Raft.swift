@@ -39,6 +39,7 @@ final class Raft {
     let heartbeatTimeout: Int
     let checkQuorum: Bool
     let forwardProposals: Bool
+    let deferCommitNotice: Bool
     let preVote: Bool
     let stepDownOnRemoval: Bool
     let maxMsgSize: Int
@@ -72,6 +73,7 @@ final class Raft {
         heartbeatTimeout = config.heartbeatTick
         checkQuorum = config.checkQuorum
         forwardProposals = config.forwardProposals
+        deferCommitNotice = config.deferCommitNotice
         preVote = config.preVote
         stepDownOnRemoval = config.stepDownOnRemoval
         maxMsgSize = config.maxSizePerMessage

@@ -98,6 +98,15 @@ public final class RawNode {
         raft.wake()
     }
 
+    /// With `RaftConfig.deferCommitNotice`: the leader's commit index when a follower it can send to has not
+    /// been sent it yet; the host then calls `sendCommit(through:)` after a short while.
+    public var unsentCommit: LogIndex? { raft.unsentCommit }
+
+    /// Sends the commit index to the followers not yet sent `index` (none when appends carried it meanwhile).
+    public func sendCommit(through index: LogIndex) {
+        raft.sendCommit(through: index)
+    }
+
     /// Whether `ready()` has anything to do.
     public var hasReady: Bool {
         let r = raft

@@ -14,6 +14,8 @@ struct ScheduledEvent: Comparable {
         case crash(NodeID, incarnation: Int)
         /// The quiet period's probe: propose the final write through the leader once there is one.
         case finalProbe
+        /// A leader sends the commit index its followers were not sent yet (`SimulationRun.commitNoticeDelay`).
+        case commitNotice(NodeID, incarnation: Int)
     }
 
     var time: UInt64

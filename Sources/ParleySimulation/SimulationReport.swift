@@ -19,6 +19,8 @@ public struct SimulationStatistics: Sendable, Hashable {
     public var operationsCompleted = 0
     public var operationsUnknown = 0
     public var proposalsRejected = 0
+    /// Deferred commit notices a leader sent because no append or heartbeat carried its commit index in time.
+    public var commitNotices = 0
 
     public init() {}
 
@@ -42,6 +44,7 @@ public struct SimulationStatistics: Sendable, Hashable {
         operationsCompleted += other.operationsCompleted
         operationsUnknown += other.operationsUnknown
         proposalsRejected += other.proposalsRejected
+        commitNotices += other.commitNotices
     }
 
     public var summary: String {
@@ -50,7 +53,7 @@ public struct SimulationStatistics: Sendable, Hashable {
             + "conf applied \(configurationsApplied) (proposed \(membershipProposals); planner steps \(plannedSteps), "
             + "targets reached \(plannedTargetsReached)), transfers \(transfers), "
             + "snapshots taken \(snapshotsTaken) received \(snapshotsReceived), ops ok \(operationsCompleted) "
-            + "unknown \(operationsUnknown)"
+            + "unknown \(operationsUnknown), commit notices \(commitNotices)"
     }
 }
 

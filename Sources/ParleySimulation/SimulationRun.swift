@@ -37,6 +37,11 @@ final class SimulationRun {
 
     /// Planned-moves runs (`SimulationConfig.plannedMoves`): the voters the planner moves the group toward.
     let plannedMoves: Bool
+    /// Virtual ms after which a leader sends the commit index no append carried (nil: it sends it at once,
+    /// etcd's rule); odd halves of the seeds defer (`SimulationConfig.commitNoticeDelay`).
+    let commitNoticeDelay: UInt64?
+    /// Leaders with a `commitNotice` event due.
+    private var noticeDue: Set<NodeID> = []
     var moveTarget: [NodeID] = []
     /// Planner steps taken when `moveTarget` was set (a target counts as reached only if it took steps).
     var stepsAtTarget = 0
@@ -58,9 +63,14 @@ final class SimulationRun {
         everMember = Set(allIDs.prefix(config.nodes))
         latestMembers = Array(allIDs.prefix(config.nodes))
         plannedMoves = config.plannedMoves ?? (seed % 2 == 0)
+        switch config.commitNoticeDelay {
+        case .some(let delay): commitNoticeDelay = delay.map { UInt64(max(1, $0)) }
+        case .none: commitNoticeDelay = (seed / 2) % 2 == 1 ? 1 + (seed / 4) % 10 : nil
+        }
         // The last client writes the quiet period's final value.
         clients = (0...config.clients).map { SimulatedClient(id: $0) }
-        note("seed \(seed): \(chosen.nodes) nodes; \(chosen.knobs)")
+        note("seed \(seed): \(chosen.nodes) nodes; \(chosen.knobs); commit notices "
+            + (commitNoticeDelay.map { "after \($0) ms" } ?? "at once"))
     }
 
     /// Ids of running nodes, sorted.
@@ -183,6 +193,13 @@ final class SimulationRun {
             if faultsActive, incarnation[id] == generation, nodes[id] != nil { crash(id, torn: false) }
         case .finalProbe:
             try probeFinalWrite()
+        case .commitNotice(let id, let generation):
+            guard incarnation[id] == generation else { return }
+            noticeDue.remove(id)
+            guard let node = nodes[id], node.raw.unsentCommit != nil else { return }
+            statistics.commitNotices += 1
+            node.raw.sendCommit(through: .max)
+            try drain(id)
         }
     }
 
@@ -201,6 +218,8 @@ final class SimulationRun {
                                 snapshotChunkBytes: self.config.snapshotChunkBytes, randomSeed: random.next())
         config.leaseDriftMarginTicks = self.config.leaseDriftMarginTicks
         config.forwardProposals = self.config.forwardProposals
+        config.deferCommitNotice = commitNoticeDelay != nil
+        noticeDue.remove(id)
         let node = try SimulatedNode(id: id, disk: disk, config: config)
         nodes[id] = node
         roles[id] = .follower
@@ -268,6 +287,9 @@ final class SimulationRun {
         statistics.snapshotsReceived += outcome.snapshotsReceived
         for message in outcome.messages { send(message) }
         for answer in outcome.answers { answered(answer, by: id) }
+        if let delay = commitNoticeDelay, node.raw.unsentCommit != nil, noticeDue.insert(id).inserted {
+            schedule(after: delay, .commitNotice(id, incarnation: incarnation[id]!))
+        }
         for (index, conf) in outcome.configurations {
             statistics.configurationsApplied += 1
             guard index > latestConfIndex else { continue }

@@ -33,6 +33,8 @@ struct NodeCommand: AsyncParsableCommand {
     var webhookAllow: String?
     @Option(name: .customLong("webhook-drop-after"), help: "Seconds an after-event callback may wait for its app server before it is dropped unsent and counted (default 3600).")
     var webhookDropAfter: Int?
+    @Option(name: .customLong("commit-notice-ms"), help: "How long a shard leader's new commit index may wait for the next append or heartbeat to carry it before it is sent to the followers by itself (default 2; 0 = at once).")
+    var commitNoticeMillis: Int?
     @Option(name: .customLong("raft-loops"), help: "Event loops the node's Raft groups run on, shard s on loop s % N (default: one per core).")
     var raftLoops: Int?
     @Option(help: "Join a running cluster through the peer address (host:port) of any of its nodes; the node learns its peers from the cluster, and later starts need no --join.")
@@ -117,6 +119,10 @@ struct NodeCommand: AsyncParsableCommand {
         if let d = value("webhook-drop-after", webhookDropAfter.map(String.init)) {
             guard let n = Int(d), (10...604_800).contains(n) else { throw ValidationError("--webhook-drop-after must be 10 … 604800 seconds") }
             nodeConfig.webhookDropAfterSeconds = n
+        }
+        if let c = value("commit-notice-ms", commitNoticeMillis.map(String.init)) {
+            guard let n = Int(c), (0...1_000).contains(n) else { throw ValidationError("--commit-notice-ms must be 0 … 1000") }
+            nodeConfig.commitNoticeMillis = n
         }
         if let k = value("raft-loops", raftLoops.map(String.init)) {
             guard let n = Int(k), (1...256).contains(n) else { throw ValidationError("--raft-loops must be 1 … 256") }

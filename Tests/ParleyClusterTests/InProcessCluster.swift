@@ -33,8 +33,12 @@ final class InProcessCluster {
     private var cycle = 0
     let ticksEvery = 2
 
-    init(nodes: [NodeID] = [1, 2, 3], shards: Int = 4) throws {
+    /// Leaders defer commit notices (`RaftConfig.deferCommitNotice`, as a node runs them).
+    let deferCommitNotice: Bool
+
+    init(nodes: [NodeID] = [1, 2, 3], shards: Int = 4, deferCommitNotice: Bool = false) throws {
         self.nodes = nodes
+        self.deferCommitNotice = deferCommitNotice
         shardMap = ShardMap(shardCount: shards, replicationFactor: 3)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-cluster-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -55,6 +59,7 @@ final class InProcessCluster {
         config.snapshots.keep = 5
         config.memory = memory
         if let committedBytesPerReady { config.raft.maxCommittedSizePerReady = committedBytesPerReady }
+        config.raft.deferCommitNotice = deferCommitNotice
         let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false,
                                   rewriteAfterRows: rewriteAfterRows)
         databases[node] = db

@@ -95,6 +95,10 @@ public final class RaftHost {
         /// The groups this host holds of the node's (issue 35: one host per Raft loop); the others go to the
         /// node's other hosts, which share its database.
         public var partition = HostPartition.whole
+        /// With `raft.deferCommitNotice`: how long a leader's new commit index may wait for an append or
+        /// heartbeat to carry it before the driver sends it by itself — what a follower's edge may add to a
+        /// message's delivery in a room that is otherwise quiet.
+        public var commitNoticeMillis = 2
 
         public init(nodeID: NodeID, nodes: [NodeID], shardMap: ShardMap = ShardMap(), raft: RaftConfig? = nil,
                     limits: RoomLimits = RoomLimits(), boot: UInt64) {
@@ -141,6 +145,10 @@ public final class RaftHost {
     /// acknowledgements: what waits to be sent to proposers leaves now, not after the sync (the driver writes
     /// out the RPC answers).
     public var answered: () -> Void = {}
+    /// Issue 35 (`RaftConfig.deferCommitNotice`): the groups this host leads whose commit index some follower
+    /// has not been sent, each with when that began. A cycle that sends the group's followers an append (which
+    /// carries the index) ends it; `sendCommitNotices` sends what waited long enough.
+    private var commitNotices: [GroupID: ContinuousClock.Instant] = [:]
     /// Told each shard's leader as this node's replica learns it (`ShardLeaders`).
     var leaderSeen: (ShardID, NodeID) -> Void = { _, _ in }
     let metrics: RaftMetrics
@@ -347,6 +355,21 @@ public final class RaftHost {
         due.markAll()
     }
 
+    /// When the longest-waiting commit index began to wait (nil: none waits).
+    public var oldestCommitNotice: ContinuousClock.Instant? { commitNotices.values.min() }
+
+    /// Sends the commit indexes that waited at least `wait` to the followers not yet sent them
+    /// (`RawNode.sendCommit(through:)`); the next ready cycle carries the messages.
+    public func sendCommitNotices(waitedAtLeast wait: Duration) {
+        let now = ContinuousClock.now
+        for (group, since) in commitNotices.sorted(by: { $0.key < $1.key }) where since + wait <= now {
+            commitNotices[group] = nil
+            guard let i = groupIndex[group] else { continue }
+            groups[i].raft.sendCommit(through: .max)
+            due.mark(i)
+        }
+    }
+
     private func nextProposalID() -> ProposalID {
         nextSequence += 1
         return ProposalID(node: config.nodeID, boot: config.boot, sequence: nextSequence)
@@ -506,6 +529,17 @@ public final class RaftHost {
             // Written above: a replica the group removed can go now, storage and all.
             try writeCarried()
             try dropRemovedReplicas()
+        }
+        if config.raft.deferCommitNotice {
+            // Only a cycle of the group changes what its followers were sent: the others' entries stand.
+            let now = ContinuousClock.now
+            for (g, _) in readies {
+                if g.raft.unsentCommit == nil {
+                    commitNotices[g.group] = nil
+                } else if commitNotices[g.group] == nil {
+                    commitNotices[g.group] = now
+                }
+            }
         }
         busyCycles += 1
         if busyCycles % 16 == 0 { try relieveOldestLogPin() }
