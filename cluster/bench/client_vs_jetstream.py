@@ -16,7 +16,10 @@ Both sides: 3 servers on loopback, replicated 3 ways, every write synced to disk
 (Parley: fsync on; JetStream: an R3 file stream, `sync_interval: always`). The generator (`client-load`)
 runs W writers, each with one message in flight and a room (a subject) of its own, spread round-robin over the
 three servers, each awaiting its acknowledgement (Parley's `sendMessage` answer over a WebSocket, JetStream's
-PubAck). Runs are interleaved (for each run: every level on JetStream, then on Parley); the servers' CPU (user
+PubAck). Runs are interleaved (for each run and level: one system, then the other, the first one alternating
+from run to run, with --settle-seconds between them: a cluster that just took 64 writers goes on checkpointing
+and flushing for a while, and the system measured right after it came out behind in 16 of 22 A/B pairs of
+session 36 when the order was fixed — use an even --runs for a fair median); the servers' CPU (user
 + system, /proc) over a run is divided by the writes acknowledged in it. Prints a Markdown table of medians
 for docs/benchmarks.md. Bounded: every run stops after --seconds (+1 s warm-up); the servers are killed at
 the end.
@@ -125,7 +128,9 @@ def main():
     parser.add_argument("--load", required=True, help="the client-load generator")
     parser.add_argument("--levels", default="1,64")
     parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--settle-seconds", type=float, default=3,
+                        help="a pause before each load, so the system measured before it has settled")
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--budgeted", action="store_true",
                         help="Parley: send budgets checked (999,999/s, never reached) instead of off, so each message "
@@ -171,18 +176,24 @@ def main():
                            check=True, timeout=60)
         parley_procs, ws = parley_cluster(args.parley, os.path.join(work, "parley"), args.node_option)
         rows = []
-        for _ in range(args.runs):
+        def run_other(level):
+            time.sleep(args.settle_seconds)
+            if args.baseline:
+                return run_load(args.load, "parley", other_urls, level, args.seconds, args.size,
+                                [p.pid for p in other_procs], app_key, label="baseline",
+                                per_connection=args.per_connection, im=args.im, team=args.team)
+            return run_load(args.load, "jetstream", other_urls, level, args.seconds, args.size,
+                            [p.pid for p in other_procs])
+
+        def run_parley(level):
+            time.sleep(args.settle_seconds)
+            return run_load(args.load, "parley", ws, level, args.seconds, args.size, [p.pid for p in parley_procs],
+                            app_key, per_connection=args.per_connection, im=args.im, team=args.team)
+        for run in range(args.runs):
             for level in levels:
-                if args.baseline:
-                    rows.append(run_load(args.load, "parley", other_urls, level, args.seconds, args.size,
-                                         [p.pid for p in other_procs], app_key, label="baseline",
-                                         per_connection=args.per_connection, im=args.im, team=args.team))
-                else:
-                    rows.append(run_load(args.load, "jetstream", other_urls, level, args.seconds, args.size,
-                                         [p.pid for p in other_procs]))
-                rows.append(run_load(args.load, "parley", ws, level, args.seconds, args.size,
-                                     [p.pid for p in parley_procs], app_key, per_connection=args.per_connection,
-                                     im=args.im, team=args.team))
+                order = (run_other, run_parley) if run % 2 == 0 else (run_parley, run_other)
+                for measure in order:
+                    rows.append(measure(level))
     finally:
         kill_groups(procs)
         shutil.rmtree(work, ignore_errors=True)

@@ -532,11 +532,12 @@ public final class RaftHost {
         }
         if config.raft.deferCommitNotice {
             // Only a cycle of the group changes what its followers were sent: the others' entries stand.
-            let now = ContinuousClock.now
+            var now: ContinuousClock.Instant?
             for (g, _) in readies {
                 if g.raft.unsentCommit == nil {
-                    commitNotices[g.group] = nil
+                    if !commitNotices.isEmpty { commitNotices[g.group] = nil }
                 } else if commitNotices[g.group] == nil {
+                    if now == nil { now = .now }
                     commitNotices[g.group] = now
                 }
             }
