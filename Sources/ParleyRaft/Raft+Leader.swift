@@ -79,12 +79,12 @@ extension Raft {
     }
 
     /// Sends the commit index (in an append, with any entries not yet sent) to each follower that has not
-    /// been sent `index` yet — none when its appends or heartbeats carried it meanwhile.
-    func sendCommit(through index: LogIndex) {
-        guard role == .leader else { return }
-        let through = min(index, log.committed)
+    /// been sent it — none when its appends or heartbeats carried it meanwhile, or when the broadcast this
+    /// Ready makes for new proposals is about to.
+    func sendCommit() {
+        guard role == .leader, !broadcastPending else { return }
         for pid in tracker.memberIDs where pid != id {
-            if tracker.progress[pid]!.sentCommit < through { _ = maybeSendAppend(to: pid, sendIfEmpty: true) }
+            if tracker.progress[pid]!.sentCommit < log.committed { _ = maybeSendAppend(to: pid, sendIfEmpty: true) }
         }
     }
 

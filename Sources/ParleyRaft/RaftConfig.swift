@@ -51,7 +51,7 @@ public struct RaftConfig: Sendable {
     /// message, a new term), so it must keep its own timeout.
     public var forwardProposals: Bool = false
     /// A leader whose commit index moved does not send every follower an append for it at once: the index
-    /// rides on the next append or heartbeat, or goes when the host calls `RawNode.sendCommit(through:)`
+    /// rides on the next append or heartbeat, or goes when the host calls `RawNode.sendCommit()`
     /// (a node does so a couple of milliseconds later). At one writer that notice and its answer were a
     /// third of a write's messages; a follower applies no later than the host's delay (issue 35).
     public var deferCommitNotice: Bool = false

@@ -99,12 +99,12 @@ public final class RawNode {
     }
 
     /// With `RaftConfig.deferCommitNotice`: the leader's commit index when a follower it can send to has not
-    /// been sent it yet; the host then calls `sendCommit(through:)` after a short while.
+    /// been sent it yet; the host then calls `sendCommit()` after a short while.
     public var unsentCommit: LogIndex? { raft.unsentCommit }
 
-    /// Sends the commit index to the followers not yet sent `index` (none when appends carried it meanwhile).
-    public func sendCommit(through index: LogIndex) {
-        raft.sendCommit(through: index)
+    /// Sends the commit index to the followers not yet sent it (none when appends carried it meanwhile).
+    public func sendCommit() {
+        raft.sendCommit()
     }
 
     /// Whether `ready()` has anything to do.

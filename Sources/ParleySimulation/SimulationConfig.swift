@@ -61,9 +61,8 @@ public struct SimulationConfig: Sendable, Hashable {
     /// off, a client sent to a follower is refused and the proposal never happens.
     public var forwardProposals = true
     /// Leaders defer commit notices (`RaftConfig.deferCommitNotice`, as a node runs) and send the ones no
-    /// append carried this many virtual ms later (`RawNode.sendCommit`). Nil: half the seeds do, after
-    /// 1–10 ms by seed (`SimulationRun.commitNoticeDelay`).
-    public var commitNoticeDelay: Int??
+    /// append carried 1–10 virtual ms later, by seed (`RawNode.sendCommit`). Nil: half the seeds do.
+    public var deferredCommitNotices: Bool?
     /// Virtual ms a crashed node stays down.
     public var downtime: ClosedRange<Int> = 20...400
 

@@ -38,7 +38,7 @@ final class SimulationRun {
     /// Planned-moves runs (`SimulationConfig.plannedMoves`): the voters the planner moves the group toward.
     let plannedMoves: Bool
     /// Virtual ms after which a leader sends the commit index no append carried (nil: it sends it at once,
-    /// etcd's rule); odd halves of the seeds defer (`SimulationConfig.commitNoticeDelay`).
+    /// etcd's rule); seeds whose second bit is set defer (`SimulationConfig.deferredCommitNotices`).
     let commitNoticeDelay: UInt64?
     /// Leaders with a `commitNotice` event due.
     private var noticeDue: Set<NodeID> = []
@@ -63,10 +63,7 @@ final class SimulationRun {
         everMember = Set(allIDs.prefix(config.nodes))
         latestMembers = Array(allIDs.prefix(config.nodes))
         plannedMoves = config.plannedMoves ?? (seed % 2 == 0)
-        switch config.commitNoticeDelay {
-        case .some(let delay): commitNoticeDelay = delay.map { UInt64(max(1, $0)) }
-        case .none: commitNoticeDelay = (seed / 2) % 2 == 1 ? 1 + (seed / 4) % 10 : nil
-        }
+        commitNoticeDelay = (config.deferredCommitNotices ?? ((seed / 2) % 2 == 1)) ? 1 + (seed / 4) % 10 : nil
         // The last client writes the quiet period's final value.
         clients = (0...config.clients).map { SimulatedClient(id: $0) }
         note("seed \(seed): \(chosen.nodes) nodes; \(chosen.knobs); commit notices "
@@ -198,7 +195,7 @@ final class SimulationRun {
             noticeDue.remove(id)
             guard let node = nodes[id], node.raw.unsentCommit != nil else { return }
             statistics.commitNotices += 1
-            node.raw.sendCommit(through: .max)
+            node.raw.sendCommit()
             try drain(id)
         }
     }

@@ -5,7 +5,7 @@ import ParleyRooms
 import Testing
 
 /// Issue 35: with `RaftConfig.deferCommitNotice` a shard leader's new commit index rides on the group's next
-/// append, or goes when the driver calls `sendCommitNotices` — never an append of its own at once.
+/// append, or goes with a cycle once it waited (`sendCommitNotices`) — never an append of its own at once.
 @Suite struct CommitNoticeHostTests {
     private func deliver(_ cluster: InProcessCluster, to nodes: [NodeID]) throws {
         let sent = cluster.inflight

@@ -60,6 +60,7 @@ final class InProcessCluster {
         config.memory = memory
         if let committedBytesPerReady { config.raft.maxCommittedSizePerReady = committedBytesPerReady }
         config.raft.deferCommitNotice = deferCommitNotice
+        config.commitNoticeMillis = 3_600_000  // tests send the notices themselves (`sendCommitNotices`)
         let db = try NodeDatabase(path: directory.appendingPathComponent("node-\(node).sqlite").path, durable: false,
                                   rewriteAfterRows: rewriteAfterRows)
         databases[node] = db

@@ -8,9 +8,18 @@ import Testing
         let net = try TestNetwork(voters: [1, 2, 3]) { $0.deferCommitNotice = deferred }
         net.campaign(1)
         net.deliverAll()
-        net.node(1).sendCommit(through: net.commit(1))  // the leader's first entry, told
+        net.node(1).sendCommit()  // the leader's first entry, told
         net.deliverAll()
         return net
+    }
+
+    /// The network once payload 1 is proposed and every message delivered, with the count of messages sent before.
+    static func firstPayloadCommitted(deferred: Bool) throws -> (TestNetwork, mark: Int) {
+        let net = try network(deferred: deferred)
+        let mark = net.sent.count
+        try net.node(1).propose(payload(1))
+        net.deliverAll()
+        return (net, mark)
     }
 
     /// Appends the leader sent with no entries since `mark` messages were sent: commit notices alone.
@@ -20,10 +29,7 @@ import Testing
 
     @Test("DESIGN-I1 (issue 35): a deferred commit sends no append of its own; the host's call tells the followers")
     func deferredCommitWaitsForTheHost() throws {
-        let net = try Self.network(deferred: true)
-        let mark = net.sent.count
-        try net.node(1).propose(payload(1))
-        net.deliverAll()
+        let (net, mark) = try Self.firstPayloadCommitted(deferred: true)
         let committed = net.commit(1)
         #expect(net.applied[1]!.last == payload(1))
         #expect(Self.emptyAppends(net, since: mark) == 0)
@@ -34,7 +40,7 @@ import Testing
         #expect(net.node(1).unsentCommit == committed)
         #expect(net.node(2).unsentCommit == nil)  // a follower has none to send
 
-        net.node(1).sendCommit(through: committed)
+        net.node(1).sendCommit()
         net.deliverAll()
         #expect(Self.emptyAppends(net, since: mark) == 2)
         for follower: NodeID in [2, 3] {
@@ -46,16 +52,14 @@ import Testing
 
     @Test("DESIGN-I1 (issue 35): the next append carries a deferred commit, and the host's call then sends nothing")
     func nextAppendCarriesTheCommit() throws {
-        let net = try Self.network(deferred: true)
-        try net.node(1).propose(payload(1))
-        net.deliverAll()
+        let (net, _) = try Self.firstPayloadCommitted(deferred: true)
         let first = net.commit(1)
         #expect(net.node(1).unsentCommit == first)
         try net.node(1).propose(payload(2))
         net.handleAllReady()  // the append of payload 2 leaves, carrying the commit of payload 1
         #expect(net.node(1).unsentCommit == nil)
         let mark = net.sent.count
-        net.node(1).sendCommit(through: first)
+        net.node(1).sendCommit()
         net.handleAllReady()
         #expect(net.sent.count == mark)
         net.deliverAll()
@@ -65,11 +69,23 @@ import Testing
         }
     }
 
+    @Test("DESIGN-I1 (issue 35): a notice asked for while new proposals wait for the Ready's broadcast is left to it")
+    func noticeLeftToThePendingBroadcast() throws {
+        let (net, _) = try Self.firstPayloadCommitted(deferred: true)
+        #expect(net.node(1).unsentCommit != nil)
+        try net.node(1).propose(payload(2))
+        let mark = net.sent.count
+        net.node(1).sendCommit()
+        net.handleAllReady()
+        let appends = net.sent[mark...].filter { $0.kind == .append && $0.from == 1 }
+        #expect(appends.count == 2)  // one per follower, with the new entry and the commit index
+        #expect(appends.allSatisfy { !$0.entries.isEmpty && $0.commit == net.commit(1) })
+        #expect(net.node(1).unsentCommit == nil)
+    }
+
     @Test("DESIGN-I1 (issue 35): a heartbeat carries a deferred commit too")
     func heartbeatCarriesTheCommit() throws {
-        let net = try Self.network(deferred: true)
-        try net.node(1).propose(payload(1))
-        net.deliverAll()
+        let (net, _) = try Self.firstPayloadCommitted(deferred: true)
         let committed = net.commit(1)
         #expect(net.commit(2) < committed)
         net.tickAll(1)  // heartbeatTick 1
@@ -80,10 +96,7 @@ import Testing
 
     @Test("DESIGN-I1: without it a commit is sent to every follower at once (etcd's rule)")
     func immediateCommitNotice() throws {
-        let net = try Self.network(deferred: false)
-        let mark = net.sent.count
-        try net.node(1).propose(payload(1))
-        net.deliverAll()
+        let (net, mark) = try Self.firstPayloadCommitted(deferred: false)
         #expect(Self.emptyAppends(net, since: mark) == 2)
         for follower: NodeID in [2, 3] { #expect(net.applied[follower]!.last == payload(1)) }
         #expect(net.node(1).unsentCommit == nil)

@@ -34,7 +34,7 @@ public final class RaftDriver: @unchecked Sendable {
     private let tickInterval: TimeAmount
     private var tickTask: RepeatedTask?
     private var readyScheduled = false
-    /// Issue 35: set while a commit index waits for an append to carry it (`RaftHost.sendCommitNotices`).
+    /// Issue 35: set while a commit index waits for an append to carry it (`RaftHost.oldestCommitNotice`).
     private var commitNoticeTimer: Scheduled<Void>?
     private var deferredWriteScheduled = false
     /// Set when the ready loop fails (the disk): the node stops taking part rather than risk safety.
@@ -164,15 +164,12 @@ public final class RaftDriver: @unchecked Sendable {
     private func runReady() {
         guard fatal == nil else { return }
         do {
-            // Commit indexes that waited long enough go with this cycle's other messages (under load the loop
-            // runs cycles all the time: no cycle of their own); the timer is for a loop that went quiet.
-            if let oldest = host.oldestCommitNotice, oldest + commitNoticeWait <= .now {
-                host.sendCommitNotices(waitedAtLeast: commitNoticeWait)
-            }
             if try host.processReady() > 0 {
                 wakePolls()
                 scheduleReady()
             }
+            // A cycle sends the commit indexes that waited long enough with its other messages (under load the
+            // loop runs cycles all the time); the timer makes one for a loop gone quiet.
             if commitNoticeTimer == nil, let oldest = host.oldestCommitNotice { armCommitNotices(after: oldest) }
             if host.deferredWritesDue && !deferredWriteScheduled {
                 deferredWriteScheduled = true
@@ -190,15 +187,13 @@ public final class RaftDriver: @unchecked Sendable {
     /// At `since` + `commitNoticeMillis`, runs a cycle, which sends the commit indexes that waited that long
     /// (and arms this again for the next, if any).
     private func armCommitNotices(after since: ContinuousClock.Instant) {
-        let left = max(.zero, since + commitNoticeWait - .now)
+        let left = max(.zero, since + .milliseconds(host.config.commitNoticeMillis) - .now)
         commitNoticeTimer = loop.scheduleTask(in: .nanoseconds(Int64(left / .nanoseconds(1)))) {
             self.commitNoticeTimer = nil
             guard self.driving else { return }
             self.runReady()
         }
     }
-
-    private var commitNoticeWait: Duration { .milliseconds(host.config.commitNoticeMillis) }
 
     /// A storage failure: the node stops driving Raft rather than go on with state it could not write.
     private func stopAfter(_ error: Error) {

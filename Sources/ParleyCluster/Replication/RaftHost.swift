@@ -147,7 +147,7 @@ public final class RaftHost {
     public var answered: () -> Void = {}
     /// Issue 35 (`RaftConfig.deferCommitNotice`): the groups this host leads whose commit index some follower
     /// has not been sent, each with when that began. A cycle that sends the group's followers an append (which
-    /// carries the index) ends it; `sendCommitNotices` sends what waited long enough.
+    /// carries the index) ends it; a ready cycle sends what waited `config.commitNoticeMillis`.
     private var commitNotices: [GroupID: ContinuousClock.Instant] = [:]
     /// Told each shard's leader as this node's replica learns it (`ShardLeaders`).
     var leaderSeen: (ShardID, NodeID) -> Void = { _, _ in }
@@ -359,13 +359,16 @@ public final class RaftHost {
     public var oldestCommitNotice: ContinuousClock.Instant? { commitNotices.values.min() }
 
     /// Sends the commit indexes that waited at least `wait` to the followers not yet sent them
-    /// (`RawNode.sendCommit(through:)`); the next ready cycle carries the messages.
+    /// (`RawNode.sendCommit()`); the next ready cycle carries the messages. Every cycle does so for those
+    /// that waited `config.commitNoticeMillis`.
     public func sendCommitNotices(waitedAtLeast wait: Duration) {
         let now = ContinuousClock.now
-        for (group, since) in commitNotices.sorted(by: { $0.key < $1.key }) where since + wait <= now {
+        var waited: [GroupID] = []
+        for (group, since) in commitNotices where since + wait <= now { waited.append(group) }
+        for group in waited {
             commitNotices[group] = nil
             guard let i = groupIndex[group] else { continue }
-            groups[i].raft.sendCommit(through: .max)
+            groups[i].raft.sendCommit()
             due.mark(i)
         }
     }
@@ -460,6 +463,7 @@ public final class RaftHost {
     /// Returns how many groups had work.
     @discardableResult
     public func processReady() throws -> Int {
+        if !commitNotices.isEmpty { sendCommitNotices(waitedAtLeast: .milliseconds(config.commitNoticeMillis)) }
         var batch = StorageBatch()
         var readies: [(HostedGroup, Ready)] = []
         for i in due.take() {
