@@ -35,7 +35,7 @@ struct NodeCommand: AsyncParsableCommand {
     var webhookDropAfter: Int?
     @Option(name: .customLong("commit-notice-ms"), help: "How long a shard leader's new commit index may wait for the next append or heartbeat to carry it before it is sent to the followers by itself (default 2; 0 = at once).")
     var commitNoticeMillis: Int?
-    @Option(name: .customLong("raft-loops"), help: "Event loops the node's Raft groups run on, shard s on loop s % N (default: one per core).")
+    @Option(name: .customLong("raft-loops"), help: "Event loops the node's Raft groups run on, shard s on loop s % N (default: one per two cores, at least 1).")
     var raftLoops: Int?
     @Option(help: "Join a running cluster through the peer address (host:port) of any of its nodes; the node learns its peers from the cluster, and later starts need no --join.")
     var join: String?

@@ -52,9 +52,9 @@ def knows_no_idle(binary):
     return "--no-idle" in help_text
 
 
-def per_thousand(binary, members, messages, senders):
+def per_thousand(binary, no_idle, members, messages, senders):
     """ms of node CPU per 1,000 deliveries between a run of `messages` and one of a tenth of them."""
-    extra = ["--no-idle"] if knows_no_idle(binary) else []
+    extra = ["--no-idle"] if no_idle else []
     small = max(1, messages // 10)
     common = ["--members", str(members), "--runs", "1", "--senders", str(senders), *extra]
     big_cpu, _ = node_cpu_seconds(binary, common + ["--messages", str(messages)])
@@ -73,6 +73,7 @@ def main():
     parser.add_argument("--messages", type=int, default=1500)
     a = parser.parse_args()
     builds = {"new": os.path.realpath(a.parley), "baseline": os.path.realpath(a.baseline)}
+    no_idle = {name: knows_no_idle(path) for name, path in builds.items()}
     print(f"| senders | baseline ms CPU / 1,000 deliveries | new | new / baseline (medians) | pair by pair |")
     print("| --- | --- | --- | --- | --- |")
     for senders in [int(s) for s in a.senders.split(",")]:
@@ -80,7 +81,7 @@ def main():
         for round_ in range(a.rounds):
             order = ["new", "baseline"] if round_ % 2 == 0 else ["baseline", "new"]
             for name in order:
-                value = per_thousand(builds[name], a.members, a.messages, senders)
+                value = per_thousand(builds[name], no_idle[name], a.members, a.messages, senders)
                 figures[name].append(value)
                 print(f"# {senders} senders, round {round_ + 1}, {name}: {value:.2f} ms", flush=True)
         new, old = statistics.median(figures["new"]), statistics.median(figures["baseline"])
