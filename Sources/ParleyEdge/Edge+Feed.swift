@@ -10,7 +10,7 @@ extension Edge {
         if let running = feeds[shard] {
             feed = running
         } else {
-            feed = ShardFeed(shard: shard, edge: self, cluster: cluster, settings: settings)
+            feed = ShardFeed(shard: shard, edge: self, cluster: cluster, settings: settings, local: localFeed(of: shard))
             feeds[shard] = feed
         }
         do {
@@ -25,8 +25,25 @@ extension Edge {
         }
     }
 
-    /// Fans one page of a shard's events out to the local sessions they address.
-    func deliver(_ page: ShardEventPage) async {
+    /// The batched poll of the shard's Raft loop on this node (nil when the cluster has none).
+    private func localFeed(of shard: ShardID) -> LocalFeed? {
+        guard let source = cluster.localFeeds else { return nil }
+        let partition = source.partition(of: shard)
+        if let feed = localFeeds[partition] { return feed }
+        let feed = LocalFeed(partition: partition, source: source, edge: self, settings: settings)
+        localFeeds[partition] = feed
+        return feed
+    }
+
+    /// Pages of several shards from one batched poll (issue 35): their frames go to each loop in one hand-over.
+    func deliver(_ pages: [ShardEventPage]) async {
+        for page in pages { await deliver(page, handOver: false) }
+        gathered.handOver()
+    }
+
+    /// Fans one page of a shard's events out to the local sessions they address. `handOver`: the page's frames
+    /// go to their loops now (else the caller hands them over).
+    func deliver(_ page: ShardEventPage, handOver: Bool = true) async {
         guard feeds[page.shard] != nil else { return }
         if page.gap {
             // The replica no longer holds what we missed: fill every local room of the shard from history.
@@ -49,7 +66,7 @@ extension Edge {
             for (connection, roomId) in kicked { leave(connection, roomId: roomId) }
         }
         // The page's frames go to each loop at once: a connection gets all of them in one flush.
-        gathered.handOver()
+        if handOver { gathered.handOver() }
     }
 
     /// One event: dedupe and gap-fill room-wide events by seq, then write the encoded bytes (once for all

@@ -29,6 +29,8 @@ public actor Edge {
     var connections: [UInt64: ClientConnection] = [:]
     var rooms: [String: LocalRoom] = [:]
     var feeds: [ShardID: ShardFeed] = [:]
+    /// Issue 35: per Raft loop of this node, the batched poll of the shards its replicas here feed.
+    var localFeeds: [Int: LocalFeed] = [:]
     /// Sessions kicked by the batch being delivered; they leave once the whole batch is out, so the events the
     /// same entry addressed to them after the kick (RC `status: destroyed`) still reach them.
     var kickedInBatch: [(connection: UInt64, roomId: String)] = []

@@ -69,6 +69,25 @@ public protocol EdgeCluster: Sendable {
     /// Whether the registry as this node last read it holds `account` of `appKey` — without a hop or a wait;
     /// false when it cannot say (the caller then asks `userExists`, which looks again).
     func knowsUser(appKey: String, account: String) -> Bool
+
+    /// Issue 35: the node's own replicas' feeds, several shards in one poll (nil: there are none to batch).
+    var localFeeds: (any LocalEventFeeds)? { get }
+}
+
+/// Issue 35: this node's own replicas' event feeds read several shards at a time (`LocalFeed`). A shard's
+/// feed is handed over to them once a single poll (`EdgeCluster.events`) was answered here by a replica that
+/// knows the shard's leader, and handed back whenever such a replica no longer can feed it.
+public protocol LocalEventFeeds: Sendable {
+    /// How many groups of shards (the node's Raft loops) a batched poll may span one of.
+    var partitions: Int { get }
+    func partition(of shard: ShardID) -> Int
+    /// Whether the shard's last single poll was answered by this node's replica, which knew the leader.
+    func feedsHere(_ shard: ShardID) -> Bool
+    /// One long poll of `cursors`' shards, all of `partition`; renews this edge's lease on each of them.
+    func events(_ cursors: [ShardID: UInt64], partition: Int, waitMillis: Int) async throws
+        -> [ShardID: RaftDriver.LocalFeedAnswer]
+    /// Has `partition`'s parked batched poll answered now (a shard joins it).
+    func nudge(partition: Int)
 }
 
 extension EdgeCluster {
@@ -83,6 +102,8 @@ extension EdgeCluster {
     }
 
     public func knowsUser(appKey: String, account: String) -> Bool { false }
+
+    public var localFeeds: (any LocalEventFeeds)? { nil }
 
     /// One process, one version.
     public func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { true }

@@ -8,7 +8,9 @@ final class ShardFeed: Sendable {
     let start: Task<UInt64, any Error>
     private let loop: Task<Void, Never>
 
-    init(shard: ShardID, edge: Edge, cluster: any EdgeCluster, settings: EdgeSettings) {
+    /// `local`: the batched poll of the shard's Raft loop on this node, which reads the shard while this
+    /// node's replica can feed it (issue 35).
+    init(shard: ShardID, edge: Edge, cluster: any EdgeCluster, settings: EdgeSettings, local: LocalFeed? = nil) {
         self.shard = shard
         let start = Task<UInt64, any Error> {
             try await cluster.events(shard: shard, after: nil, waitMillis: 0).cursor
@@ -27,6 +29,10 @@ final class ShardFeed: Sendable {
                 if Task.isCancelled { return }
                 await edge.deliver(page)
                 cursor = page.cursor
+                if let local, cluster.localFeeds?.feedsHere(shard) == true {
+                    guard let back = await local.adopt(shard, cursor: cursor) else { return }
+                    cursor = back
+                }
             }
         }
     }

@@ -15,13 +15,13 @@ import ParleyPlacement
 /// tokens and edge addresses from the meta group, reachability from the peer links.
 public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     public let edgeId: String
-    private let raft: RaftLoops
+    fileprivate let raft: RaftLoops
     private let transport: PeerTransport
     /// Where each shard's feed is polled; moves to the leader a page names, or to the next replica on failure.
     /// `replicatedHere`: the shards this node held a voting replica of when their feed last looked (issue 35) —
     /// a feed polling another node for one of them looks again after each poll, to come back here once its
     /// replica knows the leader.
-    private let feedRoutes = NIOLockedValueBox<(nodes: [ShardID: NodeID], replicatedHere: Set<ShardID>)>(([:], []))
+    fileprivate let feedRoutes = NIOLockedValueBox<(nodes: [ShardID: NodeID], replicatedHere: Set<ShardID>)>(([:], []))
     private let meta = NIOLockedValueBox<(state: MetaState?, fetched: Date)>((nil, .distantPast))
     /// Feature → when every node last said it has it: a yes holds for `metaMaxAge` (as the meta state it came
     /// from does), so a client's frequent op (a read receipt) does not ask every link each time; a no is asked
@@ -34,7 +34,7 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// Opens app secrets and digests tokens (the meta group holds neither in clear).
     public let metaSecrets: MetaSecrets
 
-    private let metrics: EdgeMetrics?
+    fileprivate let metrics: EdgeMetrics?
 
     public init(raft: RaftLoops, transport: PeerTransport, boot: UInt64, metaSecrets: MetaSecrets, metrics: EdgeMetrics? = nil) {
         self.raft = raft
@@ -51,14 +51,14 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     /// Set when the node stops: the edge's tasks that outlive its connections (feeds, slot releases) then get
     /// an error at once instead of scheduling work on Raft's event loop after it shut down (a promise NIO
     /// would report leaked, crashing a debug build at exit; found by cluster/chaos).
-    private let closed = NIOLockedValueBox(false)
+    fileprivate let closed = NIOLockedValueBox(false)
 
     /// Once this returns, no call of this edge starts on Raft's loop any more (`start` schedules under the
     /// same lock), so the node can stop the loop without waiting a fixed while for late ones.
     public func close() { closed.withLockedValue { $0 = true } }
 
     /// Starts `call` (which schedules work on Raft's loop) unless the node is stopping.
-    private func start<T>(_ call: () -> EventLoopFuture<T>) throws -> EventLoopFuture<T> {
+    fileprivate func start<T>(_ call: () -> EventLoopFuture<T>) throws -> EventLoopFuture<T> {
         try closed.withLockedValue { closed in
             if closed { throw EdgeClusterError.unavailable("the node is stopping") }
             return call()
@@ -196,6 +196,8 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         return page
     }
 
+    public var localFeeds: (any LocalEventFeeds)? { self }
+
     public func checkToken(appKey: String, account: String, token: String) async -> TokenVerdict {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let verdict = await metaState(maxAge: metaMaxAge)?.checkToken(appKey: appKey, account: account, token: token, now: now,
@@ -254,5 +256,31 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         guard let call = try? start({ raft.metaState() }), let fresh = try? await call.get() else { return cached.state }
         meta.withLockedValue { $0 = (fresh, Date()) }
         return fresh
+    }
+}
+
+/// Issue 35: the shards this node's replicas feed its edge, polled a loop's worth at a time.
+extension NodeEdgeCluster: LocalEventFeeds {
+    public var partitions: Int { raft.drivers.count }
+
+    public func partition(of shard: ShardID) -> Int { raft.partition(of: shard) }
+
+    public func feedsHere(_ shard: ShardID) -> Bool {
+        feedRoutes.withLockedValue { $0.nodes[shard] } == raft.nodeID
+    }
+
+    public func events(_ cursors: [ShardID: UInt64], partition: Int, waitMillis: Int) async throws
+        -> [ShardID: RaftDriver.LocalFeedAnswer] {
+        let call = try start { raft.localEvents(cursors, partition: partition, edgeId: edgeId, waitMillis: waitMillis) }
+        let answers = try await call.get()
+        metrics?.feedPollsBatched.increment()
+        return answers
+    }
+
+    public func nudge(partition: Int) {
+        // Under the stopping flag's lock, as `start` schedules: nothing goes to a Raft loop after `close`.
+        closed.withLockedValue { closed in
+            if !closed { raft.nudgeLocalFeed(partition: partition, edgeId: edgeId) }
+        }
     }
 }

@@ -38,6 +38,17 @@ final class EdgeFeedBoard {
     private var fed: [ShardID: [String: Int64]] = [:]
     /// "shard/edge" keys whose sessions are being ended, so one expiry is proposed at a time.
     private var expiring = Set<String>()
+    /// Issue 35: the parked batched polls of this node's own edge (`RaftDriver.localEvents`), by edge — one
+    /// per edge and loop — and the edges that asked for theirs to be answered before it parked.
+    private(set) var batched: [String: BatchedPoll] = [:]
+    private var nudged = Set<String>()
+
+    /// A batched poll: several shards' cursors, answered with the pages of those that apply events.
+    struct BatchedPoll {
+        var cursors: [ShardID: LogIndex]
+        var promise: EventLoopPromise<[ShardID: RaftDriver.LocalFeedAnswer]>
+        var deadline: NIODeadline
+    }
 
     init(leaseMillis: Int64, takeoverMillis: Int64 = 0) {
         self.leaseMillis = leaseMillis
@@ -120,6 +131,45 @@ final class EdgeFeedBoard {
         }
         earliestDeadline = earliest
         return expired
+    }
+
+    /// Whether this node's follower replica already feeds `edge` (its lease is being carried to the leader).
+    func isFedHere(shard: ShardID, edge: String) -> Bool {
+        fed[shard]?[edge] != nil
+    }
+
+    /// Parks `edge`'s batched poll; an earlier one still parked (there should be none) is handed back to be
+    /// answered with nothing.
+    func park(edge: String, _ poll: BatchedPoll) -> BatchedPoll? {
+        batched.updateValue(poll, forKey: edge)
+    }
+
+    /// Takes `edge`'s parked batched poll, or — when none is parked — remembers to answer its next one at once.
+    func nudge(edge: String) -> BatchedPoll? {
+        if let parked = batched.removeValue(forKey: edge) { return parked }
+        nudged.insert(edge)
+        return nil
+    }
+
+    /// Whether `edge` was nudged since its last batched poll (forgotten once asked).
+    func takeNudge(edge: String) -> Bool {
+        nudged.remove(edge) != nil
+    }
+
+    /// Takes the batched polls whose deadline is `now` or earlier (a few at most: looked at every tick).
+    func unparkExpiredBatched(now: NIODeadline) -> [BatchedPoll] {
+        guard !batched.isEmpty else { return [] }
+        var expired: [BatchedPoll] = []
+        for (edge, poll) in batched where poll.deadline <= now {
+            expired.append(poll)
+            batched[edge] = nil
+        }
+        return expired
+    }
+
+    /// Takes `edge`'s parked batched poll.
+    func takeBatched(edge: String) -> BatchedPoll? {
+        batched.removeValue(forKey: edge)
     }
 
     /// The edges whose lease on `shard` ran out, given whether this node leads it and which edges hold

@@ -14,8 +14,9 @@ import Metrics
 /// - `parley_edge_request_seconds`: from a room request (enter, send, any room op) read to its answer written
 ///   (histogram, issue 18).
 /// - `parley_edge_messages_total`: messages clients sent through this edge that their room took.
-/// - `parley_edge_feed_polls_total{replica}`: polls of shards' event feeds this edge made: `here` (this node's
-///   own replica, issue 35) or `peer` (another node's).
+/// - `parley_edge_feed_polls_total{replica}`: polls of shards' event feeds this edge made: `here` (one shard of
+///   this node's own replica, issue 35), `batched` (several shards of this node's own replicas on one Raft loop
+///   in one poll, issue 35) or `peer` (another node's).
 /// - `parley_edge_shed_total{reason}`: room messages this edge did not deliver (SPEC D2, D3): `rate` (one per
 ///   message above its room's ceiling, whoever was in the room), `slow` (one per low-priority event a
 ///   connection that was behind skipped).
@@ -34,6 +35,7 @@ public final class EdgeMetrics: Sendable {
     /// `parley_edge_feed_polls_total{replica="here"}` and `{replica="peer"}`.
     public let feedPollsHere: Counter
     public let feedPollsPeer: Counter
+    public let feedPollsBatched: Counter
     /// The same answers for the node's history of the last minutes (`EdgeRequestWindow`).
     public let window = EdgeRequestWindow()
     public static let requestTimeName = "parley_edge_request_seconds"
@@ -57,6 +59,8 @@ public final class EdgeMetrics: Sendable {
         messages = Counter(label: "parley_edge_messages_total", factory: factory)
         feedPollsHere = Counter(label: "parley_edge_feed_polls_total", dimensions: [("replica", "here")], factory: factory)
         feedPollsPeer = Counter(label: "parley_edge_feed_polls_total", dimensions: [("replica", "peer")], factory: factory)
+        feedPollsBatched = Counter(label: "parley_edge_feed_polls_total", dimensions: [("replica", "batched")],
+                                   factory: factory)
         var failures: [String: Counter] = [:]
         for reason in Self.authFailureReasons {
             failures[reason] = Counter(label: "parley_edge_auth_failures_total", dimensions: [("reason", reason)], factory: factory)

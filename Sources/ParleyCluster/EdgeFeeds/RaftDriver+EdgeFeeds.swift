@@ -115,7 +115,9 @@ extension RaftDriver {
 
     /// Answers the parked polls of shards that applied events in the last ready cycle.
     func wakePolls() {
-        for shard in host.takeShardsWithNewEvents() {
+        let shards = host.takeShardsWithNewEvents()
+        wakeBatchedPolls(shards)
+        for shard in shards {
             let answered = feeds.unpark(shard: shard) { poll in
                 guard let page = host.eventPage(shard: shard, after: poll.cursor), !page.batches.isEmpty || page.gap
                 else { return nil }
@@ -128,6 +130,7 @@ extension RaftDriver {
     /// Answers the polls whose wait ran out (each tick; at the driver's stop, all of them) with what the
     /// replica has for them then.
     func endPolls(now: NIODeadline = .now()) {
+        endBatchedPolls(now: now)
         for (shard, poll) in feeds.unparkExpired(now: now) {
             poll.promise.succeed(host.eventPage(shard: shard, after: poll.cursor) ?? poll.emptyPage)
         }

@@ -136,6 +136,20 @@ public final class RaftLoops: Sendable {
         driver(for: shard).events(shard: shard, after: cursor, edgeId: edgeId, waitMillis: waitMillis, at: node)
     }
 
+    /// The loop (index into `drivers`) that runs the shard's group: a batched local poll reads one loop's shards.
+    public func partition(of shard: ShardID) -> Int { HostPartition.index(ofShard: shard, count: drivers.count) }
+
+    /// Issue 35: several shards of loop `partition`, read from this node's own replicas in one poll
+    /// (`RaftDriver.localEvents`).
+    public func localEvents(_ cursors: [ShardID: LogIndex], partition: Int, edgeId: String, waitMillis: Int)
+        -> EventLoopFuture<[ShardID: RaftDriver.LocalFeedAnswer]> {
+        drivers[partition].localEvents(cursors, edgeId: edgeId, waitMillis: waitMillis)
+    }
+
+    public func nudgeLocalFeed(partition: Int, edgeId: String) {
+        drivers[partition].nudgeLocalFeed(edgeId: edgeId)
+    }
+
     public func placement(of shard: ShardID) -> EventLoopFuture<RaftDriver.ShardPlacement> {
         driver(for: shard).placement(of: shard)
     }
