@@ -175,6 +175,48 @@ import NIOEmbedded
         for (_, poll) in last { poll.promise.succeed(poll.emptyPage) }
     }
 
+    /// Issue 35: a node's own edge parks one batched poll per loop. A nudge answers the parked one, or — when
+    /// none is parked (the next one is on its way) — the next one at once, and only that one; a batched poll
+    /// ends at its deadline like a single one, and a second park of the same edge hands back the first.
+    @Test func batchedPollsAreNudgedOnceAndEndAtTheirDeadline() throws {
+        let loop = EmbeddedEventLoop()
+        defer { try? loop.syncShutdownGracefully() }
+        let board = EdgeFeedBoard(leaseMillis: 1_000)
+        let start = NIODeadline.now()
+        func poll(_ cursors: [ShardID: LogIndex], waits millis: Int64) -> EdgeFeedBoard.BatchedPoll {
+            EdgeFeedBoard.BatchedPoll(cursors: cursors, promise: loop.makePromise(), deadline: start + .milliseconds(millis))
+        }
+        // No poll parked: the nudge is kept for the edge's next poll, which takes it; the one after does not.
+        #expect(board.nudge(edge: "e1") == nil)
+        #expect(board.takeNudge(edge: "e1"))
+        #expect(!board.takeNudge(edge: "e1"))
+        #expect(!board.takeNudge(edge: "e2"))
+        // A parked poll is taken by the nudge, and nothing is kept for the next.
+        #expect(board.park(edge: "e1", poll([1: 10, 2: 20], waits: 300)) == nil)
+        let nudged = try #require(board.nudge(edge: "e1"))
+        #expect(nudged.cursors == [1: 10, 2: 20])
+        nudged.promise.succeed([:])
+        #expect(!board.takeNudge(edge: "e1"))
+        #expect(board.batched.isEmpty)
+        // Two edges' polls end each at its own deadline; the stop ends the rest.
+        #expect(board.park(edge: "e1", poll([1: 11], waits: 100)) == nil)
+        #expect(board.park(edge: "e2", poll([3: 5], waits: 200)) == nil)
+        #expect(board.unparkExpired(now: start + .milliseconds(50)).isEmpty)
+        #expect(board.unparkExpiredBatched(now: start + .milliseconds(50)).isEmpty)
+        let due = board.unparkExpiredBatched(now: start + .milliseconds(150))
+        #expect(due.map(\.cursors) == [[1: 11]])
+        for poll in due { poll.promise.succeed([:]) }
+        // A second park of an edge returns the first, for its caller to answer.
+        let second = poll([3: 6], waits: 250)
+        let replaced = try #require(board.park(edge: "e2", second))
+        #expect(replaced.cursors == [3: 5])
+        replaced.promise.succeed([:])
+        let rest = board.unparkExpiredBatched(now: .distantFuture)
+        #expect(rest.map(\.cursors) == [[3: 6]])
+        #expect(board.batched.isEmpty)
+        for poll in rest { poll.promise.succeed([:]) }
+    }
+
     @Test func E6_addressesFollowRendezvousOverLiveActiveEdges() {
         let nodes = (1...5).map { NodeRecord(id: NodeID($0), peerAddress: "10.0.0.\($0):7000", httpAddress: "10.0.0.\($0):8000") }
         let all = Set(nodes.map(\.id))
