@@ -24,6 +24,8 @@ command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # RollingRestartTests runs cluster/rolling-restart.sh, which reads /status with curl.
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# The image's allocator (docker/Dockerfile preloads it): the deployed run checks its nodes load it.
+[ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || need_apt+=(libjemalloc2)
 # ReplayWindowTests moves the nodes' wall clocks with libfaketime.
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || need_apt+=(faketime)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -407,6 +407,11 @@ def node_processes_run_as(user, deployment):
                  lambda: True if who(proc.pid)[1].endswith("/parley") else who(proc.pid))
         uid, exe = who(proc.pid)
         check(uid == user.pw_uid, f"{deployment.nodes[i]['name']} runs as uid {uid} ({exe}), not as {user.pw_name}")
+        # The allocator the image preloads (LD_PRELOAD in its ENV) is the one the node runs with.
+        preload = image_env()[0].get("LD_PRELOAD")
+        if preload:
+            maps = open(f"/proc/{proc.pid}/maps").read()
+            check(preload in maps, f"{deployment.nodes[i]['name']} did not load {preload} (LD_PRELOAD of the image)")
 
 
 SCALED_TO = 5  # docs/operations.md: compose's `five` profile, `kubectl scale … --replicas=5`
