@@ -45,11 +45,11 @@ class ProtocolSession:
         """A frame that is not the awaited answer (an event, another call's answer): skipped here."""
 
 
-def start_nodes(parley, work, app_key, app_secret, count=3, shards=16, extra=()):
+def start_nodes(parley, work, app_key, app_secret, count=3, shards=16, extra=(), env=None):
     """`count` founding `parley node` processes on loopback (fsync on, one cluster secret, one server-API
     app), each in its own session (kill its group to stop it). Returns (processes, client ports, peer ports,
     cluster secret); the logs are WORK/node-N.log. `parley`: one binary for all, or a list of one per node
-    (a rolling upgrade's middle). `extra`: more options for every node."""
+    (a rolling upgrade's middle). `extra`: more options for every node; `env`: more environment for them."""
     import os
     import secrets
     import subprocess
@@ -65,7 +65,8 @@ def start_nodes(parley, work, app_key, app_secret, count=3, shards=16, extra=())
              "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
              "--secret", cluster_secret, "--shards", str(shards), "--app", f"{app_key}:{app_secret}", "--drain-seconds", "0",
              *extra],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **env} if env else None))
     return procs, http_ports, peer_ports, cluster_secret
 
 

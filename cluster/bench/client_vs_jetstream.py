@@ -147,6 +147,10 @@ def main():
                         help="an option for every node of --parley, as --node-option=--sqlite-cache-bytes=8388608")
     parser.add_argument("--baseline-node-option", action="append", default=[],
                         help="the same for the --baseline nodes (the A/B of a setting: one binary, two options)")
+    parser.add_argument("--preload",
+                        help="a shared library the --parley nodes start with in LD_PRELOAD, as the image runs them "
+                             "(--preload libjemalloc.so.2: docs/operations.md, Containers)")
+    parser.add_argument("--baseline-preload", help="the same for the --baseline nodes")
     args = parser.parse_args()
     if not (args.nats_server or args.baseline):
         parser.error("--nats-server or --baseline")
@@ -159,22 +163,23 @@ def main():
     try:
         app_key, app_secret = "bench", secrets.token_hex(16)
 
-        def parley_cluster(binary, folder, extra):
+        def parley_cluster(binary, folder, extra, preload):
             os.makedirs(folder)
-            started, http_ports, _, _ = start_nodes(binary, folder, app_key, app_secret, shards=64, extra=extra)
+            started, http_ports, _, _ = start_nodes(binary, folder, app_key, app_secret, shards=64, extra=extra,
+                                                    env={"LD_PRELOAD": preload} if preload else None)
             procs.extend(started)
             wait_ready(http_ports)
             prepare_parley(http_ports, app_key, app_secret, levels, budgeted=args.budgeted)
             return started, [f"ws://127.0.0.1:{p}/ws" for p in http_ports]
         if args.baseline:
             other_procs, other_urls = parley_cluster(args.baseline, os.path.join(work, "baseline"),
-                                                   args.baseline_node_option)
+                                                   args.baseline_node_option, args.baseline_preload)
         else:
             other_procs, other_urls = start_jetstream(args.nats_server, work)
             procs.extend(other_procs)
             subprocess.run([args.load, "--create-stream", "--mode", "jetstream", "--servers", ",".join(other_urls)],
                            check=True, timeout=60)
-        parley_procs, ws = parley_cluster(args.parley, os.path.join(work, "parley"), args.node_option)
+        parley_procs, ws = parley_cluster(args.parley, os.path.join(work, "parley"), args.node_option, args.preload)
         rows = []
         def run_other(level):
             time.sleep(args.settle_seconds)
