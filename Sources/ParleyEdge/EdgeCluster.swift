@@ -78,8 +78,7 @@ public protocol EdgeCluster: Sendable {
 /// feed is handed over to them once a single poll (`EdgeCluster.events`) was answered here by a replica that
 /// knows the shard's leader, and handed back whenever such a replica no longer can feed it.
 public protocol LocalEventFeeds: Sendable {
-    /// How many groups of shards (the node's Raft loops) a batched poll may span one of.
-    var partitions: Int { get }
+    /// The group of shards (the node's Raft loop) `shard` is polled with: a batched poll spans one.
     func partition(of shard: ShardID) -> Int
     /// Whether the shard's last single poll was answered by this node's replica, which knew the leader.
     func feedsHere(_ shard: ShardID) -> Bool

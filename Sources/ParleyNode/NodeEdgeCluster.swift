@@ -261,8 +261,6 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
 
 /// Issue 35: the shards this node's replicas feed its edge, polled a loop's worth at a time.
 extension NodeEdgeCluster: LocalEventFeeds {
-    public var partitions: Int { raft.drivers.count }
-
     public func partition(of shard: ShardID) -> Int { raft.partition(of: shard) }
 
     public func feedsHere(_ shard: ShardID) -> Bool {
