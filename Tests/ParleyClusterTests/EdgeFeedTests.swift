@@ -217,6 +217,32 @@ import NIOEmbedded
         for poll in rest { poll.promise.succeed([:]) }
     }
 
+    /// Issue 35: a batched poll looks at every shard it names once a `fullLookMillis` or after a nudge, and in
+    /// between only at the shards that applied events while none of its edge's polls was parked.
+    @Test func batchedPollsLookAtEveryShardOnlyOnceASecond() throws {
+        let loop = EmbeddedEventLoop()
+        defer { try? loop.syncShutdownGracefully() }
+        let board = EdgeFeedBoard(leaseMillis: 6_000)
+        let cursors: [ShardID: LogIndex] = [1: 10, 2: 20, 3: 30]
+        #expect(Set(board.shardsToLook(edge: "e", naming: cursors, now: 1_000)) == [1, 2, 3])
+        // Within the second: only what applied events since (a shard the poll does not name is left out).
+        board.eventsApplied([2, 7])
+        #expect(board.shardsToLook(edge: "e", naming: cursors, now: 1_100) == [2])
+        #expect(board.shardsToLook(edge: "e", naming: cursors, now: 1_200).isEmpty)
+        // Events while a poll of the edge is parked are its answer's business, not the next poll's.
+        #expect(board.park(edge: "e", EdgeFeedBoard.BatchedPoll(cursors: cursors, promise: loop.makePromise(),
+                                                               deadline: .now())) == nil)
+        board.eventsApplied([3])
+        board.takeBatched(edge: "e")?.promise.succeed([:])
+        #expect(board.shardsToLook(edge: "e", naming: cursors, now: 1_300).isEmpty)
+        // A nudge (a shard joined) and a second gone by each bring back the whole look.
+        _ = board.nudge(edge: "e")
+        #expect(board.takeNudge(edge: "e"))
+        #expect(Set(board.shardsToLook(edge: "e", naming: cursors, now: 1_400)) == [1, 2, 3])
+        #expect(board.shardsToLook(edge: "e", naming: cursors, now: 2_300).isEmpty)
+        #expect(Set(board.shardsToLook(edge: "e", naming: cursors, now: 2_400)) == [1, 2, 3])
+    }
+
     @Test func E6_addressesFollowRendezvousOverLiveActiveEdges() {
         let nodes = (1...5).map { NodeRecord(id: NodeID($0), peerAddress: "10.0.0.\($0):7000", httpAddress: "10.0.0.\($0):8000") }
         let all = Set(nodes.map(\.id))

@@ -42,6 +42,14 @@ final class EdgeFeedBoard {
     /// per edge and loop — and the edges that asked for theirs to be answered before it parked.
     private(set) var batched: [String: BatchedPoll] = [:]
     private var nudged = Set<String>()
+    /// Per edge that polls batched: the shards that applied events while none of its polls was parked here
+    /// (checked by its next poll), and when its next poll must look at every shard it names (`needsFullLook`).
+    private var eventsSince: [String: Set<ShardID>] = [:]
+    private var fullLookDue: [String: Int64] = [:]
+    /// How often a batched poll looks at every shard it names — their leases renewed, the replicas that can no
+    /// longer feed the edge handed back — rather than only at those that applied events (issue 35: a node's
+    /// edge may read hundreds of shards here, and a poll goes out per ready cycle). Well inside a lease.
+    static let fullLookMillis: Int64 = 1_000
 
     /// A batched poll: several shards' cursors, answered with the pages of those that apply events.
     struct BatchedPoll {
@@ -145,10 +153,28 @@ final class EdgeFeedBoard {
     }
 
     /// Takes `edge`'s parked batched poll, or — when none is parked — remembers to answer its next one at once.
+    /// Either way the next poll looks at every shard it names (a shard joined it).
     func nudge(edge: String) -> BatchedPoll? {
+        fullLookDue[edge] = 0
         if let parked = batched.removeValue(forKey: edge) { return parked }
         nudged.insert(edge)
         return nil
+    }
+
+    /// Which of a batched poll's shards `edge`'s poll must look at now: all of them once a `fullLookMillis` (or
+    /// after a nudge), else those that applied events since its last poll was answered. Resets both.
+    func shardsToLook(edge: String, naming cursors: [ShardID: LogIndex], now: Int64) -> [ShardID] {
+        let since = eventsSince.updateValue([], forKey: edge) ?? []
+        if now >= fullLookDue[edge] ?? 0 {
+            fullLookDue[edge] = now + Self.fullLookMillis
+            return Array(cursors.keys)
+        }
+        return since.filter { cursors[$0] != nil }
+    }
+
+    /// Shards that applied events: each edge that polls batched and has no poll parked checks them next time.
+    func eventsApplied(_ shards: Set<ShardID>) {
+        for edge in eventsSince.keys where batched[edge] == nil { eventsSince[edge]!.formUnion(shards) }
     }
 
     /// Whether `edge` was nudged since its last batched poll (forgotten once asked).

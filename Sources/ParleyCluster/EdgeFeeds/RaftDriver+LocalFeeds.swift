@@ -20,8 +20,10 @@ extension RaftDriver {
     /// Several shards' events after their cursors, from this node's own replicas on this loop, for this node's
     /// own edge `edgeId`. Answers at once with every shard that has events (or a gap) or must be polled alone
     /// (shards left out of an answer are simply polled again); else parks until some of them apply events,
-    /// `waitMillis` runs out (answered with nothing) or the edge `nudgeLocalFeed`s. Renews the edge's lease
-    /// on each shard it reads here, as a single poll does.
+    /// `waitMillis` runs out (answered with nothing) or the edge `nudgeLocalFeed`s. Looks at every shard it names
+    /// at most once a second (renewing the edge's lease on each, as a single poll does, and handing back those
+    /// it cannot feed) and in between only at those that applied events since the edge's last answer, so a
+    /// poll's cost follows the events, not the number of shards (`EdgeFeedBoard.shardsToLook`).
     public func localEvents(_ cursors: [ShardID: LogIndex], edgeId: String, waitMillis: Int)
         -> EventLoopFuture<[ShardID: LocalFeedAnswer]> {
         loop.flatSubmit {
@@ -46,7 +48,8 @@ extension RaftDriver {
         }
         let now = Self.now()
         var answers: [ShardID: LocalFeedAnswer] = [:]
-        for (shard, cursor) in cursors {
+        for shard in feeds.shardsToLook(edge: edgeId, naming: cursors, now: now) {
+            let cursor = cursors[shard]!
             guard let page = host.eventPage(shard: shard, after: cursor) else {
                 answers[shard] = .alone
                 continue
@@ -71,7 +74,9 @@ extension RaftDriver {
 
     /// Answers the parked batched polls that `shards` (which applied events in the last ready cycle) answer.
     func wakeBatchedPolls(_ shards: Set<ShardID>) {
-        guard !feeds.batched.isEmpty, !shards.isEmpty else { return }
+        guard !shards.isEmpty else { return }
+        feeds.eventsApplied(shards)
+        guard !feeds.batched.isEmpty else { return }
         var answered: [(EdgeFeedBoard.BatchedPoll, [ShardID: LocalFeedAnswer])] = []
         for (edge, poll) in feeds.batched {
             var answers: [ShardID: LocalFeedAnswer] = [:]
