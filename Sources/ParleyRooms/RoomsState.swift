@@ -78,7 +78,10 @@ public struct RoomsState: Sendable {
         guard (0 ... Self.latestTimestamp).contains(context.timestamp) else {
             return ApplyOutcome(result: .failure(RoomError(.badParameter, "entry timestamp out of range")), events: [])
         }
-        let env = ApplyEnv(context: context, limits: limits, policy: command.roomId.map(policy(forRoom:)) ?? policy)
+        // Not `roomId.map(policy(forRoom:))`: a method reference captures a copy of the whole state (issue 35).
+        let roomPolicy: AppPolicy
+        if let roomId = command.roomId { roomPolicy = policy(forRoom: roomId) } else { roomPolicy = policy }
+        let env = ApplyEnv(context: context, limits: limits, policy: roomPolicy)
         var fx = ApplyEffects()
         fx.collectsActivity = collectsActivity
         do {
@@ -272,8 +275,12 @@ public struct RoomsState: Sendable {
     }
 
     /// A1: the message budget of a room's app.
-    public func sendBudget(forRoom roomId: String) -> SendBudget {
-        sendBudgets.isEmpty ? SendBudget() : sendBudgets[AppScope.namespace(of: roomId)] ?? SendBudget()
+    public func sendBudget(forRoom roomId: String) -> SendBudget { Self.sendBudget(forRoom: roomId, in: sendBudgets) }
+
+    /// The same from the budgets alone, for a caller holding the state inside a class (the shard leader's check
+    /// before each message): calling the method there copied the whole state first (issue 35).
+    public static func sendBudget(forRoom roomId: String, in budgets: [String: SendBudget]) -> SendBudget {
+        budgets.isEmpty ? SendBudget() : budgets[AppScope.namespace(of: roomId)] ?? SendBudget()
     }
 
     private func requireAppServer(_ env: ApplyEnv) throws(RoomError) {

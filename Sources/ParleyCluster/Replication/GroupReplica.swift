@@ -58,12 +58,15 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private(set) var appliedCommands: UInt64 = 0
     /// SPEC A7: the signed server-API requests this group applied within their window.
     private(set) var requests = RequestLedger()
-    private(set) var confState: ConfState
+    private(set) var confState: ConfState { didSet { membersOutgrowSnapshot = Self.outgrows(confState, snapshotMembers) } }
     /// Where the last local snapshot was taken.
     private(set) var snapshotIndex: LogIndex
     /// Every member the last local snapshot's configuration names: a member added since can only be brought
     /// up by a newer snapshot (docs/simulator.md, Findings), so one is taken when the configuration outgrows it.
-    private var snapshotMembers: Set<NodeID>
+    private var snapshotMembers: Set<NodeID> { didSet { membersOutgrowSnapshot = Self.outgrows(confState, snapshotMembers) } }
+    /// Whether `confState` names a member `snapshotMembers` does not: kept as either changes, so the check after
+    /// every ready cycle builds no set (issue 35: it was a set and a sort per cycle per group).
+    private var membersOutgrowSnapshot = false
     private var configurationChanged = false
     /// A proposal made here that waits for its entry to apply.
     private struct Waiting {
@@ -131,6 +134,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         snapshotIndex = snapshot.metadata.index
         confState = snapshot.metadata.confState
         snapshotMembers = Set(snapshot.metadata.confState.allMembers)
+        membersOutgrowSnapshot = false
         var config = config
         config.applied = applied
         raft = try RawNode(config: config, storage: log)
@@ -352,7 +356,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
                 }
                 outcomes.append(outcome)
                 if let waiting = pending.removeValue(forKey: proposal.id) {
-                    answers.append((waiting.completion, outcome, finishAnswer(proposal.command, outcome, machine, context)))
+                    // Only a read (a signed one rides the log) may need finishing; asking for a write would
+                    // copy the whole machine for the closure on every answer (issue 35).
+                    let job = Machine.isRead(proposal.command) ? finishAnswer(proposal.command, outcome, machine, context) : nil
+                    answers.append((waiting.completion, outcome, job))
                 }
             }
             onApplied(entry.index, outcomes)
@@ -425,11 +432,15 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// Takes a snapshot when the log has grown by `every` entries or `everyBytes` bytes since the last one.
     @_specialize(where Machine == ShardState)
     private func snapshotIfDue(_ rule: SnapshotRule) throws {
-        let outgrown = applied > snapshotIndex && !Set(confState.allMembers).isSubset(of: snapshotMembers)
+        let outgrown = applied > snapshotIndex && membersOutgrowSnapshot
         guard outgrown || applied >= snapshotIndex + rule.every
                 || (applied > snapshotIndex && log.bytesSinceSnapshot >= rule.everyBytes)
         else { return }
         try snapshotAndCompact(rule)
+    }
+
+    private static func outgrows(_ conf: ConfState, _ members: Set<NodeID>) -> Bool {
+        !Set(conf.allMembers).isSubset(of: members)
     }
 
     var logBytesHeld: Int { log.heldBytes }

@@ -315,7 +315,9 @@ public final class RaftHost {
 
     /// A1: the message budget of a room's app, as this replica's state has it.
     func sendBudget(shard: ShardID, roomId: String) -> SendBudget {
-        replicas[shard]?.machine.rooms.sendBudget(forRoom: roomId) ?? SendBudget()
+        // The budgets alone: `machine.rooms.sendBudget(forRoom:)` copied the whole state first (issue 35).
+        guard let budgets = replicas[shard]?.machine.rooms.sendBudgets else { return SendBudget() }
+        return RoomsState.sendBudget(forRoom: roomId, in: budgets)
     }
 
     /// The shards this node holds a replica of, ascending.
