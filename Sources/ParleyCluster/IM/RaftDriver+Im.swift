@@ -141,15 +141,16 @@ extension RaftDriver {
            let message = ImPreSend(request.command, from: request.account) {
             check = (gate, message)
         }
-        let budget = budget(of: request)
-        if budget != nil || check != nil {
-            // A1 on every road (issue 34): only the leader appends a budgeted command, after its check; a
-            // follower answers with the leader it knows rather than pass it on inside Raft, past the budget. So
-            // does a message its app checks before it is stored (W3): only the leader asks the app server.
+        // One road for writes (issue 34), as `proposeHere` for rooms: only the leader appends one, after its
+        // checks (A1's budget, W3's pre-send check), and answers it from its own apply; a follower answers with
+        // the leader it knows. A read stays here (a read index).
+        let isRead = request.requestKey == nil && ShardState.isRead(.im(account: request.account, request.command))
+        if !isRead {
             guard host.isLeader(of: request.shard) else {
                 return loop.makeSucceededFuture(.notLeader(host.leader(of: request.shard) ?? 0))
             }
         }
+        let budget = budget(of: request)
         if let b = budget, let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {
             return loop.makeSucceededFuture(.applied(.im(.failure(
                 ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message)))))
