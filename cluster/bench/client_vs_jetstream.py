@@ -142,8 +142,9 @@ def main():
                         help="a pause before each load, so the system measured before it has settled")
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--budgeted", action="store_true",
-                        help="Parley: send budgets checked (999,999/s, never reached) instead of off, so each message "
-                             "goes to its leader by a call as in production, not inside Raft")
+                        help="Parley: send budgets checked (999,999/s, never reached) instead of off, so the leader's "
+                             "check runs on each message as in production (every write goes to its leader by call "
+                             "either way since session 39; before, an unbudgeted one was passed on inside Raft)")
     parser.add_argument("--per-connection", type=int, default=1,
                         help="Parley: writers sharing one WebSocket, their sends in flight together (1-10)")
     parser.add_argument("--im", action="store_true",
