@@ -100,6 +100,32 @@ def prepare_parley(http_ports, app_key, app_secret, levels, budgeted=False):
     time.sleep(3)  # the edges learn the app's users from meta, a moment behind the API
 
 
+def room_leader(port, room, app_key):
+    """The node that leads `room`'s shard, as the node at `port` places it (waits up to 10 s for one)."""
+    for _ in range(50):
+        node = json.load(urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/placement/rooms/{room}?app={app_key}", timeout=5)).get("leader") or 0
+        if node:
+            return node
+        time.sleep(0.2)
+    raise RuntimeError(f"no leader for {room}")
+
+
+def client_path_cluster(parley, work, levels):
+    """The client-path benches' cluster: 3 `parley node`s of 64 shards, ready, the app's budgets lifted and its
+    writers' users and rooms made for `levels`. Returns (processes, client ports, app key); stops the nodes
+    itself when it fails."""
+    app_key, app_secret = "bench", secrets.token_hex(16)
+    procs, http_ports, _, _ = start_nodes(parley, work, app_key, app_secret, shards=64)
+    try:
+        wait_ready(http_ports)
+        prepare_parley(http_ports, app_key, app_secret, levels)
+    except BaseException:
+        kill_groups(procs)
+        raise
+    return procs, http_ports, app_key
+
+
 def run_load(load, mode, servers, level, seconds, size, pids, app_key=None, label=None, per_connection=1, im=False,
              team=False):
     args = [load, "--mode", mode, "--servers", ",".join(servers), "--clients", str(level), "--seconds", str(seconds),
@@ -195,14 +221,8 @@ def main():
 
         def parley_leader(urls):
             def leader_index(level):
-                port = urls[0].split(":")[2].split("/")[0]
-                url = f"http://127.0.0.1:{port}/placement/rooms/l{level}-room-0?app={app_key}"
-                for _ in range(50):
-                    node = json.load(urllib.request.urlopen(url, timeout=5)).get("leader") or 0
-                    if node:
-                        return node - 1  # node ids are 1 … 3 in the order of `urls`
-                    time.sleep(0.2)
-                raise RuntimeError(f"no leader for l{level}-room-0")
+                # Node ids are 1 … 3 in the order of `urls`.
+                return room_leader(urls[0].split(":")[2].split("/")[0], f"l{level}-room-0", app_key) - 1
             return leader_index
 
         def jetstream_leader(level):

@@ -17,7 +17,6 @@ of --seconds (+1 s warm-up); the nodes are killed at the end.
 import argparse
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -26,8 +25,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
 sys.path.insert(0, os.path.join(ROOT, "cluster", "bench"))
-from client_vs_jetstream import HZ, prepare_parley, run_load  # noqa: E402
-from protocol_session import kill_groups, start_nodes, wait_ready  # noqa: E402
+from client_vs_jetstream import HZ, client_path_cluster, run_load  # noqa: E402
+from protocol_session import kill_groups  # noqa: E402
 
 
 def thread_files(pid, name):
@@ -72,10 +71,7 @@ def main():
     work = tempfile.mkdtemp(prefix="parley-thread-share-")
     procs = []
     try:
-        app_key, app_secret = "bench", secrets.token_hex(16)
-        procs, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret, shards=64)
-        wait_ready(http_ports)
-        prepare_parley(http_ports, app_key, app_secret, [args.writers])
+        procs, http_ports, app_key = client_path_cluster(args.parley, work, [args.writers])
         before = {p.pid: thread_ticks(p.pid) for p in procs}
         switches_before = {p.pid: thread_switches(p.pid) for p in procs}
         recorder = None

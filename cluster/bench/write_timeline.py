@@ -21,23 +21,20 @@ goes, not as a benchmark (the benchmarks are client_vs_jetstream.py's).
 """
 import argparse
 import bisect
-import json
 import os
 import re
-import secrets
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
 sys.path.insert(0, os.path.join(ROOT, "cluster", "bench"))
-from client_vs_jetstream import prepare_parley, run_load  # noqa: E402
-from protocol_session import kill_groups, start_nodes, wait_ready  # noqa: E402
+from client_vs_jetstream import client_path_cluster, room_leader, run_load  # noqa: E402
+from protocol_session import kill_groups  # noqa: E402
 
 EVENTS = ["syscalls:sys_enter_read", "syscalls:sys_exit_read", "syscalls:sys_enter_write",
           "syscalls:sys_enter_writev", "syscalls:sys_enter_fdatasync", "syscalls:sys_exit_fdatasync",
@@ -59,16 +56,6 @@ def threads(pids):
             except OSError:
                 pass
     return named
-
-
-def leader_of(port, room, app_key):
-    for _ in range(50):
-        node = json.load(urllib.request.urlopen(
-            f"http://127.0.0.1:{port}/placement/rooms/{room}?app={app_key}", timeout=5)).get("leader") or 0
-        if node:
-            return node
-        time.sleep(0.2)
-    raise RuntimeError(f"no leader for {room}")
 
 
 def parse(script_text, named):
@@ -152,12 +139,9 @@ def main():
     work = tempfile.mkdtemp(prefix="write-timeline-")
     procs = []
     try:
-        app_key, app_secret = "bench", secrets.token_hex(16)
-        procs, http_ports, _, _ = start_nodes(args.parley, work, app_key, app_secret, shards=64)
-        wait_ready(http_ports)
-        prepare_parley(http_ports, app_key, app_secret, [1])
+        procs, http_ports, app_key = client_path_cluster(args.parley, work, [1])
         time.sleep(10)  # leader balance settles before the leader is asked
-        leader = leader_of(http_ports[0], "l1-room-0", app_key)
+        leader = room_leader(http_ports[0], "l1-room-0", app_key)
         order = [leader - 1] + [i for i in range(3) if i != leader - 1]
         named = threads([p.pid for p in procs])
         data = os.path.join(work, "perf.data")
@@ -167,7 +151,7 @@ def main():
         result = run_load(args.load, "parley", [f"ws://127.0.0.1:{http_ports[i]}/ws" for i in order], 1,
                           args.seconds, 100, [p.pid for p in procs], app_key)
         record.wait(timeout=60)
-        after = leader_of(http_ports[0], "l1-room-0", app_key)
+        after = room_leader(http_ports[0], "l1-room-0", app_key)
         text = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,event,trace"], capture_output=True,
                               text=True, check=True, timeout=300).stdout
     finally:

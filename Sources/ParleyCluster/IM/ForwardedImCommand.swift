@@ -22,6 +22,9 @@ public struct ForwardedImCommand: Sendable, Hashable, BinaryCodable {
         self.requestKey = requestKey
     }
 
+    /// As `ForwardedCommand.isRead`: no entry, answered by any current replica.
+    var isRead: Bool { requestKey == nil && ShardState.isRead(.im(account: account, command)) }
+
     public func encode(to w: inout ByteWriter) {
         w.write(shard)
         w.write(ApplyContext(commandIndex: 0, timestamp: 0, actor: actor))

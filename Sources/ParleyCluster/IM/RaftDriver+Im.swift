@@ -135,20 +135,14 @@ extension RaftDriver {
 
     func proposeImHere(_ request: ForwardedImCommand) -> EventLoopFuture<GroupAnswer<ShardOutcome>> {
         loop.preconditionInEventLoop()
+        if !request.isRead, let leader = leaderElsewhere(of: request.shard) {
+            return loop.makeSucceededFuture(.notLeader(leader))
+        }
         // W3 for IM: a client's one-to-one or team message its app checks first (`preSend.im`).
         var check: (gate: any PreSendGate, message: ImPreSend)?
         if case .session = request.actor, let gate = preSend, gate.imCheckMillis(account: request.account) != nil,
            let message = ImPreSend(request.command, from: request.account) {
             check = (gate, message)
-        }
-        // One road for writes (issue 34), as `proposeHere` for rooms: only the leader appends one, after its
-        // checks (A1's budget, W3's pre-send check), and answers it from its own apply; a follower answers with
-        // the leader it knows. A read stays here (a read index).
-        let isRead = request.requestKey == nil && ShardState.isRead(.im(account: request.account, request.command))
-        if !isRead {
-            guard host.isLeader(of: request.shard) else {
-                return loop.makeSucceededFuture(.notLeader(host.leader(of: request.shard) ?? 0))
-            }
         }
         let budget = budget(of: request)
         if let b = budget, let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {

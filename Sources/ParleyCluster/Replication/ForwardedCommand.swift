@@ -36,6 +36,10 @@ public struct ForwardedCommand: Sendable, Hashable, BinaryCodable {
         requestKey = r.isAtEnd ? nil : try r.read(RequestKey.self)
     }
 
+    /// A command that changes nothing and carries no request key: answered by any current replica (a read
+    /// index), never appended. A signed server-API read rides the log for its request key, as a write does.
+    var isRead: Bool { requestKey == nil && ShardState.isRead(.room(command)) }
+
     /// A1: a client session's message counts against its room's budgets (the app server's never does).
     var isBudgeted: Bool {
         guard case .sendMessage = command, case .session = actor else { return false }

@@ -388,18 +388,8 @@ public final class RaftDriver: @unchecked Sendable {
     private func proposeHere(_ request: ForwardedCommand,
                              then completion: @escaping ProposalCompletion) {
         loop.preconditionInEventLoop()
-        // One road for writes (issue 34): only the shard's leader appends one. A follower — reached by a node
-        // with no replica, which asks replicas in ranked order, by one whose replica knew no leader, or by its
-        // own node — answers with the leader it knows, and the caller goes there by call. So the leader's checks
-        // see every write (A1's budget, W3's pre-send check: only the leader asks the app server, once the
-        // budget is charged), and the answer comes from the leader's apply: a write passed on inside Raft was
-        // answered when this follower applied it, after it learned the commit — up to `--commit-notice-ms`
-        // later on a quiet shard (session 39: 2.9 ms p50 at one client in `replicate-vs-etcd.sh`). A read stays
-        // here: a follower answers it after a read index.
-        if !Self.isRead(request) {
-            guard host.isLeader(of: request.shard) else {
-                return completion(.failure(.notLeader(leader: host.leader(of: request.shard) ?? 0)))
-            }
+        if !request.isRead, let leader = leaderElsewhere(of: request.shard) {
+            return completion(.failure(.notLeader(leader: leader)))
         }
         if case .sendMessage(let m) = request.command, case .session(let sender) = request.actor {
             let budget = request.isBudgeted ? host.sendBudget(shard: request.shard, roomId: m.roomId) : SendBudget.unlimited
@@ -425,10 +415,17 @@ public final class RaftDriver: @unchecked Sendable {
         scheduleReady()
     }
 
-    /// A command that changes nothing and carries no request key: answered by any current replica, never
-    /// appended (a signed server-API read rides the log for its request key, and goes to the leader).
-    static func isRead(_ request: ForwardedCommand) -> Bool {
-        request.requestKey == nil && request.command.isReadOnly
+    /// One road for writes (issue 34), rooms and IM alike: only the shard's leader appends one. A follower —
+    /// reached by a node with no replica, which asks replicas in ranked order, by one whose replica knew no
+    /// leader, or by its own node — answers with the leader it knows (0: none), and the caller goes there by
+    /// call. So the leader's checks see every write (A1's budget, W3's pre-send check: only the leader asks the
+    /// app server, once the budget is charged), and the answer comes from the leader's apply: a write passed on
+    /// inside Raft was answered when this follower applied it, after it learned the commit — up to
+    /// `--commit-notice-ms` later on a quiet shard (session 39: 2.9 ms p50 at one client in
+    /// `replicate-vs-etcd.sh`). A read is not asked this: a follower answers it after a read index. Nil when this
+    /// node's replica leads.
+    func leaderElsewhere(of shard: ShardID) -> NodeID? {
+        host.isLeader(of: shard) ? nil : host.leader(of: shard) ?? 0
     }
 
     /// W3: `then` runs on this loop with the app's verdict; a check that failed outright reads as unchecked.
