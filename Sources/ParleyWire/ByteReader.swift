@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why a byte buffer could not be decoded.
 public enum CodecError: Error, Equatable, Sendable {
     case truncated
@@ -95,7 +101,9 @@ public struct ByteReader: Sendable {
         let s: String? = bytes.withUnsafeBufferPointer { all in
             let utf8 = UnsafeBufferPointer(rebasing: all[start ..< start + n])
             var s = String(decoding: utf8, as: UTF8.self)
-            return s.withUTF8 { $0.elementsEqual(utf8) } ? s : nil
+            // `memcmp`, not `elementsEqual`: the generic comparison went byte by byte (1 % of a node's samples
+            // at 1000 clients, session 40).
+            return s.withUTF8 { $0.count == n && (n == 0 || memcmp($0.baseAddress!, utf8.baseAddress!, n) == 0) } ? s : nil
         }
         guard let s else { throw .invalidUTF8 }
         return s

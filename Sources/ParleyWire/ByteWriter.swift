@@ -46,10 +46,18 @@ public struct ByteWriter: Sendable {
 
     /// A varint byte count followed by the UTF-8 bytes.
     public mutating func write(_ value: String) {
-        var s = value
-        s.withUTF8 { utf8 in
+        // Read in place: `withUTF8` needs a `var` copy, a retain and release of the string's storage for each
+        // string written (1.3 % of a node's samples at 1000 clients, session 40).
+        let wrote: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
             write(UInt64(utf8.count))
             bytes.append(contentsOf: utf8)
+        }
+        if wrote == nil {
+            var s = value
+            s.withUTF8 { utf8 in
+                write(UInt64(utf8.count))
+                bytes.append(contentsOf: utf8)
+            }
         }
     }
 

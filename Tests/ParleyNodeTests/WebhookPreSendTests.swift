@@ -101,11 +101,16 @@ import FoundationNetworking
             }
             // The nodes read the app's webhooks from the meta group within a few seconds: until the first
             // replaced probe, messages go unchecked.
+            // Each probe is charged to ann's send budget (A1: 10 a second, bursts of 20), so they go at most 4 a
+            // second: unpaced, a fast round trip spent the burst in the ~2 s the nodes take to read the settings,
+            // and the messages below were refused with 416.
             var probes = 0
             try await cluster.eventually("the leader to check the room's messages", seconds: 20) {
                 probes += 1
                 _ = await send(checked, "[replace] probe \(probes)")
-                return (try? await history(checked).contains("[replaced] probe \(probes)")) == true
+                if (try? await history(checked).contains("[replaced] probe \(probes)")) == true { return true }
+                try? await Task.sleep(for: .milliseconds(250))
+                return false
             }
             #expect(await send(checked, "hello") == 200)
             #expect(await send(checked, "[reject] spam") == 13113)
@@ -146,7 +151,11 @@ import FoundationNetworking
 
             // Fail closed: nothing unchecked is stored.
             try await setWebhooks(onFailure: "refuse")
-            try await cluster.eventually("the refuse policy to apply", seconds: 20) { await send(checked, "[500] probe") == 13114 }
+            try await cluster.eventually("the refuse policy to apply", seconds: 20) {
+                if await send(checked, "[500] probe") == 13114 { return true }
+                try? await Task.sleep(for: .milliseconds(250))  // paced as the probes above
+                return false
+            }
             #expect(await send(checked, "[malformed] no") == 13114)
             #expect(await send(checked, "[slow:1600] late") == 13114)
             #expect(await send(checked, "fine") == 200)
