@@ -1,5 +1,6 @@
 import Foundation
 import ParleyClient
+import ParleyPlacement
 import Testing
 
 /// Issue 38 item 5, SPEC D1 on a real 3-node cluster: with `--im-log-window-bytes 65536`, every shard's leader
@@ -19,6 +20,9 @@ import Testing
         try await withLocalCluster(shards: Self.shards, extraArguments: arguments) { cluster in
             try await e2e.start(cluster, ["alice", "bob", "carol"])
             try await cluster.unlimitedSends(app: "dev")
+            // 360 sends one after another on one connection: over its request budget (100 a second, bursts of
+            // 200) once a round trip takes under ~6 ms, which a fast machine does (session 40 saw a 416).
+            try await cluster.meta(.setConnectionBudget(appKey: "dev", .unlimited))
             try await cluster.eventually("every shard to take the IM log window bound", seconds: 20) {
                 let all = await cluster.statuses()
                 return all.count == 3 && all.values.allSatisfy { $0.memory?.shardsWithImLogWindowBound == Self.shards }

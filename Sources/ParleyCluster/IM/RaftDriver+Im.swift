@@ -170,6 +170,8 @@ extension RaftDriver {
         guard let request = try? ForwardedImCommand(decoding: body), (0..<shardMap.shardCount).contains(request.shard) else {
             return loop.makeSucceededFuture(PeerResponse(status: 400, body: Array("undecodable IM command".utf8)))
         }
-        return loop.flatSubmit { self.proposeImHere(request) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+        // On the loop already (peers' calls arrive there): no task to hop over, as for room commands.
+        let answer = loop.inEventLoop ? proposeImHere(request) : loop.flatSubmit { self.proposeImHere(request) }
+        return answer.map { PeerResponse(status: 200, body: $0.encoded()) }
     }
 }

@@ -512,8 +512,11 @@ public final class RaftHost {
         let earlyPeers = early.keys.sorted()
         for node in earlyPeers where withEntries.contains(node) { send(node, early[node]!) }
         // Committed entries this node already held on disk apply and answer now, not after this cycle's
-        // sync: that write is for newer entries, and waiting for it added an fsync to every answer.
-        for (g, rd) in readies { g.applyDurableCommitted(rd) }
+        // sync: that write is for newer entries, and waiting for it added an fsync to every answer. Only a
+        // leader's: a follower answers no writer, and its acknowledgement of the newer entries is what the
+        // leader waits for — applying first put the apply (the rooms, the events, the history rows) between
+        // reading the append and starting its sync (session 40); `finishReady` applies them after the sync.
+        for (g, rd) in readies where g.raft.softState.role == .leader { g.applyDurableCommitted(rd) }
         answered()
         for node in earlyPeers where !withEntries.contains(node) { send(node, early[node]!) }
         // Entries, a snapshot, a new term or vote: durable before anything below is sent or answered. A batch
