@@ -135,6 +135,8 @@ def main():
     parser.add_argument("--parley", required=True)
     parser.add_argument("--load", required=True, help="the client-load generator")
     parser.add_argument("--seconds", type=float, default=3)
+    parser.add_argument("--dump", type=int, default=0,
+                        help="also print every recorded event of the nodes' threads for this many messages")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="write-timeline-")
     procs = []
@@ -157,10 +159,20 @@ def main():
     finally:
         kill_groups(procs)
     try:
-        frames, stages = timeline(parse(text, named), leader)
+        events = parse(text, named)
+        frames, stages = timeline(events, leader)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     frames = frames[20:-20]  # not the run's first and last messages
+    middle = len(frames) // 2
+    for start in frames[middle:middle + args.dump]:
+        # One message's events, as the nodes' threads made them, until the next frame (at most 2 ms).
+        print(f"message at {start:.3f} ms:")
+        for t, node, name, tid, event, arguments in events:
+            if start <= t < start + 2 and not (t > start and node == leader and event == "sys_exit_read"
+                                               and arguments.strip() in (hex(FRAME_BYTES), str(FRAME_BYTES))):
+                print(f"  {(t - start) * 1000:7.0f} µs  node {node} {name:<16} {event:<22} {arguments[:60]}")
+        print()
     print(f"one writer at node {leader}, its room's shard leader ({after} after the run); "
           f"{result['opsPerSecond']:,.0f} writes/s under the recording, p50 {result['p50ms']:.3f} ms; "
           f"{len(frames)} messages")
