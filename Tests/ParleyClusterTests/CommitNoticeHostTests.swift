@@ -66,6 +66,30 @@ import Testing
         for f in followers { #expect(cluster.hosts[f]!.status()[shard].applied == second) }
     }
 
+    @Test("issue 35: a follower writes an append's new entries before it applies the committed ones it held")
+    func aFollowerWritesBeforeItApplies() throws {
+        let (cluster, shard, leader, followers) = try settled(deferCommitNotice: true)
+        try commitOne(cluster, leader: leader, followers: followers,
+                      .createRoom(CreateRoom(roomId: "a", creator: "ann", name: "A")))
+        let first = cluster.hosts[leader]!.status()[shard].commit
+        let follower = followers[0], host = cluster.hosts[follower]!, database = cluster.databases[follower]!
+        #expect(host.status()[shard].applied < first)
+        // The next command's append brings a new entry and the first one's commit, which this follower already
+        // holds on disk: it writes the new entry (and acknowledges it) before it applies the first.
+        cluster.hosts[leader]!.propose(.updateRoom(UpdateRoom(roomId: "a", name: "A2")), roomID: "a", actor: .appServer,
+                                       timestamp: cluster.clock) { _ in }
+        try cluster.hosts[leader]!.processReady()
+        var appliedBeforeTheWrite: LogIndex?
+        host.answered = { appliedBeforeTheWrite = host.status()[shard].applied }  // runs just before the write
+        let before = database.transactionsWritten
+        try deliver(cluster, to: [follower])
+        #expect(database.transactionsWritten == before + 1)
+        #expect(appliedBeforeTheWrite.map { $0 < first } == true, "applied \(String(describing: appliedBeforeTheWrite)) before the write")
+        #expect(host.status()[shard].applied >= first)
+        #expect(cluster.inflight.contains { $0.to == leader })  // its acknowledgement
+        host.answered = {}
+    }
+
     @Test("issue 35: a notice not yet due stays; without deferral a commit goes to the followers at once")
     func noticesWaitTheirTimeAndImmediateModeSendsAtOnce() throws {
         for deferred in [true, false] {
