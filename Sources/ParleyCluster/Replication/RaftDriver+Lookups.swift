@@ -1,0 +1,86 @@
+import NIOCore
+import ParleyPlacement
+import ParleyRaft
+import ParleyWire
+
+/// What the driver looks up for others: the meta state and where a shard lives, from this node's own replicas
+/// when they know, else asked of the nodes that hold them.
+extension RaftDriver {
+    /// The meta state: this node's replica, or a copy fetched from a meta replica.
+    public func metaState() -> EventLoopFuture<MetaState?> {
+        if let first = metaDriver { return first.metaState().hop(to: loop) }
+        return loop.flatSubmit {
+            if let state = self.host.metaState { return self.loop.makeSucceededFuture(state) }
+            return self.fetchMeta(from: self.metaCandidates()[...]).map { state in
+                if let state { self.fetchedMeta = state }
+                return state
+            }
+        }
+    }
+
+    /// The nodes to ask for the meta group, likeliest holders first: the meta group sits on the first nodes of
+    /// its rendezvous order over the cluster's nodes (it moves there as nodes join and leave, issue 17), and
+    /// any other node may hold it while a move is under way.
+    func metaCandidates() -> [NodeID] {
+        let nodes = (host.metaState ?? fetchedMeta).map { Self.placementNodes(founders: host.config.nodes, state: $0) }
+            ?? host.config.nodes
+        let first = shardMap.metaReplicas(nodes: nodes)
+        let founders = shardMap.metaReplicas(nodes: host.config.nodes)
+        var out = first
+        for n in founders + nodes where !out.contains(n) && n != nodeID { out.append(n) }
+        return out
+    }
+
+    private func fetchMeta(from nodes: ArraySlice<NodeID>) -> EventLoopFuture<MetaState?> {
+        guard let next = nodes.first else { return loop.makeSucceededFuture(nil) }
+        return transport.call(next, path: "/rpc/v1/meta/state", body: []).hop(to: loop).flatMapThrowing { response in
+            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
+            return try MetaState(restoring: response.body)
+        }.flatMapError { _ in self.fetchMeta(from: nodes.dropFirst()) }
+    }
+
+    /// The meta leader this node knows of (0 = none; nil when it holds no meta replica).
+    public func metaLeader() -> EventLoopFuture<NodeID?> {
+        if let first = metaDriver { return first.metaLeader().hop(to: loop) }
+        return loop.submit { self.host.metaLeader }
+    }
+
+    /// Where a shard lives: its replicas (best first) and its leader as known to a replica (0 = none yet).
+    public struct ShardPlacement: Sendable, Hashable {
+        public var shard: ShardID
+        public var replicas: [NodeID]
+        public var leader: NodeID
+        /// This node holds a voting replica of the shard that knows its leader: its own edge reads the shard's
+        /// events there (issue 35, `pollHere`).
+        public var currentHere = false
+    }
+
+    /// Answers "which node leads shard S": from this node's own replica when it holds one that knows, else by
+    /// asking the shard's other replicas in turn.
+    public func placement(of shard: ShardID) -> EventLoopFuture<ShardPlacement> {
+        if let other = elsewhere(shard) { return other.placement(of: shard).hop(to: loop) }
+        return loop.flatSubmit {
+            let replicas = self.host.replicaNodes(of: shard)
+            if let leader = self.host.leader(of: shard), leader != 0 {
+                return self.loop.makeSucceededFuture(ShardPlacement(shard: shard, replicas: replicas, leader: leader,
+                                                                    currentHere: replicas.contains(self.nodeID)))
+            }
+            // A replica here that knows no leader (an election, or cut off from the rest) asks the others.
+            return self.askLeader(shard, replicas: replicas.filter { $0 != self.nodeID }[...]).map {
+                ShardPlacement(shard: shard, replicas: replicas, leader: $0)
+            }
+        }
+    }
+
+    private func askLeader(_ shard: ShardID, replicas: ArraySlice<NodeID>) -> EventLoopFuture<NodeID> {
+        guard let next = replicas.first else { return loop.makeSucceededFuture(0) }
+        var w = ByteWriter()
+        w.write(shard)
+        // A short wait: a paused replica must not hold the question up for a whole call timeout.
+        return transport.call(next, path: "/rpc/v1/leader", body: w.bytes, timeout: .seconds(2)).hop(to: loop).flatMapThrowing { response in
+            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
+            var r = ByteReader(response.body)
+            return try r.readUInt64()
+        }.flatMapError { _ in self.askLeader(shard, replicas: replicas.dropFirst()) }
+    }
+}
