@@ -52,12 +52,10 @@ public struct ByteWriter: Sendable {
             write(UInt64(utf8.count))
             bytes.append(contentsOf: utf8)
         }
-        if wrote == nil {
+        if wrote == nil {  // a string not stored as UTF-8 (a bridged one): made so, then written as above
             var s = value
-            s.withUTF8 { utf8 in
-                write(UInt64(utf8.count))
-                bytes.append(contentsOf: utf8)
-            }
+            s.makeContiguousUTF8()
+            write(s)
         }
     }
 

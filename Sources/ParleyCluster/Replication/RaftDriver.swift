@@ -303,13 +303,9 @@ public final class RaftDriver: @unchecked Sendable {
                 // clientMessageId is de-duplicated by the room).
                 return self.loop.makeFailedFuture(RouteError.outcomeUnknown)
             case .notLeader(let leader) where leader != 0 && leader != self.nodeID:
-                return self.forward(r, to: leader).flatMap { second -> EventLoopFuture<Outcome> in
-                    if case .applied(let outcome) = second { return self.loop.makeSucceededFuture(outcome) }
-                    if case .outcomeUnknown = second {
-                        return self.loop.makeFailedFuture(RouteError.outcomeUnknown)
-                    }
-                    return self.retry(r, deadline, attempt, after: "\(second)")
-                }
+                let promise = self.loop.makePromise(of: Outcome.self)
+                self.callLeader(leader, path: r.path, body: r.body, promise) { self.retry(r, deadline, attempt, after: $0) }
+                return promise.futureResult
             default:
                 return self.retry(r, deadline, attempt, after: "\(answer)")
             }
@@ -349,7 +345,10 @@ public final class RaftDriver: @unchecked Sendable {
         // continues from a first answer.
         let promise = loop.makePromise(of: ApplyOutcome.self)
         if !request.isRead, known != nodeID, known != 0 {
-            callLeader(known, request, deadline, promise)
+            // The route's `notLeader` step, taken at once: the route itself is built only for a retry.
+            callLeader(known, path: Self.proposePath, body: request.encoded(), promise) {
+                self.retry(self.commandRoute(request, held: true), deadline, 0, after: $0)
+            }
             return promise.futureResult
         }
         proposeHere(request) { result in
@@ -360,16 +359,17 @@ public final class RaftDriver: @unchecked Sendable {
         return promise.futureResult
     }
 
-    /// A write whose leader is another node goes there in one call (the route's `notLeader` step, taken at
-    /// once): an outcome answers `promise`; `outcomeUnknown` fails it (never sent twice); anything else — a
-    /// refusal, another leader, a link down — tries again as the route does.
-    private func callLeader(_ leader: NodeID, _ request: ForwardedCommand, _ deadline: NIODeadline,
-                            _ promise: EventLoopPromise<ApplyOutcome>) {
-        transport.call(leader, path: Self.proposePath, body: request.encoded()).hop(to: loop).whenComplete { result in
+    /// Sends a command to the leader a replica named, in one call answered into `promise`: an outcome ends the
+    /// route, as does `outcomeUnknown` (it may have applied: never sent twice); anything else — a refusal,
+    /// another leader, a link down — is handed to `again` with why (the route's retry).
+    private func callLeader<Outcome>(_ leader: NodeID, path: String, body: [UInt8], _ promise: EventLoopPromise<Outcome>,
+                                     again: @escaping (String) -> EventLoopFuture<Outcome>)
+        where Outcome: BinaryCodable & Sendable & Hashable {
+        transport.call(leader, path: path, body: body).hop(to: loop).whenComplete { result in
             let why: String
             switch result {
             case .success(let response):
-                switch GroupAnswer<ApplyOutcome>(response: response) {
+                switch GroupAnswer<Outcome>(response: response) {
                 case .applied(let outcome)?: return promise.succeed(outcome)
                 case .outcomeUnknown?: return promise.fail(RouteError.outcomeUnknown)
                 case let answer?: why = "\(answer)"
@@ -378,7 +378,7 @@ public final class RaftDriver: @unchecked Sendable {
             case .failure(let error):
                 why = "\(error)"
             }
-            promise.completeWith(self.retry(self.commandRoute(request, held: true), deadline, 0, after: why))
+            promise.completeWith(again(why))
         }
     }
 
