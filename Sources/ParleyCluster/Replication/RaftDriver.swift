@@ -363,7 +363,7 @@ public final class RaftDriver: @unchecked Sendable {
     /// route, as does `outcomeUnknown` (it may have applied: never sent twice); anything else — a refusal,
     /// another leader, a link down — is handed to `again` with why (the route's retry).
     private func callLeader<Outcome>(_ leader: NodeID, path: String, body: [UInt8], _ promise: EventLoopPromise<Outcome>,
-                                     again: @escaping (String) -> EventLoopFuture<Outcome>)
+                                     again: @escaping @Sendable (String) -> EventLoopFuture<Outcome>)
         where Outcome: BinaryCodable & Sendable & Hashable {
         transport.call(leader, path: path, body: body).hop(to: loop).whenComplete { result in
             let why: String
@@ -504,7 +504,7 @@ public final class RaftDriver: @unchecked Sendable {
             // this way: no task and no mapped futures per call).
             let promise = driver.loop.makePromise(of: PeerResponse.self)
             let version = request.version
-            let propose = {
+            let propose: @Sendable () -> Void = {
                 driver.proposeHere(command) { promise.succeed(PeerResponse(status: 200, body: RaftDriver.answer($0).encoded(forCaller: version))) }
             }
             if driver.loop.inEventLoop { propose() } else { driver.loop.execute(propose) }
