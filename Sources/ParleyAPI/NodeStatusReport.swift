@@ -151,6 +151,9 @@ public struct NodeStatusReport: Codable, Sendable, Equatable {
     /// Issue 35: the event loops this node's Raft groups run on (`--raft-loops`; shard s on loop s % N). Nil
     /// from a node older than this field, which ran them on one.
     public var raftLoops: Int?
+    /// The `malloc` the node allocates with ("jemalloc 5.3.0-…" or "glibc 2.36"; docs/operations.md, "Memory
+    /// allocator"). Nil from a node older than this field.
+    public var allocator: String?
     public var shardCount: Int
     public var healthy: Bool
     public var peers: [Peer]

@@ -382,6 +382,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         report.peerProtocol = PeerProtocol.version
         report.clientEncrypted = config.clientTLS != nil
         report.raftLoops = raft.drivers.count
+        report.allocator = MemoryAllocator.inUse
         let webhookFigures = webhooks.figures.report
         report.webhooks = webhookFigures.isEmpty ? nil : webhookFigures
         report.activity = activity.all

@@ -35,6 +35,8 @@ struct NodeCommand: AsyncParsableCommand {
     var webhookDropAfter: Int?
     @Option(name: .customLong("commit-notice-ms"), help: "How long a shard leader's new commit index may wait for the next append or heartbeat to carry it before it is sent to the followers by itself (default 2; 0 = at once).")
     var commitNoticeMillis: Int?
+    @Option(help: "The malloc the node runs with: `jemalloc` (default: when the machine has Debian's libjemalloc2 and LD_PRELOAD is not set, the node starts itself again with it preloaded) or `system` (the C library's). /status says which is in use.")
+    var allocator: String?
     @Option(name: .customLong("raft-loops"), help: "Event loops the node's Raft groups run on, shard s on loop s % N (default: one per two cores, at least 1).")
     var raftLoops: Int?
     @Option(help: "Join a running cluster through the peer address (host:port) of any of its nodes; the node learns its peers from the cluster, and later starts need no --join.")
@@ -84,6 +86,12 @@ struct NodeCommand: AsyncParsableCommand {
         DataFolder.restrictUmask()  // the database, its WAL and secrets: the node's user's alone
         let settings = try SettingSources(file: config)
         func value(_ name: String, _ flag: String?) -> String? { flag ?? settings.value(name) }
+        // First, before the node opens anything: it may start itself again with jemalloc (MemoryAllocator).
+        switch value("allocator", allocator) ?? "jemalloc" {
+        case "jemalloc": MemoryAllocator.preferJemalloc()
+        case "system": break
+        case let other: throw ValidationError("--allocator \(other): expected jemalloc or system")
+        }
         guard let idText = value("id", id.map(String.init)), let nodeID = UInt64(idText) else {
             throw ValidationError("--id is required")
         }

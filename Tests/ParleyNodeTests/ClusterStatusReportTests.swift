@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import ParleyAPI
+import ParleyNode
 
 /// How `/status/cluster` finds a node's HTTP port from what the node registered.
 @Suite struct ClusterStatusReportTests {
@@ -70,7 +71,33 @@ import FoundationNetworking
             let report = try JSONDecoder().decode(ClusterStatusReport.self, from: body)
             #expect(report.nodes.map(\.id) == cluster.ids)
             #expect(report.nodes.allSatisfy { $0.status != nil && $0.error == nil }, "\(report.nodes.map(\.error))")
+            // Each node says which malloc it runs with: jemalloc, preloaded by the node itself, when this machine
+            // has it and the tests set no LD_PRELOAD (docs/operations.md, "Memory allocator").
+            let jemalloc = MemoryAllocator.jemallocLibrary != nil && ProcessInfo.processInfo.environment["LD_PRELOAD"] == nil
+            let allocators = report.nodes.map { $0.status?.allocator ?? "none" }
+            #expect(allocators.allSatisfy { $0.hasPrefix(jemalloc ? "jemalloc 5" : "glibc 2") }, "\(allocators)")
         }
+    }
+
+    /// `--allocator system` keeps the C library's malloc (the A/B of benchmarks, an operator's opt-out), and an
+    /// unknown allocator is refused before the node starts.
+    @Test func aNodeToldToUseTheSystemAllocatorReportsIt() async throws {
+        try await withLocalCluster(extraArguments: ["--allocator", "system"]) { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            for id in cluster.ids {
+                let (_, body) = await Self.get(cluster.http(id) + "/status")
+                let report = try JSONDecoder().decode(NodeStatusReport.self, from: body)
+                #expect(report.allocator?.hasPrefix("glibc 2") == true, "node \(id): \(report.allocator ?? "none")")
+            }
+        }
+        let refused = Process()
+        refused.executableURL = try LocalNodeProcesses.parleyExecutable()
+        refused.arguments = ["node", "--id", "1", "--listen", "127.0.0.1:1", "--allocator", "tcmalloc"]
+        refused.standardError = Pipe()
+        try refused.run()
+        refused.waitUntilExit()
+        #expect(refused.terminationStatus != 0)
     }
 
     @Test("Issue 33: /status/cluster asks the cluster at most once a second, however many callers poll it")
