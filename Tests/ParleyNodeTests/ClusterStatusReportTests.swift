@@ -94,10 +94,13 @@ import ParleyNode
         let refused = Process()
         refused.executableURL = try LocalNodeProcesses.parleyExecutable()
         refused.arguments = ["node", "--id", "1", "--listen", "127.0.0.1:1", "--allocator", "tcmalloc"]
-        refused.standardError = Pipe()
+        let errors = Pipe()
+        refused.standardError = errors
         try refused.run()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         refused.waitUntilExit()
         #expect(refused.terminationStatus != 0)
+        #expect(said.contains("--allocator tcmalloc: expected jemalloc or system"), "\(said)")
     }
 
     @Test("Issue 33: /status/cluster asks the cluster at most once a second, however many callers poll it")
