@@ -39,5 +39,17 @@ if [ -z "$PARLEY_BIN" ]; then
   PARLEY_BIN=.build/release/parley
 fi
 "$NATS_SERVER" --version >&2
+# The machine's floor before and after the sitting (loopback hop, fdatasync alone and three at once): the same
+# machine kind has made 0.6-1.0x of another day's figures on both sides, mostly with its virtual disk, so the
+# table says which kind of hour it was measured in (a slow disk hour is not a regression).
+cc -O2 -o "$work/floor" cluster/bench/floor/floor.c
+floor_before=$("$work/floor" "$work")
 python3 cluster/bench/client_vs_jetstream.py --parley "$PARLEY_BIN" --nats-server "$NATS_SERVER" --load "$work/client-load" \
   --levels "$LEVELS" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" --size "$SIZE" "$@"
+floor_after=$("$work/floor" "$work")
+python3 - "$floor_before" "$floor_after" <<'PY'
+import json, sys
+b, a = (json.loads(x) for x in sys.argv[1:3])
+print(f"\nMachine floor before / after the runs: one-way loopback hop {b['hopUs']:.0f} / {a['hopUs']:.0f} µs, "
+      f"fdatasync {b['syncUs']:.0f} / {a['syncUs']:.0f} µs alone, {b['sync3Us']:.0f} / {a['sync3Us']:.0f} µs three at once.")
+PY
