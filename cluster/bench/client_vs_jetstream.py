@@ -184,9 +184,9 @@ def main():
     parser.add_argument("--baseline-node-option", action="append", default=[],
                         help="the same for the --baseline nodes (the A/B of a setting: one binary, two options)")
     parser.add_argument("--preload",
-                        help="a shared library the --parley nodes start with in LD_PRELOAD (which then replaces the "
-                             "jemalloc a node preloads for itself; --node-option=--allocator=system keeps glibc's "
-                             "malloc: docs/operations.md, Memory allocator)")
+                        help="a shared library the --parley nodes start with in LD_PRELOAD (--preload "
+                             "libjemalloc.so.2, as the image runs them; --node-option=--allocator=jemalloc has a node "
+                             "preload it for itself: docs/operations.md, Memory allocator)")
     parser.add_argument("--baseline-preload", help="the same for the --baseline nodes")
     parser.add_argument("--writer-at", choices=("first", "leader", "follower"), default="first",
                         help="the server the first writer connects to: the first (default), or on each side the "
