@@ -4,15 +4,13 @@ import Glibc
 
 /// The `malloc` a node allocates with. A third of a busy node's CPU is the Swift runtime's allocations,
 /// retains and releases, and jemalloc spends less of it than glibc's malloc (docs/operations.md, "Memory
-/// allocator"), so `parley node` runs with Debian's `libjemalloc2` when the machine has it: it starts itself
-/// again with the library preloaded, as the image does with `LD_PRELOAD`. It is preloaded rather than linked:
-/// a binary linked with it hangs under libfaketime (both interpose the clock at start), which the replay-window
-/// tests run nodes with, and it would then need the library on every machine it runs on.
+/// allocator"), so `parley node --allocator jemalloc` starts itself again with Debian's `libjemalloc2`
+/// preloaded, as the image does with `LD_PRELOAD`. Preloaded rather than linked: a binary linked with it hangs
+/// under libfaketime (both interpose the clock at start), which the replay-window tests run nodes with, and it
+/// would need the library on every machine it is copied to.
 public enum MemoryAllocator {
     /// What `/status` reports (`allocator`): "jemalloc 5.3.0-…" or "glibc 2.36"; read once, when first asked.
     public static let inUse: String = detect()
-
-    public static var isJemalloc: Bool { inUse.hasPrefix("jemalloc") }
 
     /// Where Debian's `libjemalloc2` puts the library, if this machine has it.
     public static let jemallocLibrary: String? = {
@@ -31,7 +29,7 @@ public enum MemoryAllocator {
     /// operator's choice (the image's opt-out, libfaketime in the tests) and is kept. Returns when it does not.
     public static func preferJemalloc() {
         #if canImport(Glibc)
-        guard !isJemalloc, getenv("LD_PRELOAD") == nil, let library = jemallocLibrary, CommandLine.argc > 0 else { return }
+        guard !inUse.hasPrefix("jemalloc"), getenv("LD_PRELOAD") == nil, let library = jemallocLibrary, CommandLine.argc > 0 else { return }
         setenv("LD_PRELOAD", library, 1)
         execv("/proc/self/exe", CommandLine.unsafeArgv)
         // Only when the exec failed: go on as we are.

@@ -40,8 +40,8 @@ if [ -z "$PARLEY_BIN" ]; then
 fi
 "$NATS_SERVER" --version >&2
 # The machine's floor before and after the sitting (loopback hop, fdatasync alone and three at once): the same
-# machine kind has made 0.6-1.0x of another day's figures on both sides, mostly with its virtual disk, so the
-# table says which kind of hour it was measured in (a slow disk hour is not a regression).
+# machine kind has made 0.6-1.0x of another day's figures on both sides, so the table says what the network and
+# the disk were like that hour (a slow hour is not a regression; session 41's was slow CPU, not disk).
 cc -O2 -o "$work/floor" cluster/bench/floor/floor.c
 floor_before=$("$work/floor" "$work")
 python3 cluster/bench/client_vs_jetstream.py --parley "$PARLEY_BIN" --nats-server "$NATS_SERVER" --load "$work/client-load" \
