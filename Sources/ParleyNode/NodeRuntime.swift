@@ -128,10 +128,10 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         self.webhooks = webhooks
         raft = try RaftLoops(loops: Array(raftLoop.makeIterator()), transport: transport,
                              tickInterval: .milliseconds(Int64(config.tickMillis)),
-                             leaderBalance: config.leaderBalance, moves: config.moves, makeHost: { partition, send, publish in
+                             leaderBalance: config.leaderBalance, moves: config.moves, makeHost: { partition, send in
             var partConfig = hostConfig
             partConfig.partition = partition
-            return try RaftHost(config: partConfig, database: database, send: send, publish: publish, metrics: factory,
+            return try RaftHost(config: partConfig, database: database, send: send, metrics: factory,
                                 firstStart: firstStart)
         }, preSend: webhooks, webhookCopies: webhooks, webhookCopyMaxAgeMillis: Int64(config.webhookDropAfterSeconds) * 1000)
         ref.raft = raft

@@ -19,7 +19,11 @@ final class InProcessCluster {
     var databases: [NodeID: NodeDatabase] = [:]
     var boots: [NodeID: UInt64] = [:]
     var inflight: [(to: NodeID, envelopes: [RaftEnvelope])] = []
+    /// Each node's applied room events, shard by shard in log order, as its replicas' event logs hold them
+    /// for the edges' feeds (gathered after every step; a restarted node's from its replay on).
     var events: [NodeID: [(ShardID, RoomEvent)]] = [:]
+    /// Where `gatherEvents` left off in each node's event log of each shard.
+    private var eventCursors: [NodeID: [ShardID: LogIndex]] = [:]
     var snapshotEvery: LogIndex = 10_000
     var snapshotEveryBytes = 16 << 20
     var historyFlushTicks = 4
@@ -45,6 +49,13 @@ final class InProcessCluster {
         for n in nodes { try start(n) }
     }
 
+    /// The databases go with the cluster: a full test run made ~150 of these folders and left them all in /tmp.
+    deinit {
+        hosts.removeAll()
+        databases.removeAll()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
     /// Starts (or restarts) a node from its database.
     func start(_ node: NodeID) throws {
         boots[node, default: 0] += 1
@@ -65,8 +76,8 @@ final class InProcessCluster {
                                   rewriteAfterRows: rewriteAfterRows)
         databases[node] = db
         hosts[node] = try RaftHost(config: config, database: db,
-            send: { [unowned self] to, envelopes in inflight.append((to, envelopes)) },
-            publish: { [unowned self] shard, evs in events[node, default: []] += evs.map { (shard, $0) } })
+            send: { [unowned self] to, envelopes in inflight.append((to, envelopes)) })
+        eventCursors[node] = [:]
     }
 
     /// Issue 17: a node that joins the running cluster: it founds nothing and holds what groups give it.
@@ -97,6 +108,21 @@ final class InProcessCluster {
         for n in nodes {
             try hosts[n]?.processReady()
             if hosts[n]?.deferredWritesDue == true { try hosts[n]?.writeDeferred() }  // as the driver does
+            gatherEvents(n)
+        }
+    }
+
+    /// Moves what `node`'s event logs gained since the last step into `events`.
+    private func gatherEvents(_ node: NodeID) {
+        guard let host = hosts[node] else { return }
+        for shard in host.shards.sorted() {
+            var cursor = eventCursors[node]?[shard] ?? 0
+            while let page = host.eventPage(shard: shard, after: cursor) {
+                events[node, default: []] += page.batches.flatMap(\.events).map { (shard, $0) }
+                cursor = page.cursor
+                if page.batches.isEmpty { break }
+            }
+            eventCursors[node, default: [:]][shard] = cursor
         }
     }
 

@@ -65,13 +65,12 @@ public final class RaftDriver: @unchecked Sendable {
     let imWindowReaders = PeerFeatureWatch(.imLogWindow)
     var settingImWindow: Set<ShardID> = []
 
-    /// Builds the host on `loop`; `publish` receives applied room events per shard, on `loop`.
+    /// Builds the host on `loop`.
     public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
                 leaderBalance: LeaderBalanceSettings = LeaderBalanceSettings(),
                 moves: ReplicaMoveSettings = ReplicaMoveSettings(),
-                makeHost: (_ send: @escaping (NodeID, [RaftEnvelope]) -> Void,
-                           _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
-                publish: @escaping (ShardID, [RoomEvent]) -> Void = { _, _ in }, edgeLeaseMillis: Int64 = 6_000) throws {
+                makeHost: (_ send: @escaping (NodeID, [RaftEnvelope]) -> Void) throws -> RaftHost,
+                edgeLeaseMillis: Int64 = 6_000) throws {
         self.loop = loop
         self.leaderBalance = leaderBalance
         self.moves = moves
@@ -81,7 +80,7 @@ public final class RaftDriver: @unchecked Sendable {
         let pacer = SnapshotPacer(bytesPerSecond: moves.snapshotBytesPerSecond, loop: loop) { peer, batch in
             transport.send(to: peer, batch)
         }
-        host = try makeHost({ peer, batch in pacer.send(peer, batch) }, publish)
+        host = try makeHost { peer, batch in pacer.send(peer, batch) }
         partition = host.config.partition
         host.historyPages.loop = loop
         pacer.sentBytes = host.metrics.snapshotBytesSent

@@ -14,16 +14,17 @@ extension RaftHost {
         var raft = config.raft
         raft.id = config.nodeID
         raft.randomSeed = StableHash.mix(config.nodeID &* 0x1_0000_0001 ^ group ^ config.boot << 32)
-        // A replica that is not the leader passes proposals on inside the Raft batch to the leader (no
-        // RPC per command) and answers them when they apply here.
+        // A replica that is not the leader passes proposals on inside the Raft batch to the leader and answers
+        // them when they apply here. Shard writes no longer come this way (the driver sends them to the
+        // leader by call, so its checks see each one; issue 34); meta commands proposed on a follower, and a
+        // write proposed as leadership moves, still do.
         raft.forwardProposals = true
         return raft
     }
 
-    /// One shard replica over `log`, wired to the host's history store, event log and publisher.
+    /// One shard replica over `log`, wired to the host's history store and its event log (the edges' feeds).
     static func makeShardReplica(_ shard: ShardID, log: DurableGroupLog, config: Config, database: NodeDatabase,
                                  scratch: ApplyScratch, historyPages: HistoryPages,
-                                 publish: @escaping (ShardID, [RoomEvent]) -> Void,
                                  events eventLogs: inout [ShardID: ShardEventLog]) throws -> GroupReplica<ShardState> {
         let group = config.shardMap.group(of: shard)
         let limits = config.limits
@@ -61,7 +62,6 @@ extension RaftHost {
             imFeed.events.removeAll()
             events.applied(index, list, im: im)
             if !list.isEmpty || !im.isEmpty { scratch.shards.insert(shard) }
-            if !list.isEmpty { publish(shard, list) }
         }
         replica.onRestored = { index in events.restored(at: index) }
         eventLogs[shard] = events
@@ -97,7 +97,7 @@ extension RaftHost {
             let log = try database.createEmptyGroup(group)
             if let shard {
                 let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
-                                                        scratch: newEvents, historyPages: historyPages, publish: publish, events: &eventLogs)
+                                                        scratch: newEvents, historyPages: historyPages, events: &eventLogs)
                 replicas[shard] = replica
                 metrics.watch(replica)
             } else {

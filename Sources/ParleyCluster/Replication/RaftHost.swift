@@ -81,8 +81,6 @@ public final class RaftHost {
     var due: DueGroups
     private var nextSequence: UInt64 = 0
     let send: (NodeID, [RaftEnvelope]) -> Void
-    /// Receives each shard's applied room events (kept for replicas created later).
-    let publish: (ShardID, [RoomEvent]) -> Void
     /// Runs when a cycle has answered the entries that were durable before it, ahead of its write and its
     /// acknowledgements: what waits to be sent to proposers leaves now, not after the sync (the driver writes
     /// out the RPC answers).
@@ -111,18 +109,15 @@ public final class RaftHost {
     ///   - firstStart: whether the node's database held no group before any of its hosts opened it (the
     ///     node's other hosts may have founded theirs already); nil: read it here (one host per node).
     ///   - send: hands one peer the cycle's messages for it (all groups in one batch).
-    ///   - publish: receives the room events of each applied command, per shard, in log order.
     ///   - metrics: where proposals, commits, elections and applied commands are counted (the node's
     ///     registry; tests that do not look leave the no-op default).
     public init(config: Config, database: NodeDatabase,
                 send: @escaping (NodeID, [RaftEnvelope]) -> Void,
-                publish: @escaping (ShardID, [RoomEvent]) -> Void,
                 metrics: any MetricsFactory = NOOPMetricsHandler.instance, firstStart: Bool? = nil) throws {
         self.config = config
         self.database = database
         historyPages = HistoryPages(database: database)
         self.send = send
-        self.publish = publish
         self.metrics = RaftMetrics(factory: metrics)
         historyFlush = HistoryFlushPolicy(everyTicks: config.historyFlushTicks)
         let held = Set(try database.groupIDs())
@@ -140,7 +135,7 @@ public final class RaftHost {
                 log = try database.createGroup(group, bootstrap: ConfState(voters: members))
             }
             let replica = try Self.makeShardReplica(shard, log: log, config: config, database: database,
-                                                    scratch: newEvents, historyPages: historyPages, publish: publish, events: &eventLogs)
+                                                    scratch: newEvents, historyPages: historyPages, events: &eventLogs)
             replicas[shard] = replica
             order.append(shard)
             all.append(replica)

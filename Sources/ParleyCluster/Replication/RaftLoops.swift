@@ -31,8 +31,7 @@ public final class RaftLoops: Sendable {
     public init(loops: [EventLoop], transport: PeerTransport, tickInterval: TimeAmount,
                 leaderBalance: LeaderBalanceSettings = LeaderBalanceSettings(),
                 moves: ReplicaMoveSettings = ReplicaMoveSettings(),
-                makeHost: (_ partition: HostPartition, _ send: @escaping (NodeID, [RaftEnvelope]) -> Void,
-                           _ publish: @escaping (ShardID, [RoomEvent]) -> Void) throws -> RaftHost,
+                makeHost: (_ partition: HostPartition, _ send: @escaping (NodeID, [RaftEnvelope]) -> Void) throws -> RaftHost,
                 edgeLeaseMillis: Int64 = 6_000, preSend: (any PreSendGate)? = nil,
                 webhookCopies: (any WebhookCopyPoster)? = nil, webhookCopyMaxAgeMillis: Int64 = 3_600_000) throws {
         precondition(!loops.isEmpty)
@@ -44,8 +43,8 @@ public final class RaftLoops: Sendable {
         share.snapshotBytesPerSecond = moves.snapshotBytesPerSecond / k
         drivers = try loops.enumerated().map { i, loop in
             try RaftDriver(loop: loop, transport: transport, tickInterval: tickInterval, leaderBalance: leaderBalance,
-                           moves: share, makeHost: { send, publish in
-                               try makeHost(HostPartition(index: i, count: k), send, publish)
+                           moves: share, makeHost: { send in
+                               try makeHost(HostPartition(index: i, count: k), send)
                            }, edgeLeaseMillis: edgeLeaseMillis)
         }
         shardMap = drivers[0].shardMap
