@@ -70,11 +70,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private var configurationChanged = false
     /// A proposal made here that waits for its entry to apply.
     private struct Waiting {
-        /// The term of the leader that may append it: only entries of this term can carry it (a leader appends
-        /// its own proposals in its term; one passed on is stamped with the term it is meant for).
+        /// The term in which this replica, leading, appended it: only entries of this term can carry it.
         var term: Term
-        /// The tick at which a follower passed it on to its leader (nil: proposed as leader).
-        var forwardedAt: UInt64?
         /// The tick at which this replica, its leader, stepped down (a leadership transfer, an election).
         var orphanedAt: UInt64?
         var completion: Completion
@@ -92,9 +89,9 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// Proposals made since the group's last ready cycle; they enter the log together, as one entry.
     private var staged = ProposalBatch<Machine.Command>()
     private var ticks: UInt64 = 0
-    /// A proposal passed on to the leader that has not applied here after this many ticks is answered
-    /// `outcomeUnknown`: the message may have been lost, or the leader may have dropped it.
-    let forwardedTimeoutTicks: UInt64
+    /// A proposal whose leader stepped down and that has not applied after this many ticks is answered
+    /// `outcomeUnknown`: its entry may still commit under the next leader, or may never.
+    let orphanTimeoutTicks: UInt64
     private var termBeforeReady: Term = 0
     /// The last index this replica's log held on disk when the current cycle began (0 after a snapshot
     /// arrived in it): committed entries up to here may apply before the cycle's write.
@@ -116,10 +113,10 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     var onProposed: () -> Void = {}
     var onConfChange: (ConfState, ConfState, Bool) -> Void = { _, _, _ in }
 
-    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, forwardedTimeoutTicks: UInt64 = 60,
+    init(group: GroupID, log: DurableGroupLog, config: RaftConfig, orphanTimeoutTicks: UInt64 = 60,
          prepare: @escaping (inout Machine) -> Void = { _ in }, fresh: () -> Machine) throws {
         self.group = group
-        self.forwardedTimeoutTicks = forwardedTimeoutTicks
+        self.orphanTimeoutTicks = orphanTimeoutTicks
         self.log = log
         reads = PendingReads(node: config.id)
         self.prepare = prepare
@@ -191,13 +188,12 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
             return read(command, actor: actor, timestamp: timestamp, completion: completion)
         }
         let soft = raft.softState
-        // A follower that knows its leader passes the proposal on (when its Raft is configured to) and
-        // answers once the entry applies on this replica: every replica computes the same outcome.
-        guard soft.role == .leader || (soft.role == .follower && soft.leader != 0) else {
-            return completion(.failure(.notLeader(leader: soft.leader)))
-        }
+        // Issue 34, one road: only the leader appends a write. A follower names the leader it knows, and the
+        // caller sends the command there by call, so the leader's checks (A1, W3) see every write; nothing is
+        // passed on inside Raft, where it would go round them.
+        guard soft.role == .leader else { return completion(.failure(.notLeader(leader: soft.leader))) }
         staged.append(GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command, requestKey: requestKey))
-        pending[id] = Waiting(term: raft.term, forwardedAt: soft.role == .leader ? nil : ticks, completion: completion)
+        pending[id] = Waiting(term: raft.term, completion: completion)
         onProposed()
         if staged.isFull { proposeStaged() }
     }
@@ -227,8 +223,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         }
     }
 
-    /// Puts the staged proposals into the log as one entry (or passes them to the leader). If Raft refuses
-    /// them, their callers hear why at once.
+    /// Puts the staged proposals into the log as one entry. If Raft refuses them (this replica stepped down
+    /// since they were staged), their callers hear why at once.
     @_specialize(where Machine == ShardState)
     private func proposeStaged() {
         guard !staged.isEmpty else { return }
@@ -373,15 +369,15 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         job { completion(.success($0)) }
     }
 
-    /// A proposal made in an earlier term, or on a replica whose role or leader changed since, may never
-    /// apply (a new leader can overwrite it, or never received it) — or may: a leadership transfer hands
-    /// the whole log to a caught-up heir, which commits it. So it waits, a while: it applies, or an entry of
-    /// a later term applies first and it never will (`answerSuperseded`), or its caller is told after
-    /// `forwardedTimeoutTicks` that the outcome is unknown rather than left waiting.
+    /// A proposal appended in an earlier term, or on a replica that has stepped down since, may never apply
+    /// (a new leader can overwrite it) — or may: a leadership transfer hands the whole log to a caught-up
+    /// heir, which commits it. So it waits, a while: it applies, or an entry of a later term applies first
+    /// and it never will (`answerSuperseded`), or its caller is told after `orphanTimeoutTicks` that the
+    /// outcome is unknown rather than left waiting.
     private func markOrphanedProposals() {
         let stillLeader = raft.softState.role == .leader
         let term = raft.term
-        for (id, w) in pending where w.forwardedAt == nil && w.orphanedAt == nil && (!stillLeader || w.term < term) {
+        for (id, w) in pending where w.orphanedAt == nil && (!stillLeader || w.term < term) {
             pending[id]!.orphanedAt = ticks
         }
     }
@@ -407,9 +403,9 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         raft.tick()
         ticks += 1
         guard ticks % 10 == 0 else { return }
-        let limit = forwardedTimeoutTicks
+        let limit = orphanTimeoutTicks
         let now = ticks
-        failPending { w in (w.orphanedAt ?? w.forwardedAt).map { now - $0 >= limit } ?? false }
+        failPending { w in w.orphanedAt.map { now - $0 >= limit } ?? false }
         // A read not answered within 20 ticks (1 s) — its read index request lost with a leader that stepped
         // down, or this follower not yet applied to its index — is told to try the leader again (safe to repeat).
         if now > 20 {
@@ -417,7 +413,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         }
     }
 
-    /// The replica is being dropped (its group removed this node): whatever it passed on may still apply
+    /// The replica is being dropped (its group removed this node): what it appended may still apply
     /// elsewhere, so every caller still waiting hears the outcome is unknown rather than waiting forever.
     func abandonPending() {
         failPending { _ in true }

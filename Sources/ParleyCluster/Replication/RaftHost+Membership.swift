@@ -14,11 +14,8 @@ extension RaftHost {
         var raft = config.raft
         raft.id = config.nodeID
         raft.randomSeed = StableHash.mix(config.nodeID &* 0x1_0000_0001 ^ group ^ config.boot << 32)
-        // A replica that is not the leader passes proposals on inside the Raft batch to the leader and answers
-        // them when they apply here. Shard writes no longer come this way (the driver sends them to the
-        // leader by call, so its checks see each one; issue 34); meta commands proposed on a follower, and a
-        // write proposed as leadership moves, still do.
-        raft.forwardProposals = true
+        // `forwardProposals` stays off: only a leader appends (`GroupReplica.propose`); a follower answers
+        // "not leader" with the leader's name, and the driver calls the leader (issue 34, one road).
         return raft
     }
 
