@@ -409,4 +409,32 @@ import ParleyPlacement
         let states = cluster.hosts.values.map { $0.metaState! }
         #expect(states.allSatisfy { $0 == states[0] && $0.placement == table && $0.nodes.count == 3 })
     }
+
+    /// W1, read your writes: a meta command taken on a follower's node is applied by the meta leader, and
+    /// that node answers app settings (webhooks, W1) and the registry from its own replica; `catchUpMeta`
+    /// holds the caller's answer until that replica has applied everything committed when it was asked.
+    @Test func W1_aFollowersMetaReplicaCatchesUpBeforeItsCallerHears() throws {
+        let cluster = try InProcessCluster(shards: 1)
+        try cluster.run(until: { cluster.hosts.values.filter { $0.metaLeader == $0.config.nodeID }.count == 1 }, "a meta leader")
+        let leader = cluster.hosts.values.first { $0.metaLeader == $0.config.nodeID }!
+        let follower = cluster.hosts.values.first { $0 !== leader }!
+        try cluster.run(until: { cluster.hosts.values.allSatisfy { $0.metaLeader == leader.config.nodeID } }, "every node to know it")
+        var caughtUp = false
+        var seenWhenDone: Bool?
+        var leaderDoneAtOnce = false
+        leader.proposeMeta(.registerNode(NodeRecord(id: 9, peerAddress: "127.0.0.1:7109", httpAddress: "127.0.0.1:8109")),
+                           timestamp: 5) { answer in
+            #expect((try? answer.get()) == .done)
+            // The leader answered from its apply; the follower has not learned the commit yet.
+            #expect(follower.metaState?.nodes[9] == nil, "the test needs the follower behind when the leader answers")
+            follower.catchUpMeta {
+                caughtUp = true
+                seenWhenDone = follower.metaState?.nodes[9] != nil
+            }
+            leader.catchUpMeta { leaderDoneAtOnce = true }
+        }
+        try cluster.run(until: { caughtUp }, "the follower to catch up")
+        #expect(seenWhenDone == true, "done ran before the follower's replica applied the write")
+        #expect(leaderDoneAtOnce, "a leader answers from what it applied: nothing to wait for")
+    }
 }

@@ -79,7 +79,21 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     private var pending: [ProposalID: Waiting] = [:]
     /// Issue 34: reads waiting for their read index, then for this replica to apply that far.
-    private var reads: PendingReads<Machine.Command, Machine.Outcome>
+    private var reads: PendingReads<ReadWaiter>
+    /// What waits for a read index: a read, answered from the state once applied that far, or a caller of
+    /// `catchUp`.
+    private enum ReadWaiter {
+        case read(Machine.Command, actor: CommandActor, timestamp: Int64, Completion)
+        case catchUp(() -> Void)
+
+        /// Told that the read index did not come (the leader it asked is gone): a read may be asked again.
+        func fail(_ leader: NodeID) {
+            switch self {
+            case .read(_, _, _, let completion): completion(.failure(.notLeader(leader: leader)))
+            case .catchUp(let done): done()
+            }
+        }
+    }
     /// A committed entry this replica could not read: nothing after it applies, and the cycle fails with it
     /// (the driver stops the node; docs/operations.md, Upgrades).
     private(set) var unreadable: ClusterError?
@@ -205,10 +219,20 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         guard soft.role == .leader || (soft.role == .follower && soft.leader != 0) else {
             return completion(.failure(.notLeader(leader: soft.leader)))
         }
-        let context = reads.add(.init(command: command, actor: actor, timestamp: timestamp, index: nil, askedAt: ticks,
-                                      completion: completion))
+        let context = reads.add(.init(waiter: .read(command, actor: actor, timestamp: timestamp, completion), index: nil,
+                                      askedAt: ticks))
         raft.readIndex(context)
         onProposed()
+    }
+
+    /// Read your writes: calls `done` once this replica has applied everything its group had committed when
+    /// asked (a read index, then the apply), so a write another replica answered is visible here — or, when
+    /// that cannot be learned (no leader known, the read index lost: at most 1 s), at once or then.
+    func catchUp(_ done: @escaping () -> Void) {
+        let soft = raft.softState
+        guard soft.role == .follower, soft.leader != 0 else { return done() }  // a leader answers only what it applied
+        let context = reads.add(.init(waiter: .catchUp(done), index: nil, askedAt: ticks))
+        raft.readIndex(context)
     }
 
     /// Answers the reads whose index this replica has applied, from the state as it is now.
@@ -216,10 +240,14 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     private func serveReads() {
         guard !reads.isEmpty else { return }
         for read in reads.ready(applied: applied) {
-            let context = ApplyContext(commandIndex: appliedCommands, timestamp: max(lastTimestamp, read.timestamp),
-                                       actor: read.actor)
-            let outcome = machine.read(read.command, context: context)
-            Self.deliver(outcome, finishAnswer(read.command, outcome, machine, context), to: read.completion)
+            switch read.waiter {
+            case .read(let command, let actor, let timestamp, let completion):
+                let context = ApplyContext(commandIndex: appliedCommands, timestamp: max(lastTimestamp, timestamp), actor: actor)
+                let outcome = machine.read(command, context: context)
+                Self.deliver(outcome, finishAnswer(command, outcome, machine, context), to: completion)
+            case .catchUp(let done):
+                done()
+            }
         }
     }
 
@@ -409,7 +437,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         // A read not answered within 20 ticks (1 s) — its read index request lost with a leader that stepped
         // down, or this follower not yet applied to its index — is told to try the leader again (safe to repeat).
         if now > 20 {
-            for read in reads.expired(askedBefore: now - 20) { read.completion(.failure(.notLeader(leader: raft.softState.leader))) }
+            for read in reads.expired(askedBefore: now - 20) { read.waiter.fail(raft.softState.leader) }
         }
     }
 
@@ -417,7 +445,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// elsewhere, so every caller still waiting hears the outcome is unknown rather than waiting forever.
     func abandonPending() {
         failPending { _ in true }
-        for read in reads.expired(askedBefore: nil) { read.completion(.failure(.notLeader(leader: 0))) }
+        for read in reads.expired(askedBefore: nil) { read.waiter.fail(0) }
     }
 
     private func failPending(where orphaned: (Waiting) -> Bool) {

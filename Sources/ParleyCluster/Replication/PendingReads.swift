@@ -6,16 +6,14 @@ import ParleyWire
 /// replica to apply that far. A read is answered from the state as applied then — linearizable: the index
 /// is the leader's commit index at a moment a quorum confirmed it still led (`ReadOnlyOption.safe`), so the
 /// state answered from holds every write acknowledged before the read was asked — and writes nothing to
-/// the log. A value type the replica owns, with its ticks passed in.
-struct PendingReads<Command, Outcome> {
+/// the log. A value type the replica owns, with its ticks passed in; what waits (`Waiter`: a read to answer,
+/// or a caller that only waits for this replica to catch up) is the replica's.
+struct PendingReads<Waiter> {
     struct Read {
-        var command: Command
-        var actor: CommandActor
-        var timestamp: Int64
+        var waiter: Waiter
         /// The read index, once Raft gave it.
         var index: LogIndex?
         var askedAt: UInt64
-        var completion: (Result<Outcome, ClusterError>) -> Void
     }
 
     /// Requests contexts are unique in the group: a leader drops a context it already has pending, and every

@@ -400,6 +400,13 @@ public final class RaftDriver: @unchecked Sendable {
                 what: "the meta group", path: "/rpc/v1/meta/propose", body: request.encoded(),
                 replicas: self.metaCandidates(),
                 here: self.host.metaLeader != nil ? { self.proposeMetaHere(request) } : nil), deadline)
+            .flatMap { outcome in
+                // Answered by the leader: this node's replica catches up first (read your writes).
+                let caughtUp = self.loop.makePromise(of: MetaOutcome.self)
+                self.host.catchUpMeta { caughtUp.succeed(outcome) }
+                self.scheduleReady()
+                return caughtUp.futureResult
+            }
         }
     }
 

@@ -397,6 +397,16 @@ public final class RaftHost {
                      completion: completion)
     }
 
+    /// Read your writes for the meta group: `done` runs once this node's meta replica holds every meta command
+    /// committed when asked (at once on the leader, or where no replica is held). A meta command proposed on a
+    /// follower is refused and applied by the leader, and each node answers app settings and the registry from
+    /// its own replica: its caller waits for this before it hears, so what it reads next on this node has it.
+    public func catchUpMeta(_ done: @escaping () -> Void) {
+        guard let meta else { return done() }
+        due.mark(groupIndex[meta.group]!)
+        meta.catchUp(done)
+    }
+
     /// One cycle of the ready loop: collect every group's Ready, make all of it durable in one transaction,
     /// then send the messages, apply the committed entries, answer proposers and publish events.
     /// Returns how many groups had work.
