@@ -86,7 +86,8 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         case read(Machine.Command, actor: CommandActor, timestamp: Int64, Completion)
         case catchUp(() -> Void)
 
-        /// Told that the read index did not come (the leader it asked is gone): a read may be asked again.
+        /// Told that the read index did not come (the leader it asked is gone): a read is told to ask the
+        /// leader again (safe to repeat); a catch-up ends, as it would with no leader known.
         func fail(_ leader: NodeID) {
             switch self {
             case .read(_, _, _, let completion): completion(.failure(.notLeader(leader: leader)))
@@ -219,20 +220,22 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         guard soft.role == .leader || (soft.role == .follower && soft.leader != 0) else {
             return completion(.failure(.notLeader(leader: soft.leader)))
         }
-        let context = reads.add(.init(waiter: .read(command, actor: actor, timestamp: timestamp, completion), index: nil,
-                                      askedAt: ticks))
-        raft.readIndex(context)
+        askReadIndex(for: .read(command, actor: actor, timestamp: timestamp, completion))
         onProposed()
     }
 
     /// Read your writes: calls `done` once this replica has applied everything its group had committed when
-    /// asked (a read index, then the apply), so a write another replica answered is visible here — or, when
-    /// that cannot be learned (no leader known, the read index lost: at most 1 s), at once or then.
+    /// asked (a read index, then the apply), so a write another replica answered is visible here. A leader
+    /// has applied all it answered, and a follower that knows no leader cannot learn more: both call it at
+    /// once; a read index that never comes (its leader gone) calls it after 1 s.
     func catchUp(_ done: @escaping () -> Void) {
         let soft = raft.softState
-        guard soft.role == .follower, soft.leader != 0 else { return done() }  // a leader answers only what it applied
-        let context = reads.add(.init(waiter: .catchUp(done), index: nil, askedAt: ticks))
-        raft.readIndex(context)
+        guard soft.role == .follower, soft.leader != 0 else { return done() }
+        askReadIndex(for: .catchUp(done))
+    }
+
+    private func askReadIndex(for waiter: ReadWaiter) {
+        raft.readIndex(reads.add(.init(waiter: waiter, index: nil, askedAt: ticks)))
     }
 
     /// Answers the reads whose index this replica has applied, from the state as it is now.
