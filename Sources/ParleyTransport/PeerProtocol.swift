@@ -39,8 +39,10 @@
 ///   supergroup is created only once every node does.
 /// - 15: reads the IM command `setLogWindow` (tag 9: the byte bound of a shard's IM logs' items in memory,
 ///   SPEC D1, issue 38 item 5) and IM snapshots of version 4; shard leaders propose it only once every node does.
+/// - 16: `/rpc/v1/propose` takes any shard command (a `ShardRequest`: room or IM, issue 34's one road); a node
+///   sends IM commands there only once every node does, and to `/rpc/v1/im/propose` in that call's form before.
 public enum PeerProtocol {
-    public static let version = 15
+    public static let version = 16
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -85,9 +87,12 @@ public enum PeerProtocol {
         case superTeams
         /// The IM command `setLogWindow` (tag 9) and IM snapshot version 4 (SPEC D1, issue 38 item 5).
         case imLogWindow
+        /// `/rpc/v1/propose` reads IM commands as well as room commands (issue 34).
+        case shardRequests
 
         public var version: Int {
             switch self {
+            case .shardRequests: 16
             case .imLogWindow: 15
             case .superTeams: 14
             case .messagePriority: 13

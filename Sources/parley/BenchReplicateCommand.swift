@@ -97,9 +97,9 @@ struct ReplicateLoad: Sendable {
     private let leaders = NIOLockedValueBox<[String: UInt64]>([:])
 
     private func submit(_ command: RoomCommand, room: String, actor: CommandActor, via node: UInt64) async throws -> ApplyOutcome {
-        let body = ForwardedCommand(shard: shardMap.shard(ofRoom: room), actor: actor, command: command).encoded()
+        let body = ShardRequest.room(shard: shardMap.shard(ofRoom: room), actor: actor, command: command).encoded()
         let response = try await client.call(node, path: "/rpc/v1/submit", body: body).get()
-        guard response.status == 200, case .applied(let outcome) = try ForwardedAnswer(decoding: response.body) else {
+        guard response.status == 200, case .applied(let outcome) = try GroupAnswer<ApplyOutcome>(decoding: response.body) else {
             throw ValidationError("command refused (status \(response.status))")
         }
         return outcome
@@ -179,7 +179,7 @@ struct ReplicateLoad: Sendable {
                 do {
                     let response = try result.get()
                     guard response.status == 200 else { throw ValidationError("status \(response.status)") }
-                    let answer = try ForwardedAnswer(decoding: response.body)
+                    let answer = try GroupAnswer<ApplyOutcome>(decoding: response.body)
                     guard case .applied(let outcome) = answer else { throw ValidationError("not applied: \(answer)") }
                     guard case .success = outcome.result else { throw ValidationError("refused: \(outcome.result)") }
                     self.latencies.append(Double((NIODeadline.now() - sent).nanoseconds) / 1e6)
@@ -200,7 +200,7 @@ struct ReplicateLoad: Sendable {
         let all = (0..<clients).map { c in
             let r = c % rooms.count
             let command = RoomCommand.sendMessage(SendMessage(roomId: rooms[r], body: body))
-            let request = ForwardedCommand(shard: shardMap.shard(ofRoom: rooms[r]), actor: Self.sender(r), command: command).encoded()
+            let request = ShardRequest.room(shard: shardMap.shard(ofRoom: rooms[r]), actor: Self.sender(r), command: command).encoded()
             return Client(load: self, node: leaders.withLockedValue { $0[rooms[r]] } ?? nodes[c % nodes.count],
                           request: request, deadline: deadline, done: loop.makePromise())
         }

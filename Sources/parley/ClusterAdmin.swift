@@ -61,12 +61,12 @@ struct ClusterAdmin: Sendable {
     @discardableResult
     func shard(_ command: RoomCommand, shard: ShardID, actor: CommandActor = .appServer,
                deadline: Date = Date().addingTimeInterval(30)) async throws -> ApplyOutcome {
-        let body = ForwardedCommand(shard: shard, actor: actor, command: command).encoded()
+        let body = ShardRequest.room(shard: shard, actor: actor, command: command).encoded()
         var last = "no answer"
         while Date() < deadline {
             for node in nodes {
                 guard let response = try? await client.call(node, path: "/rpc/v1/submit", body: body).get(),
-                      response.status == 200, let answer = try? ForwardedAnswer(decoding: response.body) else { continue }
+                      response.status == 200, let answer = try? GroupAnswer<ApplyOutcome>(decoding: response.body) else { continue }
                 if case .applied(let outcome) = answer { return outcome }
                 last = "\(answer)"
             }

@@ -2,6 +2,7 @@ import Testing
 @testable import ParleyCluster
 import ParleyRooms
 import ParleyWire
+import ParleyShardState
 
 /// Issue 34: a forwarded proposal's answer is typed (applied, not the leader, outcome unknown, unavailable),
 /// and its bytes are the ones nodes of peer protocol 5 send and read, so a rolling upgrade mixes them safely.
@@ -34,19 +35,21 @@ import ParleyWire
                                   ext: "")
         let outcome = ApplyOutcome(result: .success(.messageSent(seq: 4, time: 1_000, serverId: 77)),
                                    events: [RoomEvent(roomId: "r", seq: 4, audience: .room, kind: .message(message))])
+        // Issue 34: a shard's answer (`ShardAnswer`, any shard command's) writes a room outcome as this did.
         let answer = Answer.applied(outcome)
-        let older = answer.encoded(forCaller: 6)
+        let shardAnswer = ShardAnswer.applied(.room(outcome))
+        let older = shardAnswer.encoded(forCaller: 6)
         #expect(older == answer.encoded())
         // What a node of version 6 reads: tag 0, RoomReply tag 3 (seq, time), then the events with the message.
         var r = ByteReader(older)
         #expect(try r.readByte() == 0 && r.readByte() == 0 && r.readByte() == 3)
         #expect(try Answer(decoding: older) == answer)
 
-        let compact = answer.encoded(forCaller: 7)
+        let compact = shardAnswer.encoded(forCaller: 7)
         #expect(compact.count < older.count - 300)
         #expect(try Answer(decoding: compact) == .applied(ApplyOutcome(result: outcome.result, events: [])))
         // Anything but `applied` is the same bytes for every caller.
-        for other: Answer in [.notLeader(2), .outcomeUnknown, .unavailable("x")] {
+        for other: ShardAnswer in [.notLeader(2), .outcomeUnknown, .unavailable("x")] {
             #expect(other.encoded(forCaller: 7) == other.encoded())
         }
     }

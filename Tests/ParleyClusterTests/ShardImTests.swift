@@ -7,6 +7,7 @@ import ParleyWire
 import Testing
 import ParleyShardState
 import ParleyPlacement
+import ParleyTransport
 
 /// Issue 19: IM commands in the shards' Raft groups beside the rooms (docs/im.md) — replicated, snapshotted,
 /// in the event feed, and the relay's effects applied once; the wire forms read back.
@@ -19,7 +20,7 @@ import ParleyPlacement
                   as actor: CommandActor = .appServer) throws -> Result<ImApplied, ImError> {
         try c.run(until: { c.leader(of: shard) != nil }, "a leader for shard \(shard)")
         var answer: Result<ShardOutcome, ClusterError>?
-        c.hosts[c.leader(of: shard)!]!.proposeIm(command, account: account, shard: shard, actor: actor, timestamp: c.clock) { answer = $0 }
+        c.hosts[c.leader(of: shard)!]!.propose(.im(account: account, command), shard: shard, actor: actor, timestamp: c.clock) { answer = $0 }
         try c.run(until: { answer != nil }, "the IM proposal to apply")
         return try #require(try answer!.get().im)
     }
@@ -127,9 +128,54 @@ import ParleyPlacement
         for cut in 1..<bytes.count { #expect(throws: CodecError.self) { try ShardCommand(decoding: Array(bytes.prefix(cut))) } }
         bytes[bytes.count - 1] = 0xFF
         #expect((try? ShardCommand(decoding: bytes + [1])) == nil)
-        let forwarded = ForwardedImCommand(shard: 3, actor: session("a"), account: "a", command: .read(.relations),
-                                           requestKey: RequestKey(id: "k n", expiresAt: 5))
-        #expect(try ForwardedImCommand(decoding: forwarded.encoded()) == forwarded)
+        let forwarded = ShardRequest(shard: 3, actor: session("a"), command: .im(account: "a", .read(.relations)),
+                                     requestKey: RequestKey(id: "k n", expiresAt: 5))
+        #expect(try ShardRequest(decoding: forwarded.encoded()) == forwarded)
+        #expect(try ShardRequest(legacyImBody: try #require(forwarded.legacyImBody())) == forwarded)
+    }
+}
+
+extension ShardImTests {
+    /// Issue 34 (peer protocol 16): the one request into a shard keeps the forms older nodes read — a room
+    /// command's is the `/rpc/v1/propose` body it always was, an IM command's legacy form is
+    /// `/rpc/v1/im/propose`'s — and a room outcome's answer reads as `ApplyOutcome`'s did.
+    @Test func theShardRequestKeepsTheFormsOlderNodesRead() throws {
+        let key = RequestKey(id: "k n", expiresAt: 5)
+        let command = RoomCommand.sendMessage(SendMessage(roomId: "r", clientMessageId: "c", body: "hi"))
+        for requestKey in [nil, key] {
+            // The room form of protocol 1 to 15: shard, context, command, the key last when there is one.
+            var old = ByteWriter()
+            old.write(7)
+            old.write(ApplyContext(commandIndex: 0, timestamp: 0, actor: session("a")))
+            old.write(command)
+            if let requestKey { old.write(requestKey) }
+            let room = ShardRequest.room(shard: 7, actor: session("a"), command: command, requestKey: requestKey)
+            #expect(room.encoded() == old.bytes)
+            #expect(try ShardRequest(decoding: old.bytes) == room)
+            #expect(room.legacyImBody() == nil)
+            // The IM call's form of protocol 3 to 15: shard, context, account, the command's bytes, an optional key.
+            let im = ImShardCommand.user(.setBlocked(target: "b", true))
+            var legacy = ByteWriter()
+            legacy.write(7)
+            legacy.write(ApplyContext(commandIndex: 0, timestamp: 0, actor: session("a")))
+            legacy.write("a")
+            legacy.write(bytes: im.encoded())
+            legacy.write(requestKey)
+            let imRequest = ShardRequest(shard: 7, actor: session("a"), command: .im(account: "a", im), requestKey: requestKey)
+            #expect(imRequest.legacyImBody() == legacy.bytes)
+            #expect(try ShardRequest(legacyImBody: legacy.bytes) == imRequest)
+            #expect(try ShardRequest(decoding: imRequest.encoded()) == imRequest)
+        }
+        // A room outcome's answer reads as the `ApplyOutcome` answer older callers decode: byte for byte for a
+        // caller before protocol 7, the compact form (the ids) from 7 on.
+        let sent = ApplyOutcome(result: .success(.messageSent(seq: 4, time: 9, serverId: 77)), events: [])
+        #expect(ShardAnswer.applied(.room(sent)).encoded(forCaller: 6) == GroupAnswer<ApplyOutcome>.applied(sent).encoded())
+        let compact = ShardAnswer.applied(.room(sent)).encoded(forCaller: PeerProtocol.version)
+        guard case .applied(let outcome) = try GroupAnswer<ApplyOutcome>(decoding: compact) else {
+            Issue.record("not an applied answer")
+            return
+        }
+        #expect(outcome.result == sent.result)
     }
 }
 

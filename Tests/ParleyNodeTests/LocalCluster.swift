@@ -195,10 +195,10 @@ final class LocalCluster: @unchecked Sendable {
         -> ApplyOutcome {
         let transport = try await clientTransport()
         let shard = ShardMap(shardCount: shards).shard(ofRoom: room)
-        let body = ForwardedCommand(shard: shard, actor: actor, command: command).encoded()
+        let body = ShardRequest.room(shard: shard, actor: actor, command: command).encoded()
         let response = try await transport.call(id, path: "/rpc/v1/submit", body: body).get()
         guard response.status == 200 else { throw LocalClusterError.failed("status \(response.status)") }
-        switch try ForwardedAnswer(decoding: response.body) {
+        switch try GroupAnswer<ApplyOutcome>(decoding: response.body) {
         case .applied(let outcome): return outcome
         case .notLeader(let n): throw LocalClusterError.failed("not leader (\(n))")
         case .outcomeUnknown: throw LocalClusterError.failed("outcome unknown")

@@ -76,8 +76,8 @@ import ParleyPlacement
             }
             // A call naming a shard out of range, a negative one, or none at all goes to the first loop, whose
             // driver refuses it: 400, and the node goes on serving.
-            for body in [ForwardedCommand(shard: 999, actor: .appServer, command: .fetchRoomInfo(roomId: "x")).encoded(),
-                         ForwardedCommand(shard: -3, actor: .appServer, command: .fetchRoomInfo(roomId: "x")).encoded(), []] {
+            for body in [ShardRequest.room(shard: 999, actor: .appServer, command: .fetchRoomInfo(roomId: "x")).encoded(),
+                         ShardRequest.room(shard: -3, actor: .appServer, command: .fetchRoomInfo(roomId: "x")).encoded(), []] {
                 let refused = try await cluster.call("/rpc/v1/propose", body: body, via: 2)
                 #expect(refused.status == 400)
             }

@@ -47,27 +47,77 @@ import ParleyShardState
         }
     }
 
-    @Test("IM: a follower's replica answers a write with the leader it knows, and a read itself")
+    @Test("IM: a follower's replica answers a write with the leader it knows, and a read itself — by either call")
     func imWritesAtAFollowerGoToTheLeader() async throws {
         try await withLocalCluster { cluster in
             let account = "road-user"
-            let shard = ShardMap(shardCount: 16).shard(ofUser: account)
-            let (leader, follower) = try await Self.started(cluster, shard: shard)
-            // Asked of the follower's own replica (the call that proposes on the node it reaches): a write is not
-            // proposed there — it answers with the leader, and the caller's route goes there.
-            let write = ForwardedImCommand(shard: shard, actor: .appServer, account: account, command: .confirm([]))
-            #expect(try await Self.imAnswer(cluster, write, via: follower) == .notLeader(leader))
-            let read = ForwardedImCommand(shard: shard, actor: .appServer, account: account, command: .read(.relations))
-            guard case .applied = try await Self.imAnswer(cluster, read, via: follower) else {
-                Issue.record("a read at the follower was not answered there")
-                return
+            let (shard, leader, follower) = try await Self.started(cluster, user: account)
+            let write = ShardRequest(shard: shard, actor: .appServer, command: .im(account: account, .confirm([])))
+            let read = ShardRequest(shard: shard, actor: .appServer, command: .im(account: account, .read(.relations)))
+            // Issue 34: `/rpc/v1/propose` takes IM commands as room ones (peer protocol 16); the older nodes' call,
+            // `/rpc/v1/im/propose` in its own form, is still served alike.
+            for path in [Self.proposePath, Self.imProposePath] {
+                // Asked of the follower's own replica (the call that proposes on the node it reaches): a write is
+                // not proposed there — it answers with the leader, and the caller's route goes there.
+                #expect(try await Self.imAnswer(cluster, write, path, via: follower) == .notLeader(leader), "\(path)")
+                guard case .applied(.im(.success)) = try await Self.imAnswer(cluster, read, path, via: follower) else {
+                    Issue.record("a read at the follower was not answered there (\(path))")
+                    return
+                }
+                // The leader proposes the write itself.
+                guard case .applied(.im(.success)) = try await Self.imAnswer(cluster, write, path, via: leader) else {
+                    Issue.record("the leader did not apply the write (\(path))")
+                    return
+                }
             }
-            // The leader proposes the write itself.
-            guard case .applied = try await Self.imAnswer(cluster, write, via: leader) else {
-                Issue.record("the leader did not apply the write")
-                return
+            // The webhook outbox's command is the shard leader's own: a peer's is refused, and nothing applies.
+            let outbox = ShardRequest(shard: shard, actor: .appServer, command: .webhook(.subscribe(namespace: "x", kinds: [])))
+            let refused = try await cluster.call(Self.proposePath, body: outbox.encoded(), via: leader)
+            #expect(refused.status == 400)
+        }
+    }
+
+    @Test("issue 34: once every node speaks peer protocol 16, an IM write through a follower reaches its leader by the room commands' call")
+    func imWritesTakeTheOneCall() async throws {
+        try await withLocalCluster { cluster in
+            let account = "one-call-user"
+            let (shard, leader, follower) = try await Self.started(cluster, user: account)
+            let write = ShardRequest(shard: shard, actor: .appServer, command: .im(account: account, .confirm([])))
+            // The follower's node routes it (`/rpc/v1/submit`: the road the server API takes there). Its drivers
+            // learn within a second or two that every node reads IM commands on `/rpc/v1/propose`; from then on
+            // ten writes reach the leader that way and none by the older call.
+            @Sendable func tenWrites() async throws -> Bool {
+                let before = try await Self.served(cluster, leader)
+                for _ in 0..<10 {
+                    let response = try await cluster.call("/rpc/v1/submit", body: write.encoded(), via: follower)
+                    guard response.status == 200, case .applied(.im(.success)) = try ShardAnswer(decoding: response.body)
+                    else { return false }
+                }
+                let after = try await Self.served(cluster, leader)
+                return after.propose - before.propose >= 10 && after.im == before.im
+            }
+            try await cluster.eventually("IM writes to reach the leader by /rpc/v1/propose alone", seconds: 20) {
+                (try? await tenWrites()) ?? false
             }
         }
+    }
+
+    /// The leader's `parley_peer_calls_served_total` for the two calls that carry IM commands.
+    static func served(_ cluster: LocalCluster, _ id: UInt64) async throws -> (propose: Double, im: Double) {
+        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
+        let text = PrometheusText(text: String(decoding: body, as: UTF8.self))
+        let name = "parley_peer_calls_served_total"
+        return (text.value(name, ["path": proposePath]) ?? 0, text.value(name, ["path": imProposePath]) ?? 0)
+    }
+
+    static let proposePath = "/rpc/v1/propose"
+    static let imProposePath = "/rpc/v1/im/propose"
+
+    /// Starts the cluster; the user's IM shard, its leader and one of its followers.
+    static func started(_ cluster: LocalCluster, user: String) async throws -> (shard: Int, leader: UInt64, follower: UInt64) {
+        let shard = ShardMap(shardCount: 16).shard(ofUser: user)
+        let (leader, follower) = try await started(cluster, shard: shard)
+        return (shard, leader, follower)
     }
 
     /// Starts the cluster; the shard's leader and one of its followers.
@@ -78,11 +128,12 @@ import ParleyShardState
         return (leader, try #require(cluster.ids.first { $0 != leader }))
     }
 
-    static func imAnswer(_ cluster: LocalCluster, _ command: ForwardedImCommand, via id: UInt64) async throws
-        -> GroupAnswer<ShardOutcome> {
-        let response = try await cluster.call("/rpc/v1/im/propose", body: command.encoded(), via: id)
+    static func imAnswer(_ cluster: LocalCluster, _ request: ShardRequest, _ path: String, via id: UInt64) async throws
+        -> ShardAnswer {
+        let body = path == imProposePath ? try #require(request.legacyImBody()) : request.encoded()
+        let response = try await cluster.call(path, body: body, via: id)
         #expect(response.status == 200)
-        return try GroupAnswer<ShardOutcome>(decoding: response.body)
+        return try ShardAnswer(decoding: response.body)
     }
 
     /// The node's `parley_raft_proposals_total` (writes staged and reads asked on its replicas).

@@ -14,7 +14,9 @@ copies while an older node runs; and no shard takes the rooms' history window bo
 while an older node runs; a message sent with a priority goes as a normal one, and an app's room ceiling is
 answered 503, while an older node runs (peer protocol 13, SPEC D3); a supergroup is answered 503 while an
 older node runs (peer protocol 14, issue 38); and no shard takes the IM logs' window bound while an older node
-runs (peer protocol 15, issue 38 item 5). Bounded: 3 nodes,
+runs (peer protocol 15, issue 38 item 5); and one-to-one messages sent through every node's server API reach their
+receivers' shards, whichever build leads them, once each at the answered seq (peer protocol 16, issue 34: IM
+commands on the room commands' call once every node reads them there). Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -106,6 +108,38 @@ async def check(ports, app_key, rooms, labels, gated_open):
     return sent, failures
 
 
+def one_to_one(ports, labels, app_key, app_secret, users):
+    """Sends a message from each node's users to the next node's through that node's server API, resends it,
+    then reads every receiver's log through the last node: each message is there once, at its answered seq."""
+    failures, acked = [], {}
+    for n, port in enumerate(ports):
+        base = f"http://127.0.0.1:{port}"
+        for u in range(users):
+            sender, receiver, msg_id = f"n{n + 1}-u{u}", f"n{(n + 1) % 3 + 1}-u{u}", f"p2p-{n}-{u}"
+            fields = {"from": sender, "to": receiver, "body": f"via {labels[n]} node {n + 1}", "msgId": msg_id}
+            code, answer = signed(base, app_key, app_secret, "/v1/msg/sendMsg", fields)
+            seq = (answer.get("data") or {}).get("seq")
+            if code != 200 or not seq:
+                failures.append(f"{labels[n]} node {n + 1}: sendMsg {sender} → {receiver}: {code} {answer}")
+                continue
+            again_code, again = signed(base, app_key, app_secret, "/v1/msg/sendMsg", fields)
+            if again_code != 200 or (again.get("data") or {}).get("seq") != seq:
+                failures.append(f"{labels[n]} node {n + 1}: the resend of {msg_id} was answered {again_code} {again}, "
+                                f"the send seq {seq}")
+            acked[(receiver, msg_id)] = seq
+    base = f"http://127.0.0.1:{ports[-1]}"
+    for receiver in sorted({r for r, _ in acked}):
+        code, answer = signed(base, app_key, app_secret, "/v1/msg/sync", {"accid": receiver, "afterSeq": 0, "limit": 500})
+        items = (answer.get("data") or {}).get("items") or [] if code == 200 else []
+        for (r, msg_id), seq in acked.items():
+            if r != receiver:
+                continue
+            seqs = [i.get("seq") for i in items if i.get("msgId") == msg_id]
+            if seqs != [seq]:
+                failures.append(f"{receiver}'s log holds {msg_id} at {seqs}, answered {seq} (sync: {code})")
+    return len(acked), failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--old", required=True, help="the older parley build")
@@ -192,6 +226,13 @@ def main():
         code, answer = signed(base, app_key, app_secret, "/v1/team/create", {"tid": "kite", "owner": "reader", "tname": "Kite"})
         if code != 200:
             failures.append(f"an advanced team: {code} {answer}")
+        # Issue 34 (peer protocol 16): IM commands take the room commands' call (`/rpc/v1/propose`) only once every
+        # node reads them there; until then a newer node sends them to `/rpc/v1/im/propose` in its older form.
+        # One-to-one messages through every node's server API to receivers on every shard — so leaders of both
+        # builds take them from callers of both — each answered with the receiver's seq, a resend with the same.
+        im_sent, im_failures = one_to_one(ports, labels, app_key, app_secret, args.rooms)
+        failures += im_failures
+        print(json.dumps({"oneToOneMessages": im_sent}))
         # SPEC D1: the rooms' window bound is a room command (tag 39) older nodes cannot read: no shard leader
         # proposes it while one runs (peer protocol 12), and every message above went on all the same. Issue 38
         # item 5: the IM logs' window bound (IM command tag 9, IM snapshot version 4) waits the same way (15).

@@ -1,13 +1,17 @@
 import NIOCore
 import ParleyTransport
+import Synchronization
 
 /// Whether every node of the cluster reads what a feature writes, as this driver last heard (issue 18): a
 /// feature that writes something older nodes cannot read waits for it. Asked each second until every node
-/// does (a cluster starting, an upgrade finishing), then every 5 s.
-final class PeerFeatureWatch {
+/// does (a cluster starting, an upgrade finishing), then every 5 s. Asked and set on the driver's loop; read
+/// from any thread (a client loop's road straight to a leader reads `shardRequests`).
+final class PeerFeatureWatch: Sendable {
     let feature: PeerProtocol.Feature
-    fileprivate(set) var everyNode = false
-    fileprivate var askedAt: NIODeadline?
+    fileprivate let heard = Atomic(false)
+    fileprivate let asked = Mutex<NIODeadline?>(nil)
+
+    var everyNode: Bool { heard.load(ordering: .relaxed) }
 
     init(_ feature: PeerProtocol.Feature) {
         self.feature = feature
@@ -17,9 +21,13 @@ final class PeerFeatureWatch {
 extension RaftDriver {
     /// Asks again whether every node has `watch`'s feature when it is time to; the answer lands on this loop.
     func refresh(_ watch: PeerFeatureWatch, now: NIODeadline) {
-        if let asked = watch.askedAt, now - asked < (watch.everyNode ? .seconds(5) : .seconds(1)) { return }
-        watch.askedAt = now
-        everyNode(has: watch.feature) { watch.everyNode = $0 }
+        let due = watch.asked.withLock { asked in
+            if let last = asked, now - last < (watch.everyNode ? .seconds(5) : .seconds(1)) { return false }
+            asked = now
+            return true
+        }
+        guard due else { return }
+        everyNode(has: watch.feature) { watch.heard.store($0, ordering: .relaxed) }
     }
 
     /// Whether every node of the registry (but the dropped) and every peer this node links to speaks a peer

@@ -27,7 +27,7 @@ extension RaftDriver {
         for shard in host.shards where !settingImWindow.contains(shard) {
             guard let bytes = host.imLogWindowToSet(shard: shard) else { continue }
             settingImWindow.insert(shard)
-            host.proposeIm(.setLogWindow(bytes: bytes), account: "", shard: shard, actor: .appServer, timestamp: Self.now()) { _ in
+            host.propose(.im(account: "", .setLogWindow(bytes: bytes)), shard: shard, actor: .appServer, timestamp: Self.now()) { _ in
                 self.settingImWindow.remove(shard)
             }
         }

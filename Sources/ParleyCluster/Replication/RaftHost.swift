@@ -325,17 +325,31 @@ public final class RaftHost {
                 completion: completion)
     }
 
-    /// Proposes a command to a given shard (commands that are not about one room, such as a lost edge).
+    /// Proposes a room command to a given shard (commands that are not about one room, such as a lost edge).
     public func propose(_ command: RoomCommand, shard: ShardID, actor: CommandActor, timestamp: Int64,
                         requestKey: RequestKey? = nil, completion: @escaping ProposalCompletion) {
+        propose(.room(command), shard: shard, actor: actor, timestamp: timestamp, requestKey: requestKey) { result in
+            completion(result.map { $0.room ?? RoomsState.refusedRequest(.replayed) })
+        }
+    }
+
+    /// Proposes any shard command — a room's, an IM one for its account (empty for the relay's own), the
+    /// webhook outbox's — to `shard`. Completes once it applied on this node (after a quorum made it durable),
+    /// or at once when this replica cannot take it (a follower names its leader: only a leader appends).
+    public func propose(_ command: ShardCommand, shard: ShardID, actor: CommandActor, timestamp: Int64,
+                        requestKey: RequestKey? = nil,
+                        completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
         guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
-        let metrics = self.metrics
-        let kind = command.metricKind
         due.mark(groupIndex[replica.group]!)
-        replica.propose(.room(command), id: nextProposalID(), actor: actor, timestamp: timestamp, requestKey: requestKey) { result in
-            let result = result.map { $0.room ?? RoomsState.refusedRequest(.replayed) }
+        guard case .room(let room) = command else {
+            return replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp,
+                                   requestKey: requestKey, completion: completion)
+        }
+        let metrics = self.metrics
+        let kind = room.metricKind
+        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp, requestKey: requestKey) { result in
             // Counted where the proposal was made (the leader), so each command counts once in the cluster.
-            if case .success(let outcome) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
+            if case .success(.room(let outcome)) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
             completion(result)
         }
     }
@@ -366,26 +380,6 @@ public final class RaftHost {
         guard let r = replicas[shard], r.isLeader, r.machine.im.logWindowBytes != config.memory.imLogWindowBytes
         else { return nil }
         return config.memory.imLogWindowBytes
-    }
-
-    /// SPEC W2: proposes a change to the shard's webhook outbox (the cluster's own command).
-    public func proposeWebhook(_ command: WebhookOutboxCommand, shard: ShardID, timestamp: Int64,
-                               completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
-        guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
-        due.mark(groupIndex[replica.group]!)
-        replica.propose(.webhook(command), id: nextProposalID(), actor: .appServer, timestamp: timestamp,
-                        completion: completion)
-    }
-
-    /// Issue 19: proposes an IM command for `account` (app-scoped; empty for the relay's own commands) to
-    /// `shard`; completes once it applied on this node, or at once when this replica cannot take it.
-    public func proposeIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor, timestamp: Int64,
-                          requestKey: RequestKey? = nil,
-                          completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
-        guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
-        due.mark(groupIndex[replica.group]!)
-        replica.propose(.im(account: account, command), id: nextProposalID(), actor: actor, timestamp: timestamp,
-                        requestKey: requestKey, completion: completion)
     }
 
     /// Proposes a change to the meta group (node registry, placement, app credentials).

@@ -18,48 +18,42 @@ extension RaftLoops {
     /// A room command, answered on `loop` (a client connection's).
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, deadline: NIODeadline,
                        answeringOn loop: EventLoop) -> EventLoopFuture<ApplyOutcome> {
-        straightToLeader(shard: shard, path: RaftDriver.proposePath, deadline: deadline, on: loop,
-                         body: { ForwardedCommand(shard: shard, actor: actor, command: command, requestKey: nil).encoded() },
-                         outcome: { (outcome: ApplyOutcome) in outcome }) {
-            self.submit(command, shard: shard, actor: actor, deadline: deadline).hop(to: loop)
-        }
+        submit(.room(shard: shard, actor: actor, command: command), deadline: deadline, answeringOn: loop).map(RaftDriver.roomOutcome)
     }
 
     /// An IM command, answered on `loop`. A team command that adds users and a user's conversations take the
-    /// driver's road: it asks other shards first (`RaftDriver.submitIm`).
+    /// driver's road: it asks other shards first (`RaftDriver.composedIm`).
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
                          deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        let driverRoad: @Sendable () -> EventLoopFuture<Result<ImApplied, ImError>> = {
-            self.submitIm(command, account: account, shard: shard, actor: actor, deadline: deadline).hop(to: loop)
-        }
-        if case .team(_, let teamCommand) = command, !teamCommand.joiningAccounts(actor: account).isEmpty { return driverRoad() }
-        if case .read(.conversations) = command { return driverRoad() }
-        return straightToLeader(shard: shard, path: RaftDriver.imProposePath, deadline: deadline, on: loop,
-                                body: { ForwardedImCommand(shard: shard, actor: actor, account: account, command: command,
-                                                           requestKey: nil).encoded() },
-                                outcome: RaftDriver.imResult, otherwise: driverRoad)
+        submit(ShardRequest(shard: shard, actor: actor, command: .im(account: account, command)), deadline: deadline,
+               answeringOn: loop).map(RaftDriver.imResult)
     }
 
-    private func straightToLeader<Outcome: BinaryCodable & Sendable & Hashable, Answer: Sendable>(
-        shard: ShardID, path: String, deadline: NIODeadline, on loop: EventLoop, body: () -> [UInt8],
-        outcome: @escaping @Sendable (Outcome) -> Answer, otherwise: @escaping @Sendable () -> EventLoopFuture<Answer>
-    ) -> EventLoopFuture<Answer> {
-        let leader = leaders.leader(of: shard)
-        guard leader != 0, leader != nodeID else { return otherwise() }
-        let (applied, rerouted) = (straightCounters.applied, straightCounters.rerouted)
-        let routed: @Sendable () -> EventLoopFuture<Answer> = {
-            rerouted.increment()
-            return otherwise()
+    /// A request, answered on `loop`: straight to the leader the node knows, else (and when that answers
+    /// anything but an outcome) the driver's road.
+    func submit(_ request: ShardRequest, deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<ShardOutcome> {
+        let driver = driver(for: request.shard)
+        let driverRoad: @Sendable () -> EventLoopFuture<ShardOutcome> = {
+            driver.submit(request, deadline: deadline).hop(to: loop)
         }
-        let promise = loop.makePromise(of: Answer.self)
-        transport.call(leader, path: path, body: body(), timeout: deadline - .now(), on: loop).whenComplete { result in
-            guard case .success(let response) = result, let answer = GroupAnswer<Outcome>(response: response) else {
+        if case .im(let account, let command) = request.command, command.asksOtherShards(actor: account) { return driverRoad() }
+        let leader = leaders.leader(of: request.shard)
+        guard leader != 0, leader != nodeID else { return driverRoad() }
+        let (applied, rerouted) = (straightCounters.applied, straightCounters.rerouted)
+        let routed: @Sendable () -> EventLoopFuture<ShardOutcome> = {
+            rerouted.increment()
+            return driverRoad()
+        }
+        let promise = loop.makePromise(of: ShardOutcome.self)
+        let call = driver.peerCall(request)
+        transport.call(leader, path: call.path, body: call.body, timeout: deadline - .now(), on: loop).whenComplete { result in
+            guard case .success(let response) = result, let answer = ShardAnswer(response: response) else {
                 return promise.completeWith(routed())
             }
             switch answer {
             case .applied(let o):
                 applied.increment()
-                promise.succeed(outcome(o))
+                promise.succeed(o)
             case .outcomeUnknown:
                 promise.fail(RouteError.outcomeUnknown)
             default:
@@ -67,5 +61,14 @@ extension RaftLoops {
             }
         }
         return promise.futureResult
+    }
+}
+
+extension ImShardCommand {
+    /// Whether the driver asks other shards for this command first (`RaftDriver.composedIm`).
+    func asksOtherShards(actor account: String) -> Bool {
+        if case .team(_, let teamCommand) = self, !teamCommand.joiningAccounts(actor: account).isEmpty { return true }
+        if case .read(.conversations) = self { return true }
+        return false
     }
 }

@@ -25,6 +25,8 @@ public final class RaftLoops: Sendable {
     let transport: PeerTransport
     /// `parley_edge_commands_to_leader_total{result}` (`RaftLoops+StraightToLeader`).
     let straightCounters: (applied: Counter, rerouted: Counter)
+    /// `parley_peer_calls_served_total{path}`: what peers and the cluster tool ask of this node, by call.
+    private let callsServed: [String: Counter]
 
     /// One driver per loop of `loops`. `makeHost` builds each loop's host for its partition; `firstStart`
     /// says whether the database held no group before any host opened it (only then are groups founded).
@@ -52,6 +54,7 @@ public final class RaftLoops: Sendable {
         self.preSend = preSend
         self.transport = transport
         straightCounters = (drivers[0].host.metrics.commandsToLeader, drivers[0].host.metrics.commandsToLeaderRerouted)
+        callsServed = drivers[0].host.metrics.peerCallsServed(RaftDriver.peerCalls.keys)
         let leaders = ShardLeaders(shardCount: shardMap.shardCount)
         self.leaders = leaders
         for d in drivers {
@@ -97,6 +100,7 @@ public final class RaftLoops: Sendable {
         guard let call = RaftDriver.peerCalls[request.path] else {
             return first.loop.makeSucceededFuture(PeerResponse.text(404, "no such call"))
         }
+        callsServed[request.path]?.increment()
         let driver = drivers.count == 1 ? first : call.shard(request.body, shardMap).map(driver(for:)) ?? first
         return call.serve(driver, request)
     }

@@ -65,6 +65,14 @@ final class RaftMetrics {
         }
     }
 
+    /// `parley_peer_calls_served_total{path}`: one counter per RPC path the node serves (a bounded set: an
+    /// unknown path is answered 404 and not counted).
+    func peerCallsServed(_ paths: some Sequence<String>) -> [String: Counter] {
+        Dictionary(uniqueKeysWithValues: paths.map { path in
+            (path, Counter(label: "parley_peer_calls_served_total", dimensions: [("path", path)], factory: factory))
+        })
+    }
+
     /// Counts `group`'s proposals, and the moves its configuration changes make while it leads.
     func watch(_ group: HostedGroup) {
         let proposals = self.proposals, started = movesStarted, done = movesDone, failed = movesFailed

@@ -89,7 +89,8 @@ extension RaftDriver {
             let key = WebhookCopyBook.Key(shard: shard, namespace: namespace)
             guard webhookBook.subscribing.insert(key).inserted else { continue }
             let removed = kinds.isEmpty ? boxes[namespace]?.pending.count ?? 0 : 0
-            host.proposeWebhook(.subscribe(namespace: namespace, kinds: kinds), shard: shard, timestamp: Self.now()) { result in
+            host.propose(.webhook(.subscribe(namespace: namespace, kinds: kinds)), shard: shard, actor: .appServer,
+                         timestamp: Self.now()) { result in
                 self.webhookBook.subscribing.remove(key)
                 if case .success = result, removed > 0 {
                     poster.dropped(namespace: namespace, count: removed, why: "the app's after-event callbacks went off")
@@ -102,8 +103,8 @@ extension RaftDriver {
     private func trim(_ key: WebhookCopyBook.Key, through: WebhookPosition, delivered: Bool, now: NIODeadline,
                       _ done: @escaping (Bool) -> Void) {
         webhookBook.progress[key]!.trimming = now
-        host.proposeWebhook(.trim(namespace: key.namespace, through: through, delivered: delivered), shard: key.shard,
-                            timestamp: Self.now()) { result in
+        host.propose(.webhook(.trim(namespace: key.namespace, through: through, delivered: delivered)), shard: key.shard,
+                     actor: .appServer, timestamp: Self.now()) { result in
             self.webhookBook.progress[key]?.trimmed()
             if case .success = result { done(true) } else { done(false) }
         }
