@@ -223,10 +223,21 @@ extension RaftDriver {
         if !request.isRead, let leader = leaderElsewhere(of: request.shard) {
             return completion(.failure(.notLeader(leader: leader)))
         }
-        admit(request, refuse: { completion(.success($0)) }) { command in
-            self.host.propose(command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
-                              requestKey: request.requestKey, completion: completion)
-            self.scheduleReady()
+        switch admit(request) {
+        case .now(let admitted): propose(admitted, request, completion)
+        case .after(let verdict, let decide): whenChecked(verdict) { self.propose(decide($0), request, completion) }
+        }
+    }
+
+    private func propose(_ admitted: Admitted, _ request: ShardRequest,
+                         _ completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
+        switch admitted {
+        case .refuse(let outcome):
+            completion(.success(outcome))
+        case .append(let command):
+            host.propose(command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
+                         requestKey: request.requestKey, completion: completion)
+            scheduleReady()
         }
     }
 
@@ -354,56 +365,59 @@ extension RaftDriver {
 /// command came by — this node's edge, a follower's or a replica-less node's call, the server API): A1's send
 /// budgets and W3's pre-send check with the app server, for rooms and IM alike.
 extension RaftDriver {
-    /// Runs the leader's checks on `request`: `propose` gets the command to append (W3's verdict may have
-    /// changed a message), `refuse` the answer of one refused (it changes nothing and enters no log). Either
-    /// runs on this loop, at once or when the app server answered.
-    func admit(_ request: ShardRequest, refuse: @escaping (ShardOutcome) -> Void,
-               propose: @escaping (ShardCommand) -> Void) {
-        switch (request.command, request.actor) {
-        case (.room(.sendMessage(let m)), .session(let sender)):
-            admitRoomMessage(m, from: sender, shard: request.shard, refuse: { refuse(.room($0)) }) {
-                propose(.room(.sendMessage($0)))
-            }
-        case (.im(let account, let command), .session):
-            admitIm(command, account: account, request, refuse: { refuse(.im(.failure($0))) }) {
-                propose(.im(account: account, $0))
-            }
-        default:
-            propose(request.command)
+    /// What the leader's checks made of a write: append this command (W3's verdict may have changed a
+    /// message), or answer this and append nothing.
+    enum Admitted {
+        case append(ShardCommand)
+        case refuse(ShardOutcome)
+    }
+
+    /// The checks' answer: at once (every command but one its app server checks first: no closure, no
+    /// future), or once the app server's verdict came (W3), decided on this loop.
+    enum Admission {
+        case now(Admitted)
+        case after(EventLoopFuture<PreSendVerdict>, decide: (PreSendVerdict) -> Admitted)
+    }
+
+    /// Runs the leader's checks on `request`.
+    func admit(_ request: ShardRequest) -> Admission {
+        guard case .session(let sender) = request.actor else { return .now(.append(request.command)) }
+        switch request.command {
+        case .room(.sendMessage(let m)): return admitRoomMessage(m, from: sender, shard: request.shard)
+        case .im(let account, let command): return admitIm(command, account: account, request)
+        default: return .now(.append(request.command))
         }
     }
 
     /// A1: a client session's message counts against its room's budgets (the app server's never does); W3:
     /// in a room its app checks, the app server sees it first, once the budget is charged.
-    private func admitRoomMessage(_ m: SendMessage, from sender: SessionIdentity, shard: ShardID,
-                                  refuse: @escaping (ApplyOutcome) -> Void, propose: @escaping (SendMessage) -> Void) {
+    private func admitRoomMessage(_ m: SendMessage, from sender: SessionIdentity, shard: ShardID) -> Admission {
         let budget = host.sendBudget(shard: shard, roomId: m.roomId)
         if !budget.isUnlimited, let wait = throttle.admit(roomId: m.roomId, userId: sender.userId, budget: budget, now: Self.now()) {
             sendsOverBudget += 1
             host.countOverBudget(.sendMessage(m))
-            return refuse(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: []))
+            return .now(.refuse(.room(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: []))))
         }
         guard let gate = preSend, gate.checkMillis(roomId: m.roomId) != nil,
-              let verdict = gate.verdict(on: m, sender: sender, eventLoop: loop) else { return propose(m) }
-        whenChecked(verdict) { v in
-            if let refusal = v.refusal { return refuse(ApplyOutcome(result: .failure(refusal), events: [])) }
-            propose(v.applied(to: m))
+              let verdict = gate.verdict(on: m, sender: sender, eventLoop: loop) else { return .now(.append(.room(.sendMessage(m)))) }
+        return .after(verdict) { v in
+            if let refusal = v.refusal { return .refuse(.room(ApplyOutcome(result: .failure(refusal), events: []))) }
+            return .append(.room(.sendMessage(v.applied(to: m))))
         }
     }
 
     /// A1 and W3 for IM (`imBudget`; `preSend.im`: a client's one-to-one or team message its app checks first).
-    private func admitIm(_ command: ImShardCommand, account: String, _ request: ShardRequest,
-                         refuse: @escaping (ImError) -> Void, propose: @escaping (ImShardCommand) -> Void) {
+    private func admitIm(_ command: ImShardCommand, account: String, _ request: ShardRequest) -> Admission {
         if let b = imBudget(command, request),
            let wait = throttle.admit(roomId: b.key, userId: b.sender, budget: b.budget, now: Self.now()) {
-            return refuse(ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message))
+            return .now(.refuse(.im(.failure(ImError(.sendRateLimited, RoomError.sendRateLimited(retryAfterMillis: wait).message)))))
         }
         guard let gate = preSend, gate.imCheckMillis(account: account) != nil,
               let message = ImPreSend(command, from: account),
-              let verdict = gate.verdict(onIm: message, eventLoop: loop) else { return propose(command) }
-        whenChecked(verdict) { v in
-            if let refusal = v.imRefusal { return refuse(refusal) }
-            propose(message.command(applying: v, to: command))
+              let verdict = gate.verdict(onIm: message, eventLoop: loop) else { return .now(.append(request.command)) }
+        return .after(verdict) { v in
+            if let refusal = v.imRefusal { return .refuse(.im(.failure(refusal))) }
+            return .append(.im(account: account, message.command(applying: v, to: command)))
         }
     }
 

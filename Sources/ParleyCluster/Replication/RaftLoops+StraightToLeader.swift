@@ -18,7 +18,8 @@ extension RaftLoops {
     /// A room command, answered on `loop` (a client connection's).
     public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, deadline: NIODeadline,
                        answeringOn loop: EventLoop) -> EventLoopFuture<ApplyOutcome> {
-        submit(.room(shard: shard, actor: actor, command: command), deadline: deadline, answeringOn: loop).map(RaftDriver.roomOutcome)
+        submit(.room(shard: shard, actor: actor, command: command), deadline: deadline, answeringOn: loop,
+               as: RaftDriver.roomOutcome)
     }
 
     /// An IM command, answered on `loop`. A team command that adds users and a user's conversations take the
@@ -26,38 +27,44 @@ extension RaftLoops {
     public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
                          deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
         submit(ShardRequest(shard: shard, actor: actor, command: .im(account: account, command)), deadline: deadline,
-               answeringOn: loop).map(RaftDriver.imResult)
+               answeringOn: loop, as: RaftDriver.imResult)
     }
 
-    /// A request, answered on `loop`: straight to the leader the node knows, else (and when that answers
-    /// anything but an outcome) the driver's road.
-    func submit(_ request: ShardRequest, deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<ShardOutcome> {
+    /// A request, answered on `loop` as `reading` reads the outcome: straight to the leader the node knows,
+    /// else (and when that answers anything but an outcome) the driver's road. One promise on `loop` either way
+    /// (no hop and map per command).
+    func submit<Answer: Sendable>(_ request: ShardRequest, deadline: NIODeadline, answeringOn loop: EventLoop,
+                                  as reading: @escaping @Sendable (ShardOutcome) -> Answer) -> EventLoopFuture<Answer> {
         let driver = driver(for: request.shard)
-        let driverRoad: @Sendable () -> EventLoopFuture<ShardOutcome> = {
-            driver.submit(request, deadline: deadline).hop(to: loop)
+        let promise = loop.makePromise(of: Answer.self)
+        let driverRoad: @Sendable () -> Void = {
+            driver.submit(request, deadline: deadline).whenComplete { promise.completeWith($0.map(reading)) }
         }
-        if case .im(let account, let command) = request.command, command.asksOtherShards(actor: account) { return driverRoad() }
         let leader = leaders.leader(of: request.shard)
-        guard leader != 0, leader != nodeID else { return driverRoad() }
-        let (applied, rerouted) = (straightCounters.applied, straightCounters.rerouted)
-        let routed: @Sendable () -> EventLoopFuture<ShardOutcome> = {
-            rerouted.increment()
-            return driverRoad()
+        if case .im(let account, let command) = request.command, command.asksOtherShards(actor: account) {
+            driverRoad()
+            return promise.futureResult
         }
-        let promise = loop.makePromise(of: ShardOutcome.self)
+        guard leader != 0, leader != nodeID else {
+            driverRoad()
+            return promise.futureResult
+        }
+        let (applied, rerouted) = (straightCounters.applied, straightCounters.rerouted)
         let call = driver.peerCall(request)
         transport.call(leader, path: call.path, body: call.body, timeout: deadline - .now(), on: loop).whenComplete { result in
             guard case .success(let response) = result, let answer = ShardAnswer(response: response) else {
-                return promise.completeWith(routed())
+                rerouted.increment()
+                return driverRoad()
             }
             switch answer {
             case .applied(let o):
                 applied.increment()
-                promise.succeed(o)
+                promise.succeed(reading(o))
             case .outcomeUnknown:
                 promise.fail(RouteError.outcomeUnknown)
             default:
-                promise.completeWith(routed())
+                rerouted.increment()
+                driverRoad()
             }
         }
         return promise.futureResult
