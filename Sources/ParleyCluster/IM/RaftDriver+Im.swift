@@ -29,9 +29,8 @@ extension RaftDriver {
     /// - Issue 38: a team command that adds users asks their own shards first whether they are in
     ///   `maxTeamsPerUser` teams already (the team's shard cannot see that).
     /// - Issue 38 item 4: a user's conversations are gathered from several shards.
-    func composedIm(_ command: ImShardCommand, account: String, _ request: ShardRequest, _ deadline: NIODeadline)
-        -> EventLoopFuture<ShardOutcome>? {
-        guard command.asksOtherShards(actor: account) else { return nil }
+    func composedIm(_ request: ShardRequest, _ deadline: NIODeadline) -> EventLoopFuture<ShardOutcome>? {
+        guard request.asksOtherShards, case .im(let account, let command) = request.command else { return nil }
         if case .read(.conversations) = command {
             return conversations(account: account, shard: request.shard, actor: request.actor, deadline: deadline).map { .im($0) }
         }

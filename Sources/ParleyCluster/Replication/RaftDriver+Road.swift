@@ -40,10 +40,7 @@ extension RaftDriver {
     /// `proposeHere`). An IM command that needs other shards first (a team join's caps, a user's
     /// conversations) asks them here, so no road skips that either.
     public func submit(_ request: ShardRequest, deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ShardOutcome> {
-        if case .im(let account, let command) = request.command, let composed = composedIm(command, account: account,
-                                                                                            request, deadline) {
-            return composed
-        }
+        if let composed = composedIm(request, deadline) { return composed }
         return reachShard(request, deadline)
     }
 
@@ -195,7 +192,7 @@ extension RaftDriver {
         let request = ForwardedMetaCommand(command: command, requestKey: requestKey)
         return loop.flatSubmit {
             self.route(GroupRoute<MetaOutcome>(
-                what: "the meta group", path: "/rpc/v1/meta/propose", body: request.encoded(),
+                what: "the meta group", path: Self.metaProposePath, body: request.encoded(),
                 replicas: self.metaCandidates(),
                 here: self.host.metaLeader != nil ? { self.proposeMetaHere(request) } : nil), deadline)
             .flatMap { outcome in
@@ -287,7 +284,8 @@ extension RaftDriver {
     /// The commands' calls:
     /// - `propose` and `meta/propose` (node to node): propose on this replica only, never forward again (one
     ///   hop);
-    /// - `submit` (tools): route a room command to its shard leader wherever it is;
+    /// - `submit` (tools): route a shard command (a room's or an IM one) to its leader wherever it is, as
+    ///   `submit(_:deadline:)` does;
     /// - `leader`: the leader this node knows for a shard;
     /// - `meta/state`: this node's copy of the meta state (for nodes that hold no meta replica).
     static let commandCalls: [PeerCall] = [

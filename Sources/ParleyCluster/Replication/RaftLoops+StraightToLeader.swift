@@ -41,11 +41,7 @@ extension RaftLoops {
             driver.submit(request, deadline: deadline).whenComplete { promise.completeWith($0.map(reading)) }
         }
         let leader = leaders.leader(of: request.shard)
-        if case .im(let account, let command) = request.command, command.asksOtherShards(actor: account) {
-            driverRoad()
-            return promise.futureResult
-        }
-        guard leader != 0, leader != nodeID else {
+        guard leader != 0, leader != nodeID, !request.asksOtherShards else {
             driverRoad()
             return promise.futureResult
         }
@@ -71,11 +67,13 @@ extension RaftLoops {
     }
 }
 
-extension ImShardCommand {
-    /// Whether the driver asks other shards for this command first (`RaftDriver.composedIm`).
-    func asksOtherShards(actor account: String) -> Bool {
-        if case .team(_, let teamCommand) = self, !teamCommand.joiningAccounts(actor: account).isEmpty { return true }
-        if case .read(.conversations) = self { return true }
+extension ShardRequest {
+    /// An IM command the driver asks other shards about first (`RaftDriver.composedIm`): a team command that
+    /// adds users, a user's conversations.
+    var asksOtherShards: Bool {
+        guard case .im(let account, let command) = command else { return false }
+        if case .team(_, let teamCommand) = command { return !teamCommand.joiningAccounts(actor: account).isEmpty }
+        if case .read(.conversations) = command { return true }
         return false
     }
 }
