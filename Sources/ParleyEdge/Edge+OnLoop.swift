@@ -4,6 +4,7 @@ import ParleyCluster
 import ParleyIM
 import ParleyPlacement
 import ParleyRooms
+import ParleyShardState
 
 /// Issue 35 item 3: a connection's requests answered on its own event loop, with no hop through the `Edge`
 /// actor. Once the connection said `hello`, every request is admitted there (A9, A1, A8, A6) and the room
@@ -77,8 +78,9 @@ extension Edge {
         let identity = SessionIdentity(userId: login.scoped, authMode: .imSession,
                                        sessionId: Self.sessionId(edgeId: cluster.edgeId, connection: connection),
                                        edgeId: cluster.edgeId)
-        return cluster.submitIm(command, account: login.scoped, shard: shard, actor: .session(identity), on: socket.eventLoop)
-            .map { result in socket.send(TextFrame(Self.imAnswer(id: id, result, namespace: login.namespace))) }
+        return cluster.submit(.im(shard: shard, actor: .session(identity), account: login.scoped, command: command),
+                              on: socket.eventLoop)
+            .map { outcome in socket.send(TextFrame(Self.imAnswer(id: id, outcome.imAnswer, namespace: login.namespace))) }
             .flatMapErrorThrowing { error in socket.send(TextFrame(EventFrame.error(id: id, ProtocolError.from(error)))) }
     }
 
@@ -102,21 +104,21 @@ extension Edge {
                                        edgeId: cluster.edgeId)
         let metrics = self.metrics
         let cluster = self.cluster
-        let submitted: EventLoopFuture<ApplyOutcome>
+        let submitted: EventLoopFuture<ShardOutcome>
+        let shard = cluster.shard(ofRoom: roomId)
         if case .sendMessage(var send) = command, send.priority != .normal {
             // D3: a priority is written (command tag 40) only once every node reads it; until then the message
             // goes as a normal one (a rolling upgrade neither refuses nor loses it).
             submitted = loop.makeFutureWithTask {
                 if !(await cluster.everyNodeHas(.messagePriority)) { send.priority = .normal }
-                return try await cluster.submit(.sendMessage(send), shard: cluster.shard(ofRoom: roomId),
-                                                actor: .session(identity))
+                return try await cluster.submit(.room(shard: shard, actor: .session(identity), command: .sendMessage(send)))
             }
         } else {
-            submitted = cluster.submit(command, shard: cluster.shard(ofRoom: roomId), actor: .session(identity), on: loop)
+            submitted = cluster.submit(.room(shard: shard, actor: .session(identity), command: command), on: loop)
         }
         return submitted
             .flatMap { outcome -> EventLoopFuture<Void> in
-                switch outcome.result {
+                switch outcome.roomAnswer.result {
                 case .failure(let e) where e.code == .notEntered:
                     return loop.makeFutureWithTask { await self.lost(connection, id: id, roomId: roomId, e) }
                 case .failure(let e):

@@ -4,6 +4,7 @@ import ParleyIM
 import ParleyRooms
 import ParleyTransport
 import ParleyPlacement
+import ParleyShardState
 
 /// What the edge needs from the cluster. `ParleyNode` provides it over the Raft driver (commands routed to
 /// shard leaders, event feeds long-polled from replicas, tokens read from the meta group); tests may provide
@@ -15,12 +16,15 @@ public protocol EdgeCluster: Sendable {
     var shardCount: Int { get }
     func shard(ofRoom roomId: String) -> ShardID
 
-    /// Routes a command to the shard's leader and returns the applied outcome. Throws `EdgeClusterError`.
-    func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome
+    /// Issue 34: the one road into a shard, for a room's command and an IM one alike: routed to the shard's
+    /// leader, which checks and applies it; returns what it applied. Throws `EdgeClusterError`. Callers read the
+    /// outcome as their command's (`ShardOutcome.roomAnswer`, `.imAnswer`; `submit(_:shard:actor:)` and
+    /// `submitIm` below do).
+    func submit(_ request: ShardRequest) async throws -> ShardOutcome
 
     /// The same, answered on `loop` (a client connection's, which then needs no task or actor hop: issue 35).
-    func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
-        -> EventLoopFuture<ApplyOutcome>
+    /// The future fails with `EdgeClusterError`.
+    func submit(_ request: ShardRequest, on loop: any EventLoop) -> EventLoopFuture<ShardOutcome>
 
     /// The shard's applied events after `cursor` (nil = start from the present: an empty page whose cursor is
     /// the replica's current applied index), waiting up to `waitMillis` for at least one. Every call also
@@ -57,15 +61,6 @@ public protocol EdgeCluster: Sendable {
     func shard(ofUser account: String) -> ShardID
     func shard(ofTeam teamId: String) -> ShardID
 
-    /// Issue 19: routes an IM command for `account` to `shard`'s leader and returns what it answered.
-    /// Throws `EdgeClusterError`.
-    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
-        -> Result<ImApplied, ImError>
-
-    /// The same, answered on `loop` (issue 35: no task on the way). The future fails with `EdgeClusterError`.
-    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
-        -> EventLoopFuture<Result<ImApplied, ImError>>
-
     /// Whether the registry as this node last read it holds `account` of `appKey` — without a hop or a wait;
     /// false when it cannot say (the caller then asks `userExists`, which looks again).
     func knowsUser(appKey: String, account: String) -> Bool
@@ -90,14 +85,19 @@ public protocol LocalEventFeeds: Sendable {
 }
 
 extension EdgeCluster {
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
-        -> EventLoopFuture<ApplyOutcome> {
-        loop.makeFutureWithTask { try await submit(command, shard: shard, actor: actor) }
+    public func submit(_ request: ShardRequest, on loop: any EventLoop) -> EventLoopFuture<ShardOutcome> {
+        loop.makeFutureWithTask { try await submit(request) }
     }
 
-    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
-                         on loop: any EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        loop.makeFutureWithTask { try await submitIm(command, account: account, shard: shard, actor: actor) }
+    /// A room command on its shard, as `submit(_:)` takes it.
+    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
+        try await submit(.room(shard: shard, actor: actor, command: command)).roomAnswer
+    }
+
+    /// Issue 19: an IM command for `account` (app-scoped) on `shard`, as `submit(_:)` takes it.
+    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
+        -> Result<ImApplied, ImError> {
+        try await submit(.im(shard: shard, actor: actor, account: account, command: command)).imAnswer
     }
 
     public func knowsUser(appKey: String, account: String) -> Bool { false }

@@ -8,6 +8,7 @@ import ParleyRaft
 import ParleyRooms
 import ParleyTransport
 import ParleyPlacement
+import ParleyShardState
 
 /// The edge's view of the cluster on a real node: commands through the Raft driver (routed to shard
 /// leaders), event feeds long-polled from this node's replica of each shard, or else the shard's leader (or
@@ -65,26 +66,33 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
         }
     }
 
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
-        try await routed { raft.submit(command, shard: shard, actor: actor, deadline: deadline(of: command)) }
+    public func submit(_ request: ShardRequest) async throws -> ShardOutcome {
+        try await routed { raft.submit(request, deadline: deadline(of: request)) }
     }
 
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
-        -> EventLoopFuture<ApplyOutcome> {
+    public func submit(_ request: ShardRequest, on loop: any EventLoop) -> EventLoopFuture<ShardOutcome> {
         do {
-            return try start { raft.submit(command, shard: shard, actor: actor, deadline: deadline(of: command), answeringOn: loop) }
+            return try start { raft.submit(request, deadline: deadline(of: request), answeringOn: loop) }
                 .flatMapErrorThrowing { throw Self.edgeError($0) }
         } catch {
             return loop.makeFailedFuture(error)
         }
     }
 
-    /// How long a command may take from now; a message its app checks first (W3) may wait for the app server
-    /// that long on top.
-    private func deadline(of command: RoomCommand) -> NIODeadline {
+    /// How long a command may take from now; a message its app checks first (W3: a room's, or a session's
+    /// one-to-one or team message) may wait for the app server that long on top.
+    private func deadline(of request: ShardRequest) -> NIODeadline {
         var timeout = commandTimeout
-        if case .sendMessage(let m) = command, let check = raft.preSend?.checkMillis(roomId: m.roomId) {
-            timeout = timeout + .milliseconds(Int64(check))
+        switch request.command {
+        case .room(.sendMessage(let m)):
+            if let check = raft.preSend?.checkMillis(roomId: m.roomId) { timeout = timeout + .milliseconds(Int64(check)) }
+        case .im(let account, let command):
+            if case .session = request.actor, let check = raft.preSend?.imCheckMillis(account: account),
+               ImPreSend(command, from: account) != nil {
+                timeout = timeout + .milliseconds(Int64(check))
+            }
+        default:
+            break
         }
         return .now() + timeout
     }
@@ -116,36 +124,6 @@ public final class NodeEdgeCluster: EdgeCluster, @unchecked Sendable {
     public func shard(ofUser account: String) -> ShardID { raft.shard(ofUser: account) }
 
     public func shard(ofTeam teamId: String) -> ShardID { raft.shard(ofTeam: teamId) }
-
-    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
-        -> Result<ImApplied, ImError> {
-        try await routed {
-            raft.submitIm(command, account: account, shard: shard, actor: actor, deadline: imDeadline(command, account, actor))
-        }
-    }
-
-    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
-                         on loop: any EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        do {
-            return try start {
-                raft.submitIm(command, account: account, shard: shard, actor: actor,
-                              deadline: imDeadline(command, account, actor), answeringOn: loop)
-            }
-            .flatMapErrorThrowing { throw Self.edgeError($0) }
-        } catch {
-            return loop.makeFailedFuture(error)
-        }
-    }
-
-    /// How long an IM command may take from now; a message its app checks first (W3) may wait for the app
-    /// server that long on top.
-    private func imDeadline(_ command: ImShardCommand, _ account: String, _ actor: CommandActor) -> NIODeadline {
-        var timeout = commandTimeout
-        if case .session = actor, let check = raft.preSend?.imCheckMillis(account: account), ImPreSend(command, from: account) != nil {
-            timeout = timeout + .milliseconds(Int64(check))
-        }
-        return .now() + timeout
-    }
 
     /// Any age of the cached registry will do for a yes: accounts are never removed (a token is revoked, the
     /// account stays), so one it holds still exists.

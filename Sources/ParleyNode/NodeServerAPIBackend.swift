@@ -20,8 +20,8 @@ struct NodeServerAPIBackend: ServerAPIBackend {
 
     func shard(ofRoom roomId: String) -> Int { raft.shardMap.shard(ofRoom: roomId) }
 
-    func submit(_ command: RoomCommand, shard: Int, requestKey: RequestKey?) async throws -> ApplyOutcome {
-        try await raft.submit(command, shard: shard, actor: .appServer, requestKey: requestKey).get()
+    func submit(_ request: ShardRequest) async throws -> ShardOutcome {
+        try await raft.submit(request).get()
     }
 
     func submitMeta(_ command: MetaCommand, requestKey: RequestKey?) async throws -> MetaOutcome {
@@ -46,9 +46,4 @@ struct NodeServerAPIBackend: ServerAPIBackend {
     func shard(ofTeam teamId: String) -> Int { raft.shard(ofTeam: teamId) }
 
     func everyNodeHas(_ feature: PeerProtocol.Feature) async -> Bool { await edges.everyNodeHas(feature) }
-
-    func submitIm(_ command: ImShardCommand, account: String, shard: Int, requestKey: RequestKey?) async throws
-        -> Result<ImApplied, ImError> {
-        try await raft.submitIm(command, account: account, shard: shard, actor: .appServer, requestKey: requestKey).get()
-    }
 }

@@ -69,6 +69,25 @@ public enum ShardOutcome: Sendable, Hashable, BinaryCodable {
         return nil
     }
 
+    /// A room command's answer as its caller reads it: a shard answers a room command with a room outcome
+    /// always (a refused request key, SPEC A7, is one too).
+    public var roomAnswer: ApplyOutcome { room ?? RoomsState.refusedRequest(.replayed) }
+
+    /// An IM command's answer as its caller reads it. The only room outcome an IM command gets is the
+    /// group's refusal of its request key before applying (SPEC A7).
+    public var imAnswer: Result<ImApplied, ImError> {
+        switch self {
+        case .im(let result):
+            return result
+        case .room(let refused):
+            let replayed = refused.errorCode == .requestReplayed
+            return .failure(ImError(replayed ? .requestReplayed : .tooManyRequests,
+                                    replayed ? RequestRefusal.replayed.message : RequestRefusal.ledgerFull.message))
+        case .webhook:
+            return .failure(ImError(.badParameter, "not an IM answer"))
+        }
+    }
+
     /// The room events it produced (none for IM).
     public var roomEvents: [RoomEvent] { room?.events ?? [] }
 

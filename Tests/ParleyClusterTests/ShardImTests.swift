@@ -185,3 +185,39 @@ extension Result where Failure == ImError {
         return nil
     }
 }
+
+extension ShardImTests {
+    /// SPEC A7 with issue 34's one request: an IM command whose server-API request applied already is refused
+    /// by the group before it applies, with the room outcome every refused key gets, and a caller of the one
+    /// road reads that as IM's own 10406 (`ShardOutcome.imAnswer`); the state changed once. A room command
+    /// reads its outcome as it is (`roomAnswer`), and an answer that is neither reads as a refusal, never as
+    /// success.
+    @Test func A7_anImCommandsReplayedRequestKeyReadsAsTheImRefusal() throws {
+        let c = try InProcessCluster()
+        let (a, b) = usersOnTwoShards(c)
+        let shard = c.shardMap.shard(ofUser: a)
+        try c.run(until: { c.leader(of: shard) != nil }, "a leader for shard \(shard)")
+        let key = RequestKey(id: "app\u{1F}nonce-im#s\(shard)#1", expiresAt: Int64.max)
+        func propose(_ command: ImShardCommand) throws -> ShardOutcome {
+            var answer: Result<ShardOutcome, ClusterError>?
+            c.hosts[c.leader(of: shard)!]!.propose(.im(account: a, command), shard: shard, actor: .appServer,
+                                                   timestamp: c.clock, requestKey: key) { answer = $0 }
+            try c.run(until: { answer != nil }, "the IM proposal to apply")
+            return try answer!.get()
+        }
+        #expect(try propose(.user(.friend(.request, target: b, message: "once"))).imAnswer == .success(.user([])))
+        let replayed = try propose(.user(.friend(.request, target: b, message: "twice")))
+        #expect(replayed.im == nil, "refused before applying: \(replayed)")
+        guard case .failure(let error) = replayed.imAnswer else { Issue.record("\(replayed)"); return }
+        #expect(error.code == .requestReplayed && error.code.rawValue == 10406)
+        #expect(try #require(c.hosts[c.leader(of: shard)!]!.imOutbox(shard: shard)).count == 1, "applied once")
+
+        let full = ShardOutcome.room(RoomsState.refusedRequest(.ledgerFull))
+        guard case .failure(let fullError) = full.imAnswer else { Issue.record("\(full)"); return }
+        #expect(fullError.code == .tooManyRequests)
+        guard case .failure = ShardOutcome.webhook.imAnswer else { Issue.record("a webhook answer read as IM success"); return }
+        let sent = ApplyOutcome(result: .success(.messageSent(seq: 4, time: 9, serverId: 77)), events: [])
+        #expect(ShardOutcome.room(sent).roomAnswer == sent)
+        #expect(ShardOutcome.im(.success(.confirmed)).roomAnswer.errorCode != nil, "an IM answer never reads as a room's success")
+    }
+}

@@ -58,7 +58,15 @@ final class InProcessCluster: EdgeCluster, Sendable {
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
+    func submit(_ request: ShardRequest) async throws -> ShardOutcome {
+        switch request.command {
+        case .room(let command): return .room(try await applyRoom(command, shard: request.shard, actor: request.actor))
+        case .im(let account, let command): return .im(applyIm(command, account: account, shard: request.shard, actor: request.actor))
+        case .webhook: throw EdgeClusterError.unavailable("a webhook outbox command is the shard leader's own")
+        }
+    }
+
+    private func applyRoom(_ command: RoomCommand, shard: ShardID, actor: CommandActor) async throws -> ApplyOutcome {
         if let roomId = command.roomId {
             while state.withLock({ $0.heldRooms.contains(roomId) }) { try await Task.sleep(for: .milliseconds(5)) }
         }
@@ -92,7 +100,7 @@ final class InProcessCluster: EdgeCluster, Sendable {
 
     /// Issue 19: an IM command applied to the shard's real `ShardState`; its feed events go into the shard's
     /// event log as a node's would.
-    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor) async throws
+    private func applyIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor)
         -> Result<ImApplied, ImError> {
         let (result, waiters) = state.withLock { s -> (Result<ImApplied, ImError>, [CheckedContinuation<Void, Never>]) in
             s.shards[shard].index += 1
@@ -184,10 +192,9 @@ final class InProcessCluster: EdgeCluster, Sendable {
     /// Issue 35: IM commands the edge submitted from a connection's loop (not the actor).
     var imSubmittedOnLoop: Int { state.withLock { $0.imOnLoop } }
 
-    func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor, on loop: any EventLoop)
-        -> EventLoopFuture<Result<ImApplied, ImError>> {
-        state.withLock { $0.imOnLoop += 1 }
-        return loop.makeFutureWithTask { try await self.submitIm(command, account: account, shard: shard, actor: actor) }
+    func submit(_ request: ShardRequest, on loop: any EventLoop) -> EventLoopFuture<ShardOutcome> {
+        if case .im = request.command { state.withLock { $0.imOnLoop += 1 } }
+        return loop.makeFutureWithTask { try await self.submit(request) }
     }
 
     func appExists(_ appKey: String) async -> Bool {

@@ -52,9 +52,9 @@ extension RaftDriver {
         let sends = targets.map { target in
             let entries = byTarget[target]!
             let command: ImShardCommand = relay.screening.everyNode ? .screenedEffects(from: source, entries) : .effects(from: source, entries)
-            return submitIm(command, account: "", shard: target, actor: .appServer, deadline: deadline)
-                .map { result -> [UInt64] in
-                    guard case .success(.effects(_, let upTo)) = result else { return [] }
+            return submit(.im(shard: target, actor: .appServer, account: "", command: command), deadline: deadline)
+                .map { outcome -> [UInt64] in
+                    guard case .success(.effects(_, let upTo)) = outcome.imAnswer else { return [] }
                     return entries.filter { $0.seq <= upTo }.map(\.seq)
                 }
                 .recover { _ in [] }
@@ -62,8 +62,9 @@ extension RaftDriver {
         EventLoopFuture.whenAllComplete(sends, on: loop).flatMap { results -> EventLoopFuture<Bool> in
             let done = results.flatMap { (try? $0.get()) ?? [] }
             guard !done.isEmpty else { return self.loop.makeSucceededFuture(false) }
-            return self.submitIm(.confirm(done.sorted()), account: "", shard: source, actor: .appServer, deadline: deadline)
-                .map { result in if case .success = result { true } else { false } }
+            return self.submit(.im(shard: source, actor: .appServer, account: "", command: .confirm(done.sorted())),
+                               deadline: deadline)
+                .map { outcome in if case .success = outcome.imAnswer { true } else { false } }
                 .recover { _ in false }
         }.whenComplete { result in
             // Whatever is left (a target's leader was away, a batch was cut) is relayed again by a later round

@@ -14,16 +14,6 @@ extension RaftDriver {
     public func shard(ofUser account: String) -> ShardID { shardMap.shard(ofUser: account) }
     public func shard(ofTeam teamId: String) -> ShardID { shardMap.shard(ofTeam: teamId) }
 
-    /// Applies an IM command on `shard` for `account` (app-scoped), retrying while leadership moves until
-    /// `deadline`: the one road (`submit(_:deadline:)`). Callers check first that every node reads IM commands
-    /// (`PeerProtocol.Feature.im`).
-    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
-                         requestKey: RequestKey? = nil,
-                         deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        submit(ShardRequest(shard: shard, actor: actor, command: .im(account: account, command), requestKey: requestKey),
-               deadline: deadline).map(Self.imResult)
-    }
-
     /// An IM command that asks other shards before (or instead of) its own, as `submit` runs it; nil for the
     /// rest, which go straight to their shard.
     /// - Issue 38: a team command that adds users asks their own shards first whether they are in
@@ -88,23 +78,8 @@ extension RaftDriver {
     /// One IM command on its shard, without the compositions (their own parts).
     private func routeIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
                          requestKey: RequestKey?, deadline: NIODeadline) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        reachShard(ShardRequest(shard: shard, actor: actor, command: .im(account: account, command), requestKey: requestKey),
-                   deadline).map(Self.imResult)
-    }
-
-    /// What an IM command's shard answered, as its caller reads it.
-    @Sendable static func imResult(_ outcome: ShardOutcome) -> Result<ImApplied, ImError> {
-        switch outcome {
-        case .im(let result): return result
-        case .room(let refused):
-            // The group refused the request's key before applying (SPEC A7): the only room answer an
-            // IM command gets.
-            let replayed = refused.errorCode == .requestReplayed
-            return .failure(ImError(replayed ? .requestReplayed : .tooManyRequests,
-                                    replayed ? RequestRefusal.replayed.message : RequestRefusal.ledgerFull.message))
-        case .webhook:
-            return .failure(ImError(.badParameter, "not an IM answer"))
-        }
+        reachShard(.im(shard: shard, actor: actor, account: account, command: command, requestKey: requestKey), deadline)
+            .map { $0.imAnswer }
     }
 
     /// Peer protocol 3 to 15's call for IM commands, still served for them: the same proposal as

@@ -15,30 +15,13 @@ import ParleyPlacement
 /// checks (`admit`); a read is answered by any current replica after a read index. The meta group's commands
 /// take the same route to the meta leader. The RPCs that carry them are listed here too (`commandCalls`).
 extension RaftDriver {
-    /// Applies a command on the shard that holds `roomID`, wherever its leader is; retries while
-    /// leadership moves, until `deadline`.
-    public func submit(_ command: RoomCommand, roomID: String, actor: CommandActor,
-                       deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
-        submit(command, shard: shardMap.shard(ofRoom: roomID), actor: actor, deadline: deadline)
-    }
-
-    /// `requestKey`: the server-API request the command belongs to (SPEC A7): the shard refuses it with
-    /// 10406 if that request applied already, whichever node it came through.
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, requestKey: RequestKey? = nil,
-                       deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
-        submit(.room(shard: shard, actor: actor, command: command, requestKey: requestKey), deadline: deadline).map(Self.roomOutcome)
-    }
-
-    /// A room command's outcome (a shard answers a room command with one always).
-    @Sendable static func roomOutcome(_ outcome: ShardOutcome) -> ApplyOutcome {
-        outcome.room ?? RoomsState.refusedRequest(.replayed)
-    }
-
     /// The one road into a shard (issue 34), for rooms and IM, the edge's commands, the server API's and the
     /// relay's alike: to the shard's leader wherever it is — this node's replica when it leads, else by call —
     /// retrying while leadership moves, until `deadline`. The leader checks it before it appends (A1, W3:
     /// `proposeHere`). An IM command that needs other shards first (a team join's caps, a user's
-    /// conversations) asks them here, so no road skips that either.
+    /// conversations) asks them here, so no road skips that either. The request's key (SPEC A7): the shard
+    /// refuses the command with 10406 if that server-API request applied already, whichever node it came
+    /// through. The caller reads the outcome as its command's (`ShardOutcome.roomAnswer`, `.imAnswer`).
     public func submit(_ request: ShardRequest, deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ShardOutcome> {
         if let composed = composedIm(request, deadline) { return composed }
         return reachShard(request, deadline)

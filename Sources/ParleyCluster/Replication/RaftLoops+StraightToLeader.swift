@@ -15,30 +15,15 @@ import ParleyPlacement
 /// any other road; anything but an outcome — another leader, a link down, a refusal — continues as `submit`
 /// does from the start.
 extension RaftLoops {
-    /// A room command, answered on `loop` (a client connection's).
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, deadline: NIODeadline,
-                       answeringOn loop: EventLoop) -> EventLoopFuture<ApplyOutcome> {
-        submit(.room(shard: shard, actor: actor, command: command), deadline: deadline, answeringOn: loop,
-               as: RaftDriver.roomOutcome)
-    }
-
-    /// An IM command, answered on `loop`. A team command that adds users and a user's conversations take the
-    /// driver's road: it asks other shards first (`RaftDriver.composedIm`).
-    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
-                         deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        submit(ShardRequest(shard: shard, actor: actor, command: .im(account: account, command)), deadline: deadline,
-               answeringOn: loop, as: RaftDriver.imResult)
-    }
-
-    /// A request, answered on `loop` as `reading` reads the outcome: straight to the leader the node knows,
-    /// else (and when that answers anything but an outcome) the driver's road. One promise on `loop` either way
-    /// (no hop and map per command).
-    func submit<Answer: Sendable>(_ request: ShardRequest, deadline: NIODeadline, answeringOn loop: EventLoop,
-                                  as reading: @escaping @Sendable (ShardOutcome) -> Answer) -> EventLoopFuture<Answer> {
+    /// A request, answered on `loop` (a client connection's): straight to the leader the node knows, else (and
+    /// when that answers anything but an outcome) the driver's road. One promise on `loop` either way (no hop
+    /// and map per command). A team command that adds users and a user's conversations take the driver's
+    /// road: it asks other shards first (`RaftDriver.composedIm`).
+    public func submit(_ request: ShardRequest, deadline: NIODeadline, answeringOn loop: EventLoop) -> EventLoopFuture<ShardOutcome> {
         let driver = driver(for: request.shard)
-        let promise = loop.makePromise(of: Answer.self)
+        let promise = loop.makePromise(of: ShardOutcome.self)
         let driverRoad: @Sendable () -> Void = {
-            driver.submit(request, deadline: deadline).whenComplete { promise.completeWith($0.map(reading)) }
+            driver.submit(request, deadline: deadline).whenComplete { promise.completeWith($0) }
         }
         let leader = leaders.leader(of: request.shard)
         guard leader != 0, leader != nodeID, !request.asksOtherShards else {
@@ -55,7 +40,7 @@ extension RaftLoops {
             switch answer {
             case .applied(let o):
                 applied.increment()
-                promise.succeed(reading(o))
+                promise.succeed(o)
             case .outcomeUnknown:
                 promise.fail(RouteError.outcomeUnknown)
             default:

@@ -107,21 +107,10 @@ public final class RaftLoops: Sendable {
 
     // MARK: Commands
 
-    public func submit(_ command: RoomCommand, roomID: String, actor: CommandActor,
-                       deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
-        submit(command, shard: shardMap.shard(ofRoom: roomID), actor: actor, deadline: deadline)
-    }
-
-    public func submit(_ command: RoomCommand, shard: ShardID, actor: CommandActor, requestKey: RequestKey? = nil,
-                       deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ApplyOutcome> {
-        driver(for: shard).submit(command, shard: shard, actor: actor, requestKey: requestKey, deadline: deadline)
-    }
-
-    public func submitIm(_ command: ImShardCommand, account: String, shard: ShardID, actor: CommandActor,
-                         requestKey: RequestKey? = nil,
-                         deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<Result<ImApplied, ImError>> {
-        driver(for: shard).submitIm(command, account: account, shard: shard, actor: actor, requestKey: requestKey,
-                                    deadline: deadline)
+    /// The one road into a shard (`RaftDriver.submit(_:deadline:)`), on the driver of the shard's loop. The
+    /// caller reads the outcome as its command's (`ShardOutcome.roomAnswer`, `.imAnswer`).
+    public func submit(_ request: ShardRequest, deadline: NIODeadline = .now() + .seconds(5)) -> EventLoopFuture<ShardOutcome> {
+        driver(for: request.shard).submit(request, deadline: deadline)
     }
 
     public func submitMeta(_ command: MetaCommand, requestKey: RequestKey? = nil,

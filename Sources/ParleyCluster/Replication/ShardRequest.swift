@@ -33,6 +33,12 @@ public struct ShardRequest: Sendable, Hashable, BinaryCodable {
         ShardRequest(shard: shard, actor: actor, command: .room(command), requestKey: requestKey)
     }
 
+    /// An IM command for `account` (app-scoped; empty for the relay's own commands).
+    public static func im(shard: ShardID, actor: CommandActor, account: String, command: ImShardCommand,
+                          requestKey: RequestKey? = nil) -> ShardRequest {
+        ShardRequest(shard: shard, actor: actor, command: .im(account: account, command), requestKey: requestKey)
+    }
+
     public func encode(to w: inout ByteWriter) {
         w.write(shard)
         w.write(ApplyContext(commandIndex: 0, timestamp: 0, actor: actor))
