@@ -52,7 +52,7 @@ let package = Package(
                 "ParleyRooms",
                 "ParleyRaft",
                 "ParleyStorage",
-                "ParleyCluster",
+                "ParleyCluster", "ParleyHost",
                 "ParleyShardState",
                 "ParleyPlacement",
                 "ParleyTransport",
@@ -130,11 +130,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Issue 34: the multi-Raft host — a node's replicas of its groups, their ready cycles, apply, reads and
+        // the shards' event logs — driven by ParleyCluster's driver; it imports neither the transport nor the
+        // router, and hands its peer messages to whoever drives it.
+        .target(
+            name: "ParleyHost",
+            dependencies: [
+                "ParleyRaft", "ParleyRaftWire", "ParleyRooms", "ParleyIM", "ParleyStorage", "ParleyWire",
+                "ParleyShardState", "ParleyPlacement",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyCluster",
             dependencies: [
                 "ParleyRaft", "ParleyRaftWire", "ParleyRooms", "ParleyIM", "ParleyStorage", "ParleyWire", "ParleyTransport",
-                "ParleyShardState", "ParleyPlacement",
+                "ParleyShardState", "ParleyPlacement", "ParleyHost",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -149,7 +163,7 @@ let package = Package(
         .target(
             name: "ParleyEdge",
             dependencies: [
-                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyWire", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyHost", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyWire", "ParleyJSON",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -167,7 +181,7 @@ let package = Package(
         .testTarget(
             name: "ParleyEdgeTests",
             dependencies: [
-                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyTestSupport",
+                "ParleyEdge", "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyHost", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyTestSupport",
                 "ParleyJSON", "ParleyRaft",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -182,7 +196,7 @@ let package = Package(
         .target(
             name: "ParleyAPI",
             dependencies: [
-                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyJSON",
+                "ParleyRooms", "ParleyIM", "ParleyCluster", "ParleyHost", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -194,7 +208,7 @@ let package = Package(
         .target(
             name: "ParleyNode",
             dependencies: [
-                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyAPI", "ParleyEdge",
+                "ParleyRaft", "ParleyRooms", "ParleyStorage", "ParleyCluster", "ParleyHost", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyAPI", "ParleyEdge",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -207,8 +221,8 @@ let package = Package(
         ),
         // What several test targets share (a test target cannot import another): running a tool to its end.
         .target(name: "ParleyTestSupport", path: "Tests/ParleyTestSupport", swiftSettings: strict),
-        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyTestSupport", "ParleyNode", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
-        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyTestSupport", "ParleyCluster", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyRaftWire", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        .testTarget(name: "ParleyNodeTests", dependencies: ["ParleyTestSupport", "ParleyNode", "ParleyCluster", "ParleyHost", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyIM", "ParleyAPI", "ParleyRooms", "ParleyWire", "ParleyClient", .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        .testTarget(name: "ParleyClusterTests", dependencies: ["ParleyTestSupport", "ParleyCluster", "ParleyHost", "ParleyShardState", "ParleyPlacement", "ParleyTransport", "ParleyRaftWire", "ParleyIM", "ParleyWire", .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The client SDK imports nothing server-side (DESIGN.md): only the WebSocket client, NIO (and its TLS) and Logging.
         .target(
             name: "ParleyClient",

@@ -1,5 +1,6 @@
 import NIOCore
 import ParleyCluster
+import ParleyHost
 import ParleyRooms
 import ParleyPlacement
 

@@ -1,5 +1,6 @@
 import NIOCore
 import ParleyCluster
+import ParleyHost
 import ParleyIM
 import ParleyRooms
 import ParleyTransport

@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import ParleyCluster
+import ParleyHost
 import ParleyPlacement
 
 /// Issue 35: the feeds of one Raft loop's shards that this node's own replicas serve, read in one long poll.

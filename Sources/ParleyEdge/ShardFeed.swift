@@ -1,4 +1,5 @@
 import ParleyCluster
+import ParleyHost
 import ParleyPlacement
 
 /// One poll loop over a shard's event feed, shared by every local session in the shard's rooms.

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import ParleyCluster
+import ParleyHost
 import ParleyRaft
 import ParleyTransport
 import ParleyPlacement

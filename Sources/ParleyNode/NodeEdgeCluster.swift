@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOConcurrencyHelpers
 import ParleyCluster
+import ParleyHost
 import ParleyEdge
 import ParleyIM
 import ParleyRaft

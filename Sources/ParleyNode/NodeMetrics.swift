@@ -1,6 +1,7 @@
 import Metrics
 import ParleyAPI
 import ParleyCluster
+import ParleyHost
 import ParleyStorage
 import Prometheus
 import Synchronization

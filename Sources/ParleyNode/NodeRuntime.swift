@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import ParleyAPI
 import ParleyCluster
+import ParleyHost
 import ParleyEdge
 import ParleyRaft
 import ParleyRooms

@@ -1,5 +1,6 @@
 import Testing
 @testable import ParleyCluster
+@testable import ParleyHost
 
 @Suite struct DueGroupsTests {
     @Test("DESIGN: a ready cycle takes each marked group once, in the host's order, and starts empty again")

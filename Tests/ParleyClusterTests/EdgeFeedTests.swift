@@ -1,5 +1,6 @@
 import Testing
 @testable import ParleyCluster
+@testable import ParleyHost
 import ParleyRaft
 import ParleyRooms
 import NIOCore

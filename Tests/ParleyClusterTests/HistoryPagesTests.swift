@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 @testable import ParleyCluster
+@testable import ParleyHost
 import ParleyRooms
 import ParleyStorage
 

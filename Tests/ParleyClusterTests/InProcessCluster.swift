@@ -1,5 +1,6 @@
 import Foundation
 import ParleyCluster
+import ParleyHost
 import ParleyRaft
 import ParleyRooms
 import ParleyStorage

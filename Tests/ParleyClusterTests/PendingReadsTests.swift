@@ -2,6 +2,7 @@ import ParleyRaft
 import ParleyRooms
 import Testing
 @testable import ParleyCluster
+@testable import ParleyHost
 
 /// Issue 34: the reads a replica holds while Raft's read index and its own apply catch up.
 struct PendingReadsTests {

@@ -1,5 +1,6 @@
 import Testing
 import ParleyCluster
+import ParleyHost
 import ParleyRaft
 import ParleyRooms
 import ParleyWire

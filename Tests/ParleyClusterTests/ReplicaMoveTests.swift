@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ParleyCluster
+import ParleyHost
 import ParleyRaft
 import ParleyRooms
 import ParleyPlacement

@@ -1,5 +1,6 @@
 import Testing
 @testable import ParleyCluster
+@testable import ParleyHost
 import ParleyWire
 @testable import ParleyShardState
 

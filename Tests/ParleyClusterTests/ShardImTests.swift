@@ -1,5 +1,6 @@
 import Foundation
 import ParleyCluster
+import ParleyHost
 import ParleyIM
 import ParleyRaft
 import ParleyRooms

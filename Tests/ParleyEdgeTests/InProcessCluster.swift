@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import ParleyCluster
+import ParleyHost
 import ParleyEdge
 import ParleyIM
 import ParleyRooms

@@ -7,6 +7,7 @@ import NIOCore
 import NIOPosix
 import ParleyAPI
 import ParleyCluster
+import ParleyHost
 import ParleyNode
 import ParleyRaft
 import ParleyRooms

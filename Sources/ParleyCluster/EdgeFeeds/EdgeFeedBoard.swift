@@ -1,3 +1,4 @@
+import ParleyHost
 import NIOCore
 import ParleyRaft
 import ParleyPlacement

@@ -1,3 +1,4 @@
+import ParleyHost
 import Foundation
 import NIOCore
 import ParleyRaft

@@ -1,3 +1,4 @@
+import ParleyHost
 import Metrics
 import NIOCore
 import ParleyRaft

@@ -5,9 +5,9 @@ import ParleyStorage
 /// Runs history reads for a host's replicas: on the history database's thread with the answer handed back to
 /// the host's loop when the host runs on one (a node), on the caller's thread when it does not (tests that
 /// drive a host directly).
-final class HistoryPages {
+package final class HistoryPages {
     /// The loop the host runs on; answers come back there.
-    var loop: EventLoop?
+    package var loop: EventLoop?
     private let database: NodeDatabase
 
     init(database: NodeDatabase) {

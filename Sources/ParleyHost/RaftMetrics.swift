@@ -6,7 +6,7 @@ import ParleyRooms
 /// room commands its leader replicas applied by type and result. Owned by one `RaftHost` and touched only
 /// on its loop, so the per-(type, result) cache needs no lock. Every metric object is created up front or
 /// once per new (type, error code) pair, so the hot path is an atomic add with no string building.
-final class RaftMetrics {
+package final class RaftMetrics {
     let proposals: Counter
     let committedEntries: Counter
     let electionsStarted: Counter
@@ -25,14 +25,14 @@ final class RaftMetrics {
     let movesDone: Counter
     let movesFailed: Counter
     /// Snapshot chunk bytes this node sent (`SnapshotPacer`).
-    let snapshotBytesSent: Counter
+    package let snapshotBytesSent: Counter
     /// SPEC D1: times a group dropped entries from memory to keep the host's Raft logs within their bound.
     let logMemoryEvictions: Counter
     /// Issue 35: room commands an edge loop sent straight to the leader its replica knew, by what came of it
     /// (`applied`: answered there; `rerouted`: another leader, a link down or a refusal, so the driver's route
     /// took it).
-    let commandsToLeader: Counter
-    let commandsToLeaderRerouted: Counter
+    package let commandsToLeader: Counter
+    package let commandsToLeaderRerouted: Counter
     private let factory: any MetricsFactory
     /// `commandsOK[kind]`: applied without error, one per command type.
     private let commandsOK: [Counter]
@@ -67,7 +67,7 @@ final class RaftMetrics {
 
     /// `parley_peer_calls_served_total{path}`: one counter per RPC path the node serves (a bounded set: an
     /// unknown path is answered 404 and not counted).
-    func peerCallsServed(_ paths: some Sequence<String>) -> [String: Counter] {
+    package func peerCallsServed(_ paths: some Sequence<String>) -> [String: Counter] {
         Dictionary(uniqueKeysWithValues: paths.map { path in
             (path, Counter(label: "parley_peer_calls_served_total", dimensions: [("path", path)], factory: factory))
         })

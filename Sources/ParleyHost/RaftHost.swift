@@ -62,7 +62,7 @@ public final class RaftHost {
     /// Shards that gained events since the driver last asked (it wakes the edges' polls for them).
     let newEvents = ApplyScratch()
     /// Where history reads past a room's window are finished: off this host's loop once the driver names it.
-    let historyPages: HistoryPages
+    package let historyPages: HistoryPages
     private let historyFlush: HistoryFlushPolicy
     private var ticksSinceHistoryFlush = 0
     /// A cycle's write that only moved commit indexes, waiting to go with the next write instead of costing
@@ -90,8 +90,8 @@ public final class RaftHost {
     /// carries the index) ends it; a ready cycle sends what waited `config.commitNoticeMillis`.
     private var commitNotices: [GroupID: ContinuousClock.Instant] = [:]
     /// Told each shard's leader as this node's replica learns it (`ShardLeaders`).
-    var leaderSeen: (ShardID, NodeID) -> Void = { _, _ in }
-    let metrics: RaftMetrics
+    package var leaderSeen: (ShardID, NodeID) -> Void = { _, _ in }
+    package let metrics: RaftMetrics
     /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
     /// counted against it).
     var knownLeaders: [NodeID]
@@ -246,12 +246,12 @@ public final class RaftHost {
 
     /// A1: counts a client message refused over budget, as `parley_room_commands_total{type="sendMessage",
     /// result="416"}` (it was never proposed, so apply does not count it).
-    func countOverBudget(_ command: RoomCommand) {
+    package func countOverBudget(_ command: RoomCommand) {
         metrics.commandApplied(kind: command.metricKind, errorCode: .sendRateLimited)
     }
 
     /// A1: the message budget of a room's app, as this replica's state has it.
-    func sendBudget(shard: ShardID, roomId: String) -> SendBudget {
+    package func sendBudget(shard: ShardID, roomId: String) -> SendBudget {
         // The budgets alone: `machine.rooms.sendBudget(forRoom:)` copied the whole state first (issue 35).
         guard let budgets = replicas[shard]?.machine.rooms.sendBudgets else { return SendBudget() }
         return RoomsState.sendBudget(forRoom: roomId, in: budgets)

@@ -22,7 +22,7 @@ extension RaftHost {
         }
     }
 
-    func countBalanceTransferAsked() { metrics.balanceTransfersAsked.increment() }
+    package func countBalanceTransferAsked() { metrics.balanceTransfersAsked.increment() }
 
     /// Starts handing `shard`'s leadership to `node` (Raft catches it up first, then tells it to campaign).
     /// False when this replica does not lead the shard or `node` is not one of its voters.

@@ -136,7 +136,7 @@ extension RaftHost {
     /// The groups held here that the placement no longer puts on this node and that do not lead: a replica
     /// the group removed may never apply its own removal (the leader stops sending to it), so the driver asks
     /// the group's leader whether it still counts this one (`RaftDriver.collectRemovedReplicas`).
-    func replicasOutsidePlacement(table: [[NodeID]], metaTarget: [NodeID]) -> [GroupID] {
+    package func replicasOutsidePlacement(table: [[NodeID]], metaTarget: [NodeID]) -> [GroupID] {
         var out: [GroupID] = []
         if table.count == config.shardMap.shardCount {
             for shard in shardOrder where !table[shard].contains(config.nodeID) && replicas[shard]?.isLeader == false {
