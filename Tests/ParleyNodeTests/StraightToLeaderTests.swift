@@ -114,16 +114,23 @@ import ParleyPlacement
             for i in 1...5 { try await sal.sendMessage(to: .p2p(receiver), body: "one \(i)", clientMessageId: "s-\(i)") }
             let after = try await Self.toLeader(cluster, edge)
             #expect(after.applied - before.applied >= 4, "node \(edge) to \(receiver)'s leader \(leader): \(before) → \(after)")
-            // The leader decides A1 for what comes this way too: 150 at once, within the connection's burst.
+            // The leader decides A1 for what comes this way too: 150 at once, within the connection's burst, from
+            // five devices (a connection's IM requests run one at a time: see `BudgetRoadsTests`' IM flood).
+            var devices = [sal]
+            for _ in 1..<5 {
+                let device = IMClient(configuration: .addresses([cluster.clientAddress(edge)]))
+                try await device.login(appKey: api.appKey, account: "sal", token: "sal-token")
+                devices.append(device)
+            }
             let began = ContinuousClock.now
-            let answers = await BudgetRoadsTests.flood { i in
-                _ = try await sal.sendMessage(to: .p2p(receiver), body: "flood-\(i)", clientMessageId: "f-\(i)")
+            let answers = await BudgetRoadsTests.flood { [devices] i in
+                _ = try await devices[i % devices.count].sendMessage(to: .p2p(receiver), body: "flood-\(i)", clientMessageId: "f-\(i)")
             }
             let bound = BudgetRoadsTests.budget(over: ContinuousClock.now - began)
             let accepted = answers[200, default: 0]
             #expect(accepted <= bound && answers[ChatroomError.rateLimited, default: 0] == 150 - accepted,
                     "node \(edge) to \(receiver): \(answers), at most \(bound) allowed")
-            await sal.logout()
+            for device in devices { await device.logout() }
         }
     }
 
