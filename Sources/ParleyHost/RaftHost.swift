@@ -91,7 +91,7 @@ public final class RaftHost {
     private var commitNotices: [GroupID: ContinuousClock.Instant] = [:]
     /// Told each shard's leader as this node's replica learns it (`ShardLeaders`).
     package var leaderSeen: (ShardID, NodeID) -> Void = { _, _ in }
-    package let metrics: RaftMetrics
+    let metrics: RaftMetrics
     /// The leader each group knew at its last soft-state change, in `groups` order (leader changes are
     /// counted against it).
     var knownLeaders: [NodeID]

@@ -6,7 +6,7 @@ import ParleyRooms
 /// room commands its leader replicas applied by type and result. Owned by one `RaftHost` and touched only
 /// on its loop, so the per-(type, result) cache needs no lock. Every metric object is created up front or
 /// once per new (type, error code) pair, so the hot path is an atomic add with no string building.
-package final class RaftMetrics {
+final class RaftMetrics {
     let proposals: Counter
     let committedEntries: Counter
     let electionsStarted: Counter
@@ -24,15 +24,8 @@ package final class RaftMetrics {
     let movesStarted: Counter
     let movesDone: Counter
     let movesFailed: Counter
-    /// Snapshot chunk bytes this node sent (`SnapshotPacer`).
-    package let snapshotBytesSent: Counter
     /// SPEC D1: times a group dropped entries from memory to keep the host's Raft logs within their bound.
     let logMemoryEvictions: Counter
-    /// Issue 35: room commands an edge loop sent straight to the leader its replica knew, by what came of it
-    /// (`applied`: answered there; `rerouted`: another leader, a link down or a refusal, so the driver's route
-    /// took it).
-    package let commandsToLeader: Counter
-    package let commandsToLeaderRerouted: Counter
     private let factory: any MetricsFactory
     /// `commandsOK[kind]`: applied without error, one per command type.
     private let commandsOK: [Counter]
@@ -40,7 +33,6 @@ package final class RaftMetrics {
     private var commandErrors: [Int: Counter] = [:]
 
     static let commandsName = "parley_room_commands_total"
-    static let toLeaderName = "parley_edge_commands_to_leader_total"
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -56,21 +48,10 @@ package final class RaftMetrics {
         movesStarted = Counter(label: "parley_moves_started_total", factory: factory)
         movesDone = Counter(label: "parley_moves_done_total", factory: factory)
         movesFailed = Counter(label: "parley_moves_failed_total", factory: factory)
-        snapshotBytesSent = Counter(label: "parley_snapshot_bytes_sent_total", factory: factory)
         logMemoryEvictions = Counter(label: "parley_raft_log_evictions_total", factory: factory)
-        commandsToLeader = Counter(label: Self.toLeaderName, dimensions: [("result", "applied")], factory: factory)
-        commandsToLeaderRerouted = Counter(label: Self.toLeaderName, dimensions: [("result", "rerouted")], factory: factory)
         commandsOK = RoomCommand.metricNames.map { name in
             Counter(label: Self.commandsName, dimensions: [("type", name), ("result", "ok")], factory: factory)
         }
-    }
-
-    /// `parley_peer_calls_served_total{path}`: one counter per RPC path the node serves (a bounded set: an
-    /// unknown path is answered 404 and not counted).
-    package func peerCallsServed(_ paths: some Sequence<String>) -> [String: Counter] {
-        Dictionary(uniqueKeysWithValues: paths.map { path in
-            (path, Counter(label: "parley_peer_calls_served_total", dimensions: [("path", path)], factory: factory))
-        })
     }
 
     /// Counts `group`'s proposals, and the moves its configuration changes make while it leads.

@@ -1,7 +1,6 @@
 import Metrics
 import ParleyAPI
 import ParleyCluster
-import ParleyHost
 import ParleyStorage
 import Prometheus
 import Synchronization

@@ -134,7 +134,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
             partConfig.partition = partition
             return try RaftHost(config: partConfig, database: database, send: send, metrics: factory,
                                 firstStart: firstStart)
-        }, preSend: webhooks, webhookCopies: webhooks, webhookCopyMaxAgeMillis: Int64(config.webhookDropAfterSeconds) * 1000)
+        }, preSend: webhooks, webhookCopies: webhooks, webhookCopyMaxAgeMillis: Int64(config.webhookDropAfterSeconds) * 1000,
+           metrics: factory)
         ref.raft = raft
         edgeCluster = NodeEdgeCluster(raft: raft, transport: transport, boot: hostConfig.boot,
                                       metaSecrets: MetaSecrets(clusterSecret: config.secret), metrics: metrics.edge)

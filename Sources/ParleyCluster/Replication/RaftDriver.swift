@@ -69,11 +69,11 @@ public final class RaftDriver: @unchecked Sendable {
     var settingImWindow: Set<ShardID> = []
 
     /// Builds the host on `loop`.
-    public init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
-                leaderBalance: LeaderBalanceSettings = LeaderBalanceSettings(),
-                moves: ReplicaMoveSettings = ReplicaMoveSettings(),
-                makeHost: (_ send: @escaping (NodeID, [RaftEnvelope]) -> Void) throws -> RaftHost,
-                edgeLeaseMillis: Int64 = 6_000) throws {
+    init(loop: EventLoop, transport: PeerTransport, tickInterval: TimeAmount,
+         leaderBalance: LeaderBalanceSettings = LeaderBalanceSettings(),
+         moves: ReplicaMoveSettings = ReplicaMoveSettings(),
+         makeHost: (_ send: @escaping (NodeID, [RaftEnvelope]) -> Void) throws -> RaftHost,
+         edgeLeaseMillis: Int64 = 6_000, metrics: RouteMetrics) throws {
         self.loop = loop
         self.leaderBalance = leaderBalance
         self.moves = moves
@@ -86,7 +86,7 @@ public final class RaftDriver: @unchecked Sendable {
         host = try makeHost { peer, batch in pacer.send(peer, batch) }
         partition = host.config.partition
         host.historyPages.loop = loop
-        pacer.sentBytes = host.metrics.snapshotBytesSent
+        pacer.sentBytes = metrics.snapshotBytesSent
         snapshots = pacer
         host.answered = { transport.flushAnswers(on: loop) }
     }

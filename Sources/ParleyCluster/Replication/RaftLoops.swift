@@ -36,8 +36,10 @@ public final class RaftLoops: Sendable {
                 moves: ReplicaMoveSettings = ReplicaMoveSettings(),
                 makeHost: (_ partition: HostPartition, _ send: @escaping (NodeID, [RaftEnvelope]) -> Void) throws -> RaftHost,
                 edgeLeaseMillis: Int64 = 6_000, preSend: (any PreSendGate)? = nil,
-                webhookCopies: (any WebhookCopyPoster)? = nil, webhookCopyMaxAgeMillis: Int64 = 3_600_000) throws {
+                webhookCopies: (any WebhookCopyPoster)? = nil, webhookCopyMaxAgeMillis: Int64 = 3_600_000,
+                metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws {
         precondition(!loops.isEmpty)
+        let routeMetrics = RouteMetrics(factory: metrics, paths: RaftDriver.peerCalls.keys)
         let k = loops.count
         // The node's allowances are shared out: each loop moves its own groups' replicas and sends their
         // snapshots.
@@ -48,14 +50,14 @@ public final class RaftLoops: Sendable {
             try RaftDriver(loop: loop, transport: transport, tickInterval: tickInterval, leaderBalance: leaderBalance,
                            moves: share, makeHost: { send in
                                try makeHost(HostPartition(index: i, count: k), send)
-                           }, edgeLeaseMillis: edgeLeaseMillis)
+                           }, edgeLeaseMillis: edgeLeaseMillis, metrics: routeMetrics)
         }
         shardMap = drivers[0].shardMap
         nodeID = drivers[0].nodeID
         self.preSend = preSend
         self.transport = transport
-        straightCounters = (drivers[0].host.metrics.commandsToLeader, drivers[0].host.metrics.commandsToLeaderRerouted)
-        callsServed = drivers[0].host.metrics.peerCallsServed(RaftDriver.peerCalls.keys)
+        straightCounters = (routeMetrics.commandsToLeader, routeMetrics.commandsToLeaderRerouted)
+        callsServed = routeMetrics.peerCallsServed
         let leaders = ShardLeaders(shardCount: shardMap.shardCount)
         self.leaders = leaders
         for d in drivers {
