@@ -221,14 +221,45 @@ class Cluster:
 
     def converged(self):
         """Whether every node answers and each shard's replicas have applied the same index."""
+        return self.applied_view() is not None
+
+    def applied_view(self):
+        """{shard: (commit, applied)} when every node answers and each shard's replicas agree on both; else None."""
         statuses = self.statuses()
         if len(statuses) < self.size:
-            return False
+            return None
         applied = {}
         for status in statuses.values():
             for shard in status["shards"]:
                 applied.setdefault(shard["shard"], set()).add((shard["commit"], shard["applied"]))
-        return all(len(v) == 1 for v in applied.values())
+        if not all(len(v) == 1 for v in applied.values()):
+            return None
+        return {shard: next(iter(v)) for shard, v in applied.items()}
+
+    def settle(self, seconds):
+        """Cuts every node off from the others once each shard's replicas have applied the same index, and
+        leaves the cut in place for the stop; returns how many tries it took (None: never within `seconds`).
+        Commands commit at any time (lease carries, exits after their grace), so replicas seen equal and then
+        stopped one by one could still stop at different indexes: with every peer link cut nothing commits,
+        so equal stays equal through the stop. Equal twice, half a second apart: a message that arrived just
+        before the cut has been handled. Unequal under the cut (a commit index not yet passed on): lift it,
+        let the replicas catch up, and try again."""
+        deadline = time.time() + seconds
+        tries = 0
+        while time.time() < deadline:
+            tries += 1
+            for i in self.ids:
+                self.drop_between(i, [j for j in self.ids if j != i], tag="settle")
+            time.sleep(0.5)
+            first = self.applied_view()
+            time.sleep(0.5)
+            if first is not None and self.applied_view() == first:
+                return tries
+            self.heal_network("settle")
+            end = time.time() + 3
+            while time.time() < end and not self.converged():
+                time.sleep(0.2)
+        return None
 
     def leader_of(self, shard):
         for i in self.ids:
@@ -247,12 +278,15 @@ class Cluster:
         for i, proc in self.procs.items():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
+        killed = []
         for i, proc in self.procs.items():
             try:
                 proc.wait(20)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
+                killed.append(i)
+        return killed
 
     def crashes(self):
         """Nodes that ended on their own, and fatal lines in any node's log."""
@@ -369,7 +403,10 @@ def check_schedule(cluster, workload, rooms, touched):
             if items != base:
                 figures["replica_mismatch"] += 1
                 diff = next((a, b) for a, b in zip(base + [None] * len(items), items + [None] * len(base)) if a != b)
-                problems.append(f"room {room}: node {i}'s history differs from node {next(iter(histories))}'s at {diff}")
+                shorter, longer = sorted((base, items), key=len)
+                shape = ("a prefix of the other's" if longer[:len(shorter)] == shorter else "apart from the other's")
+                problems.append(f"room {room}: node {i}'s history ({len(items)} items) differs from node "
+                                f"{next(iter(histories))}'s ({len(base)}) at {diff}; the shorter one is {shape}")
         seqs = [item["seq"] for item in base]
         if seqs != sorted(set(seqs)):
             figures["reordered"] += 1
@@ -559,11 +596,22 @@ def one_schedule(args, seed):
             workload, rooms, touched, problems, recovery = asyncio.run(
                 run_schedule(cluster, schedule, args.load_seconds, args.recovery_bound))
             edge_closes = cluster.edge_closes()
+            tries = cluster.settle(30)  # from the clients' namespace, as every /status read
+            if tries is None:
+                problems.append("the replicas never held still at the same applied index with the peer links cut (30 s)")
+            elif tries > 1:
+                log(f"  the replicas held still at the same index on try {tries}")
         finally:
             os.killpg(receiver.pid, signal.SIGKILL)
             receiver.wait()
             leave_namespace(home)
-        cluster.stop_all()
+        stop_started = time.time()
+        killed = cluster.stop_all()
+        if killed:
+            problems.append(f"nodes {killed} did not stop within 20 s of SIGTERM and were killed: their stores "
+                            "may lack the history rows they applied last")
+        if time.time() - stop_started > 5:
+            log(f"  the nodes took {time.time() - stop_started:.1f} s to stop")
         checked, figures = check_schedule(cluster, workload, rooms, touched)
         problems += checked
         if edge_closes and any("closed the connection" in p for p in problems):
@@ -635,6 +683,11 @@ def main():
                 f"{result['reconnects']} reconnects, {result['told_lost']} told lost, "
                 f"{result.get('webhook_delivered', 0)} messages at the webhook receiver")
     summary = summarize(results)
+    # Again at the end, where a log cut to its head and tail (CI's) still shows why a schedule failed.
+    for result in results:
+        if result.get("problems"):
+            log(f"failed schedule seed {result['seed']} ({', '.join(result['faults'])}): "
+                + " | ".join(p[:300] for p in result["problems"][:6]))
     log("summary: " + json.dumps(summary, sort_keys=True))
     if args.report:
         with open(args.report, "w") as f:
