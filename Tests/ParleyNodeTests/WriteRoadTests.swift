@@ -102,6 +102,48 @@ import ParleyShardState
         }
     }
 
+    @Test("issue 34: a node with no replica of a shard learns its leader from the first follower's refusal and sends the rest straight there")
+    func aNodeWithNoReplicaLearnsTheLeaderFromARefusal() async throws {
+        let api = ImClientEndToEndTests.api
+        // No leader balancer: the leader must not move between the choice below and the sends.
+        try await withLocalCluster(size: 5, extraArguments: ["--app", "dev:\(api.secret)", "--leader-balance-ms", "0"]) { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            try await cluster.waitForSignedAPI(api)
+            let placement = try await cluster.metaState(via: 1).placement
+            let map = ShardMap(shardCount: 16)
+            // Two users of one shard whose first-ranked replica follows (the ranked route asks it first), and a
+            // node that holds no replica of the shard. One shard for both, so no relayed copy calls anyone else.
+            var byShard: [Int: [String]] = [:]
+            var found: (sender: String, receiver: String, first: UInt64, leader: UInt64, edge: UInt64)?
+            for n in 0..<400 where found == nil {
+                let user = "nia\(n)"
+                let shard = map.shard(ofUser: AppScope.scoped(user, in: api.appKey))
+                byShard[shard, default: []].append(user)
+                guard shard < placement.count, let users = byShard[shard], users.count >= 2,
+                      let first = placement[shard].first, let leader = await cluster.leader(ofShard: shard), first != leader,
+                      let edge = cluster.ids.first(where: { !placement[shard].contains($0) }) else { continue }
+                found = (users[0], users[1], first, leader, edge)
+            }
+            let (sender, receiver, first, leader, edge) = try #require(found)
+            for u in [sender, receiver] {
+                #expect(try await api.post(cluster.http(1), "/v1/user/create", ["accid": u, "token": "\(u)-token"]).status == 200)
+            }
+            let before = (first: try await Self.served(cluster, first), leader: try await Self.served(cluster, leader))
+            for i in 1...10 {
+                let answer = try await api.post(cluster.http(edge), "/v1/msg/sendMsg",
+                                                ["from": sender, "to": receiver, "body": "straight \(i)", "msgId": "nr-\(i)"])
+                #expect(answer.status == 200 && answer.code == 200, "send \(i) through node \(edge): \(answer.json)")
+            }
+            let after = (first: try await Self.served(cluster, first), leader: try await Self.served(cluster, leader))
+            let askedFirst = after.first.propose + after.first.im - before.first.propose - before.first.im
+            let askedLeader = after.leader.propose + after.leader.im - before.leader.propose - before.leader.im
+            // The follower is asked once, names the leader, and is not asked again; the leader takes all ten.
+            #expect(askedFirst <= 1, "node \(edge) asked the follower \(first) \(askedFirst) times for 10 sends")
+            #expect(askedLeader >= 10, "the leader \(leader) was asked \(askedLeader) times for 10 sends")
+        }
+    }
+
     /// The leader's `parley_peer_calls_served_total` for the two calls that carry IM commands.
     static func served(_ cluster: LocalCluster, _ id: UInt64) async throws -> (propose: Double, im: Double) {
         let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)

@@ -46,6 +46,9 @@ extension RaftDriver {
         /// The nodes that hold the group, asked in turn when this node holds none.
         var replicas: [NodeID]
         var here: (() -> EventLoopFuture<GroupAnswer<Outcome>>)?
+        /// Told the leader a replica named, for a shard this node holds no replica of (`ShardLeaders`): the
+        /// next command goes straight there, not through a follower again.
+        var learned: ((NodeID) -> Void)? = nil
     }
 
     /// `firstAnswer`: what a proposal already made here answered (`attempt`'s direct path), taken as this
@@ -71,6 +74,7 @@ extension RaftDriver {
                 // clientMessageId is de-duplicated by the room).
                 return self.loop.makeFailedFuture(RouteError.outcomeUnknown)
             case .notLeader(let leader) where leader != 0 && leader != self.nodeID:
+                r.learned?(leader)
                 let promise = self.loop.makePromise(of: Outcome.self)
                 self.callLeader(leader, path: r.path, body: r.body, promise) { self.retry(r, deadline, attempt, after: $0) }
                 return promise.futureResult
@@ -105,7 +109,7 @@ extension RaftDriver {
         // A replica here is asked first on every try, so a node that becomes the leader while a command waits
         // proposes it itself (a write it does not lead is answered notLeader with the hint, and the route goes
         // there: the leader's driver checks it, A1).
-        guard let known = host.leader(of: request.shard) else { return route(shardRoute(request, held: false), deadline) }
+        guard let known = host.leader(of: request.shard) else { return attemptWithoutReplica(request, deadline) }
         // The common cases, a replica here that knows its leader: one promise answered from the proposal's
         // completion, or from the leader's answer to one call, instead of the route's chain of futures (a tenth
         // of a node's CPU at 1000 clients; session 40: the chain cost a fifth of the writes/s once writes
@@ -124,6 +128,22 @@ extension RaftDriver {
             if case .success(let outcome) = result { return promise.succeed(outcome) }
             promise.completeWith(self.route(self.shardRoute(request, held: true), deadline,
                                             firstAnswer: Self.answer(result)))
+        }
+        return promise.futureResult
+    }
+
+    /// A command of a shard this node holds no replica of: straight to the leader last named for it (by a
+    /// replica's `notLeader`, or the shard's feed), else to the shard's replicas in ranked order. Asking a
+    /// follower first cost every such command a second hop (and the follower's refusal) — every server-API
+    /// and relayed command entering a 5-node cluster at one of the two nodes without a replica of its shard.
+    /// A stale leader takes the ranked route from its start.
+    fileprivate func attemptWithoutReplica(_ request: ShardRequest, _ deadline: NIODeadline) -> EventLoopFuture<ShardOutcome> {
+        let named = loops?.leaders.leader(of: request.shard) ?? 0
+        guard named != 0, named != nodeID else { return route(shardRoute(request, held: false), deadline) }
+        let promise = loop.makePromise(of: ShardOutcome.self)
+        let call = peerCall(request)
+        callLeader(named, path: call.path, body: call.body, promise) {
+            self.retry(self.shardRoute(request, held: false), deadline, 0, after: $0)
         }
         return promise.futureResult
     }
@@ -153,10 +173,12 @@ extension RaftDriver {
 
     fileprivate func shardRoute(_ request: ShardRequest, held: Bool) -> GroupRoute<ShardOutcome> {
         let call = peerCall(request)
+        let shard = request.shard
         return GroupRoute<ShardOutcome>(
-            what: "shard \(request.shard)", path: call.path, body: call.body,
-            replicas: host.replicaNodes(of: request.shard),
-            here: held ? { self.proposeHere(request) } : nil)
+            what: "shard \(shard)", path: call.path, body: call.body,
+            replicas: host.replicaNodes(of: shard),
+            here: held ? { self.proposeHere(request) } : nil,
+            learned: held ? nil : { leader in self.loops?.leaders.learned(leader, of: shard) })
     }
 
     /// The call that carries `request` to another node: `/rpc/v1/propose` with the request, or for an IM

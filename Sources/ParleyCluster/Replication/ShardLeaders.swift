@@ -19,7 +19,8 @@ public final class ShardLeaders: Sendable {
     }
 
     /// The leader a shard's feed page named when this node polled another (it holds no replica of the shard,
-    /// or its replica knows no leader): a node with no replica sends straight there too.
+    /// or its replica knows no leader), or a replica named in refusing a command this node, holding none, sent
+    /// it (`RaftDriver.attemptWithoutReplica`): a node with no replica sends straight there too.
     public func learned(_ leader: NodeID, of shard: ShardID) {
         guard leader != 0 else { return }
         set(leader, of: shard)
