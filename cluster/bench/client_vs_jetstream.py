@@ -188,12 +188,17 @@ def main():
                              "libjemalloc.so.2, as the image runs them; --node-option=--allocator=jemalloc has a node "
                              "preload it for itself: docs/operations.md, Memory allocator)")
     parser.add_argument("--baseline-preload", help="the same for the --baseline nodes")
+    parser.add_argument("--nodes", type=int, default=3,
+                        help="with --baseline: nodes in each Parley cluster (3 replicas a shard, so from 4 on some "
+                             "writers' edges hold no replica of their room's or receiver's shard; JetStream runs 3)")
     parser.add_argument("--writer-at", choices=("first", "leader", "follower"), default="first",
                         help="the server the first writer connects to: the first (default), or on each side the "
                              "one leading its room's shard (JetStream: the stream's leader), or one that does not")
     args = parser.parse_args()
     if not (args.nats_server or args.baseline):
         parser.error("--nats-server or --baseline")
+    if args.nodes != 3 and not args.baseline:
+        parser.error("--nodes compares two Parley builds (--baseline): the JetStream cluster has 3 servers")
     if (args.im or args.team) and not args.baseline:
         parser.error("--im and --team compare two Parley builds (--baseline)")
     other = "baseline" if args.baseline else "jetstream"
@@ -205,7 +210,7 @@ def main():
 
         def parley_cluster(binary, folder, extra, preload):
             os.makedirs(folder)
-            started, http_ports, _, _ = start_nodes(binary, folder, app_key, app_secret, shards=64, extra=extra,
+            started, http_ports, _, _ = start_nodes(binary, folder, app_key, app_secret, count=args.nodes, shards=64, extra=extra,
                                                     env={"LD_PRELOAD": preload} if preload else None)
             procs.extend(started)
             wait_ready(http_ports)
@@ -222,7 +227,7 @@ def main():
 
         def parley_leader(urls):
             def leader_index(level):
-                # Node ids are 1 … 3 in the order of `urls`.
+                # Node ids are 1 … N in the order of `urls`.
                 return room_leader(urls[0].split(":")[2].split("/")[0], f"l{level}-room-0", app_key) - 1
             return leader_index
 
