@@ -331,7 +331,8 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
                                 fanoutEvents: f.fanoutEvents, fanoutDeliveries: f.fanoutDeliveries)
         }
         let moves = (try? await raft.movesInProgress().get()) ?? []
-        let metaState = try? await raft.metaState().get()
+        // Never long behind a peer (a node without a meta replica fetches the state): the last copy after 0.5 s.
+        let metaState = try? await raft.metaState(within: .milliseconds(500)).get()
         let metaLeader = try? await raft.metaLeader().get()
         let meta = metaState.flatMap { $0 }.map { m in
             NodeStatusReport.Meta(

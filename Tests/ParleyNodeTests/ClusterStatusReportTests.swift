@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 @testable import ParleyAPI
 import ParleyNode
+import ParleyPlacement
 import ParleyTestSupport
 
 /// How `/status/cluster` finds a node's HTTP port from what the node registered.
@@ -117,5 +118,36 @@ import ParleyTestSupport
         try await Task.sleep(for: .milliseconds(1_100))
         _ = try await cache.report { report }
         #expect(await cache.gatherings == 2, "after it: asked again")
+    }
+}
+
+/// SPEC A4, for the operator in an incident: a node's `/status` answers at once even while the meta group's
+/// replicas cannot be reached. A node without a meta replica fetches the meta state from one; with them paused
+/// (SIGSTOP: connections open and silent) that fetch waited for its call timeout, 10 s per node asked, and
+/// `/status` with it. It now shows the copy fetched last after half a second. Real `parley node` processes.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct StatusWithoutMetaTests {
+    @Test("a node without a meta replica answers /status within a second while every meta replica is paused")
+    func statusAnswersWhileTheMetaReplicasArePaused() async throws {
+        try await withLocalCluster(size: 5) { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            let holders = Set(ShardMap(shardCount: 16).metaReplicas(nodes: cluster.ids))
+            let outside = try #require(cluster.ids.first { !holders.contains($0) })
+            // Its first status fetches the state (the copy it keeps).
+            try await cluster.eventually("node \(outside) to show the meta state") {
+                (try? await cluster.status(outside))?.meta != nil
+            }
+            for id in holders { cluster.pause(id) }
+            defer { for id in holders { cluster.nodes.pause(id, false) } }
+            // Long enough for the links to the paused nodes to be found silent and closed (4 s).
+            try await Task.sleep(for: .seconds(6))
+            for _ in 0..<2 {
+                let began = ContinuousClock.now
+                let report = try await cluster.status(outside)  // its request times out after 2 s
+                let took = ContinuousClock.now - began
+                #expect(took < .seconds(1.5), "node \(outside)'s /status took \(took) with the meta replicas paused")
+                #expect(report.meta?.nodes.count == 5, "the copy fetched last: \(String(describing: report.meta))")
+            }
+        }
     }
 }

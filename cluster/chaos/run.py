@@ -236,6 +236,14 @@ class Cluster:
             return None
         return {shard: next(iter(v)) for shard, v in applied.items()}
 
+    def disagreements(self):
+        """{shard: {node: (role, commit, applied)}} of the shards whose replicas disagree (what `settle` reports)."""
+        by_shard = {}
+        for i, status in sorted(self.statuses().items()):
+            for shard in status["shards"]:
+                by_shard.setdefault(shard["shard"], {})[i] = (shard["role"], shard["commit"], shard["applied"])
+        return {shard: v for shard, v in by_shard.items() if len({(c, a) for _, c, a in v.values()}) > 1}
+
     def settle(self, seconds):
         """Cuts every node off from the others once each shard's replicas have applied the same index, and
         leaves the cut in place for the stop; returns how many tries it took (None: never within `seconds`).
@@ -255,6 +263,9 @@ class Cluster:
             time.sleep(0.5)
             if first is not None and self.applied_view() == first:
                 return tries
+            if tries == 3:
+                silent = sorted(set(self.ids) - set(self.statuses()))
+                log(f"  not yet the same under the cut: {self.disagreements()}; no /status from {silent}")
             self.heal_network("settle")
             end = time.time() + 3
             while time.time() < end and not self.converged():

@@ -150,6 +150,7 @@ public final class RaftLoops: Sendable {
     }
 
     public func metaState() -> EventLoopFuture<MetaState?> { first.metaState() }
+    public func metaState(within wait: TimeAmount) -> EventLoopFuture<MetaState?> { first.metaState(within: wait) }
     public func metaLeader() -> EventLoopFuture<NodeID?> { first.metaLeader() }
     public func ownRegistryState() -> EventLoopFuture<NodeRecord.State?> { first.ownRegistryState() }
 
