@@ -11,8 +11,8 @@ import ParleyPlacement
 
 /// Issue 34: the one road into a shard. Every command — a room's or an IM one, from this node's edge, the
 /// server API, the relay or a peer's call — goes as a `ShardRequest` to the shard's leader: this node's
-/// replica when it leads, else by call to the leader it names (a node with no replica asks the shard's
-/// replicas in ranked order), retrying while leadership moves. Only the leader appends a write, after its
+/// replica when it leads, else by call to the leader it names (a node with no replica calls the leader last
+/// named to it, else asks the shard's replicas in ranked order), retrying while leadership moves. Only the leader appends a write, after its
 /// checks (`admit`); a read is answered by any current replica after a read index. The meta group's commands
 /// take the same route to the meta leader. The RPCs that carry them are listed here too (`commandCalls`).
 extension RaftDriver {
