@@ -108,42 +108,33 @@ extension RaftDriver {
     fileprivate func attempt(_ request: ShardRequest, _ deadline: NIODeadline) -> EventLoopFuture<ShardOutcome> {
         // A replica here is asked first on every try, so a node that becomes the leader while a command waits
         // proposes it itself (a write it does not lead is answered notLeader with the hint, and the route goes
-        // there: the leader's driver checks it, A1).
-        guard let known = host.leader(of: request.shard) else { return attemptWithoutReplica(request, deadline) }
-        // The common cases, a replica here that knows its leader: one promise answered from the proposal's
-        // completion, or from the leader's answer to one call, instead of the route's chain of futures (a tenth
-        // of a node's CPU at 1000 clients; session 40: the chain cost a fifth of the writes/s once writes
-        // entering at a follower went to the leader by call). Anything but an outcome continues as `route`
-        // continues from a first answer.
-        let promise = loop.makePromise(of: ShardOutcome.self)
-        if !request.isRead, known != nodeID, known != 0 {
+        // there: the leader's driver checks it, A1). A node with no replica of the shard calls the leader last
+        // named to it (a replica's `notLeader`, or the shard's feed: `ShardLeaders`), a read too; asking the
+        // first-ranked replica instead — a follower as often as not — cost every such command a second hop
+        // and the follower's refusal (session 46). Without a name, the ranked route.
+        let here = host.leader(of: request.shard)
+        let held = here != nil
+        let known = here ?? loops?.leaders.leader(of: request.shard) ?? 0
+        // The common cases: one promise answered from the proposal's completion, or from the leader's answer to
+        // one call, instead of the route's chain of futures (a tenth of a node's CPU at 1000 clients; session
+        // 40: the chain cost a fifth of the writes/s once writes entering at a follower went to the leader by
+        // call). Anything but an outcome continues as `route` continues from a first answer; a stale name
+        // takes the route from its start.
+        if !(request.isRead && held), known != nodeID, known != 0 {
             // The route's `notLeader` step, taken at once: the route itself is built only for a retry.
+            let promise = loop.makePromise(of: ShardOutcome.self)
             let call = peerCall(request)
             callLeader(known, path: call.path, body: call.body, promise) {
-                self.retry(self.shardRoute(request, held: true), deadline, 0, after: $0)
+                self.retry(self.shardRoute(request, held: held), deadline, 0, after: $0)
             }
             return promise.futureResult
         }
+        guard held else { return route(shardRoute(request, held: false), deadline) }
+        let promise = loop.makePromise(of: ShardOutcome.self)
         proposeHere(request) { result in
             if case .success(let outcome) = result { return promise.succeed(outcome) }
             promise.completeWith(self.route(self.shardRoute(request, held: true), deadline,
                                             firstAnswer: Self.answer(result)))
-        }
-        return promise.futureResult
-    }
-
-    /// A command of a shard this node holds no replica of: straight to the leader last named for it (by a
-    /// replica's `notLeader`, or the shard's feed), else to the shard's replicas in ranked order. Asking a
-    /// follower first cost every such command a second hop (and the follower's refusal) — every server-API
-    /// and relayed command entering a 5-node cluster at one of the two nodes without a replica of its shard.
-    /// A stale leader takes the ranked route from its start.
-    fileprivate func attemptWithoutReplica(_ request: ShardRequest, _ deadline: NIODeadline) -> EventLoopFuture<ShardOutcome> {
-        let named = loops?.leaders.leader(of: request.shard) ?? 0
-        guard named != 0, named != nodeID else { return route(shardRoute(request, held: false), deadline) }
-        let promise = loop.makePromise(of: ShardOutcome.self)
-        let call = peerCall(request)
-        callLeader(named, path: call.path, body: call.body, promise) {
-            self.retry(self.shardRoute(request, held: false), deadline, 0, after: $0)
         }
         return promise.futureResult
     }

@@ -20,7 +20,7 @@ public final class ShardLeaders: Sendable {
 
     /// The leader a shard's feed page named when this node polled another (it holds no replica of the shard,
     /// or its replica knows no leader), or a replica named in refusing a command this node, holding none, sent
-    /// it (`RaftDriver.attemptWithoutReplica`): a node with no replica sends straight there too.
+    /// it (`RaftDriver.attempt`): a node with no replica sends straight there too.
     public func learned(_ leader: NodeID, of shard: ShardID) {
         guard leader != 0 else { return }
         set(leader, of: shard)
