@@ -6,25 +6,32 @@ import NIOHTTP2
 /// peer down and dials again. Without it a peer that is paused (SIGSTOP, a stuck VM: its kernel still
 /// acknowledges TCP) or cut off by a silent partition (dropped packets: the connection looks open for
 /// minutes) was never reported down, so Raft groups that had gone quiet (quiesced) slept on, following a
-/// leader that could not lead, until something else woke them (issue 16).
+/// leader that could not lead, until something else woke them (issue 16). Each answer is also told to the link
+/// (`heard`): a call waiting on a link that has heard nothing for a while may give way (`PeerLink.silentAfter`).
 final class PeerHeartbeat: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    static let interval: TimeAmount = .seconds(1)
+    /// A quarter second, so a link silent for three of them is known within a second (a call to a paused
+    /// leader gives way then, not after `timeout`); four pings a second per link cost nothing measurable.
+    static let interval: TimeAmount = .milliseconds(250)
     /// Long enough for a busy peer's loop (a debug build under load) to answer; short enough that a quiet
     /// group elects a new leader within about the lease rule's takeover time.
     static let timeout: TimeAmount = .seconds(4)
 
     private let interval: TimeAmount
     private let timeout: TimeAmount
+    private let heard: () -> Void
     private var lastHeard = NIODeadline.now()
     private var sent: UInt64 = 0
     private var task: RepeatedTask?
 
-    init(interval: TimeAmount = PeerHeartbeat.interval, timeout: TimeAmount = PeerHeartbeat.timeout) {
+    /// `heard` runs on the channel's loop at each answer.
+    init(interval: TimeAmount = PeerHeartbeat.interval, timeout: TimeAmount = PeerHeartbeat.timeout,
+         heard: @escaping () -> Void = {}) {
         self.interval = interval
         self.timeout = timeout
+        self.heard = heard
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -46,7 +53,10 @@ final class PeerHeartbeat: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .ping(_, ack: true) = unwrapInboundIn(data).payload { lastHeard = .now() }
+        if case .ping(_, ack: true) = unwrapInboundIn(data).payload {
+            lastHeard = .now()
+            heard()
+        }
         context.fireChannelRead(data)
     }
 

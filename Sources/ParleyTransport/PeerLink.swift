@@ -34,6 +34,8 @@ final class PeerLink: @unchecked Sendable {
         var droppedMetric: Counter
         /// `parley_transport_connect_failures_total{peer}`: failed connection attempts and refused streams.
         var failureMetric: Counter
+        /// `parley_transport_calls_gave_way_total{peer}`: calls to the peer that gave way while it was silent.
+        var gaveWayMetric: Counter
         /// Where a link says that it cannot reach its peer (rate-limited, see `PeerLinkHealth`).
         var logger: Logger
         /// Whether the link opens the Raft stream; an edge loop's link to a shard leader carries calls only
@@ -52,13 +54,20 @@ final class PeerLink: @unchecked Sendable {
     /// The long-lived stream that carries this link's RPCs, and the calls waiting for their answers.
     private var callStream: Channel?
     private var nextCallID: UInt64 = 0
-    private var pendingCalls: [UInt64: (promise: EventLoopPromise<PeerResponse>, deadline: NIODeadline)] = [:]
+    private var pendingCalls: [UInt64: PendingCall] = [:]
     static let callTimeout: TimeAmount = .seconds(10)
+    /// A call may give way (`givesWay`) once the link has heard nothing from its peer for this long: three of
+    /// the heartbeat's pings unanswered. A peer that is paused or cut off is closed only after the heartbeat's
+    /// 4 s, which is how long such calls waited before.
+    static let silentAfter: TimeAmount = .milliseconds(750)
+    /// When the peer last answered anything on this link: a ping, a call.
+    private var lastHeard = NIODeadline.now()
     /// A peer that does not accept a TCP connection within this long is tried again (at once): under the
     /// kernel's first SYN retransmission (1 s), so a dial made just before a partition heals is not left
     /// waiting for the second one.
     static let connectTimeout: TimeAmount = .milliseconds(900)
-    /// Fails calls past their deadline once a second (one timer per link, not one per call).
+    /// Fails calls past their deadline, or that give way, four times a second (one timer per link, not one
+    /// per call).
     private var deadlineSweep: RepeatedTask?
     /// Call frames made during this loop tick, written as one DATA frame when the tick's work is done, and
     /// the stream they were made for (a reconnect in between fails them instead of sending them elsewhere).
@@ -139,10 +148,18 @@ final class PeerLink: @unchecked Sendable {
     }
 
     /// Calls an RPC path on the peer (at once when called on the link's loop, as the Raft loop does).
-    func call(path: String, body: [UInt8], timeout: TimeAmount = PeerLink.callTimeout) -> EventLoopFuture<PeerResponse> {
-        guard loop.inEventLoop else { return loop.flatSubmit { self.call(path: path, body: body, timeout: timeout) } }
-        if let callStream { return call(on: callStream, path: path, body: body, timeout: timeout) }
-        return callStreamWhenConnected().flatMap { stream in self.call(on: stream, path: path, body: body, timeout: timeout) }
+    /// `givesWay`: asked while the link has been silent for `silentAfter`; true fails the call with `gaveWay`
+    /// (the caller knows somewhere better to go: a shard's new leader), rather than letting it wait for the
+    /// heartbeat to close the link or for its deadline.
+    func call(path: String, body: [UInt8], timeout: TimeAmount = PeerLink.callTimeout,
+              givesWay: (@Sendable () -> Bool)? = nil) -> EventLoopFuture<PeerResponse> {
+        guard loop.inEventLoop else {
+            return loop.flatSubmit { self.call(path: path, body: body, timeout: timeout, givesWay: givesWay) }
+        }
+        if let callStream { return call(on: callStream, path: path, body: body, timeout: timeout, givesWay: givesWay) }
+        return callStreamWhenConnected().flatMap { stream in
+            self.call(on: stream, path: path, body: body, timeout: timeout, givesWay: givesWay)
+        }
     }
 
     private func callStreamWhenConnected() -> EventLoopFuture<Channel> {
@@ -158,13 +175,14 @@ final class PeerLink: @unchecked Sendable {
     /// of one loop tick leave together (many length-prefixed frames in one HTTP/2 DATA frame): under load a
     /// forwarding node or an edge sends hundreds of commands per tick, and HTTP/2 framing per call was most of
     /// the transport's cost.
-    private func call(on stream: Channel, path: String, body: [UInt8], timeout: TimeAmount) -> EventLoopFuture<PeerResponse> {
+    private func call(on stream: Channel, path: String, body: [UInt8], timeout: TimeAmount,
+                      givesWay: (@Sendable () -> Bool)?) -> EventLoopFuture<PeerResponse> {
         nextCallID += 1
         let id = nextCallID
         let promise = loop.makePromise(of: PeerResponse.self)
-        pendingCalls[id] = (promise, .now() + timeout)
+        pendingCalls[id] = PendingCall(promise: promise, deadline: .now() + timeout, givesWay: givesWay)
         if deadlineSweep == nil {
-            deadlineSweep = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            deadlineSweep = loop.scheduleRepeatedTask(initialDelay: Self.sweepInterval, delay: Self.sweepInterval) { _ in
                 self.failExpiredCalls()
             }
         }
@@ -189,14 +207,34 @@ final class PeerLink: @unchecked Sendable {
         stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(out.bytes))), promise: nil)
     }
 
+    private static let sweepInterval = TimeAmount.milliseconds(250)
+
     private func failExpiredCalls() {
+        guard !pendingCalls.isEmpty else { return }
         let now = NIODeadline.now()
-        let expired = pendingCalls.filter { $0.value.deadline <= now }.keys.sorted()
-        for id in expired { pendingCalls.removeValue(forKey: id)?.promise.fail(PeerLinkError.timedOut(peer)) }
+        let silent = now - lastHeard >= Self.silentAfter
+        var ended: [(id: UInt64, error: PeerLinkError)] = []
+        for (id, call) in pendingCalls {
+            if call.deadline <= now {
+                ended.append((id, .timedOut(peer)))
+            } else if silent, let givesWay = call.givesWay, givesWay() {
+                ended.append((id, .gaveWay(peer)))
+            }
+        }
+        for (id, error) in ended.sorted(by: { $0.id < $1.id }) {
+            if error == .gaveWay(peer) { settings.gaveWayMetric.increment() }
+            pendingCalls.removeValue(forKey: id)?.promise.fail(error)
+        }
+    }
+
+    /// The peer answered something (a ping, a call): the link is not silent.
+    fileprivate func heard() {
+        lastHeard = .now()
     }
 
     /// An answer frame arrived on the RPC stream.
     fileprivate func answered(_ id: UInt64, status: Int, body: [UInt8]) {
+        lastHeard = .now()
         pendingCalls.removeValue(forKey: id)?.promise.succeed(PeerResponse(status: status, body: body))
     }
 
@@ -235,7 +273,7 @@ final class PeerLink: @unchecked Sendable {
                         streamConfiguration: PeerTransport.streamConfiguration) { stream in
                             stream.eventLoop.makeSucceededVoidFuture()
                         }
-                    try channel.pipeline.syncOperations.addHandler(PeerHeartbeat())
+                    try channel.pipeline.syncOperations.addHandler(PeerHeartbeat(heard: { self.heard() }))
                     promise.succeed(mux)
                 }
             }
@@ -272,6 +310,7 @@ final class PeerLink: @unchecked Sendable {
 
     private func connected(_ mux: NIOHTTP2Handler.StreamMultiplexer) {
         multiplexer = mux
+        lastHeard = .now()
         troubleRecorded = false
         backoff = settings.backoff.initial
         let maxBytes = settings.maxFrameBytes
@@ -443,9 +482,18 @@ final class PeerLink: @unchecked Sendable {
     }
 }
 
+/// A call waiting for its answer.
+private struct PendingCall {
+    var promise: EventLoopPromise<PeerResponse>
+    var deadline: NIODeadline
+    var givesWay: (@Sendable () -> Bool)?
+}
+
 enum PeerLinkError: Error, Equatable {
     case unavailable(NodeID)
     case timedOut(NodeID)
+    /// The link was silent and the caller knew somewhere better to go (`PeerLink.call`'s `givesWay`).
+    case gaveWay(NodeID)
     case responseTooLarge
 
     /// A connect error in a line an operator can act on: the errno text of the first address tried

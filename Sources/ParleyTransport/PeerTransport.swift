@@ -171,11 +171,14 @@ public final class PeerTransport: Sendable {
                                                  factory: metrics),
                           failureMetric: Counter(label: Self.connectFailuresMetric, dimensions: [("peer", "\(peer)")],
                                                  factory: metrics),
+                          gaveWayMetric: Counter(label: Self.callsGaveWayMetric, dimensions: [("peer", "\(peer)")],
+                                                 factory: metrics),
                           logger: logger)
     }
 
     public static let droppedMetric = "parley_transport_dropped_batches_total"
     public static let connectFailuresMetric = "parley_transport_connect_failures_total"
+    public static let callsGaveWayMetric = "parley_transport_calls_gave_way_total"
 
     /// Writes the RPC answers completed so far on `loop` now, rather than after the task running there
     /// (the ready loop calls it once a cycle has its answers, before the cycle's sync). Call on `loop`.
@@ -189,19 +192,22 @@ public final class PeerTransport: Sendable {
     }
 
     /// Calls `path` (under `/rpc/v1/`) on a peer.
-    /// `timeout` nil: `PeerLink.callTimeout`.
-    public func call(_ peer: NodeID, path: String, body: [UInt8], timeout: TimeAmount? = nil) -> EventLoopFuture<PeerResponse> {
+    /// `timeout` nil: `PeerLink.callTimeout`. `givesWay`: asked once the link has heard nothing from the peer
+    /// for `PeerLink.silentAfter` (a paused or cut-off peer); true ends the call with an error at once, as a
+    /// lost link does (`PeerLink.call`).
+    public func call(_ peer: NodeID, path: String, body: [UInt8], timeout: TimeAmount? = nil,
+                     givesWay: (@Sendable () -> Bool)? = nil) -> EventLoopFuture<PeerResponse> {
         guard let link = links.withLockedValue({ $0[peer] }) else {
             return group.next().makeFailedFuture(PeerLinkError.unavailable(peer))
         }
-        return link.call(path: path, body: body, timeout: timeout ?? PeerLink.callTimeout)
+        return link.call(path: path, body: body, timeout: timeout ?? PeerLink.callTimeout, givesWay: givesWay)
     }
 
     /// Calls `path` on a peer over a link of `loop`'s own, answered on `loop`: an edge loop that sends a
     /// command straight to its shard's leader does not pass through the Raft loop on its way out or back
     /// (issue 35). The link is made at the first call and carries calls only.
-    public func call(_ peer: NodeID, path: String, body: [UInt8], timeout: TimeAmount? = nil, on loop: EventLoop)
-        -> EventLoopFuture<PeerResponse> {
+    public func call(_ peer: NodeID, path: String, body: [UInt8], timeout: TimeAmount? = nil, on loop: EventLoop,
+                     givesWay: (@Sendable () -> Bool)? = nil) -> EventLoopFuture<PeerResponse> {
         let key = CallLinkKey(peer: peer, loop: ObjectIdentifier(loop))
         let link: PeerLink? = callLinks.withLockedValue { state in
             if let link = state.byLoop[key] { return link }
@@ -213,7 +219,7 @@ public final class PeerTransport: Sendable {
             return link
         }
         guard let link else { return loop.makeFailedFuture(PeerLinkError.unavailable(peer)) }
-        return link.call(path: path, body: body, timeout: timeout ?? PeerLink.callTimeout)
+        return link.call(path: path, body: body, timeout: timeout ?? PeerLink.callTimeout, givesWay: givesWay)
     }
 
     /// Per-peer link health for /status.

@@ -49,6 +49,9 @@ extension RaftDriver {
         /// Told the leader a replica named, for a shard this node holds no replica of (`ShardLeaders`): the
         /// next command goes straight there, not through a follower again.
         var learned: ((NodeID) -> Void)? = nil
+        /// A shard's route (nil: the meta group's): a call to a node that went silent gives way once this
+        /// node knows another leader of the shard (`givesWay`).
+        var shard: ShardID? = nil
     }
 
     /// `firstAnswer`: what a proposal already made here answered (`attempt`'s direct path), taken as this
@@ -76,7 +79,9 @@ extension RaftDriver {
             case .notLeader(let leader) where leader != 0 && leader != self.nodeID:
                 r.learned?(leader)
                 let promise = self.loop.makePromise(of: Outcome.self)
-                self.callLeader(leader, path: r.path, body: r.body, promise) { self.retry(r, deadline, attempt, after: $0) }
+                self.callLeader(leader, path: r.path, body: r.body, shard: r.shard, promise) {
+                    self.retry(r, deadline, attempt, after: $0)
+                }
                 return promise.futureResult
             default:
                 return self.retry(r, deadline, attempt, after: "\(answer)")
@@ -99,7 +104,7 @@ extension RaftDriver {
     }
 
     fileprivate func forward<Outcome>(_ r: GroupRoute<Outcome>, to node: NodeID) -> EventLoopFuture<GroupAnswer<Outcome>> {
-        transport.call(node, path: r.path, body: r.body).hop(to: loop).flatMapThrowing { response in
+        transport.call(node, path: r.path, body: r.body, givesWay: givesWay(node, r.shard)).hop(to: loop).flatMapThrowing { response in
             guard let answer = GroupAnswer<Outcome>(response: response) else { throw RouteError.peerRefused(response.status) }
             return answer
         }
@@ -124,7 +129,7 @@ extension RaftDriver {
             // The route's `notLeader` step, taken at once: the route itself is built only for a retry.
             let promise = loop.makePromise(of: ShardOutcome.self)
             let call = peerCall(request)
-            callLeader(known, path: call.path, body: call.body, promise) {
+            callLeader(known, path: call.path, body: call.body, shard: request.shard, promise) {
                 self.retry(self.shardRoute(request, held: held), deadline, 0, after: $0)
             }
             return promise.futureResult
@@ -142,10 +147,11 @@ extension RaftDriver {
     /// Sends a command to the leader a replica named, in one call answered into `promise`: an outcome ends the
     /// route, as does `outcomeUnknown` (it may have applied: never sent twice); anything else — a refusal,
     /// another leader, a link down — is handed to `again` with why (the route's retry).
-    fileprivate func callLeader<Outcome>(_ leader: NodeID, path: String, body: [UInt8], _ promise: EventLoopPromise<Outcome>,
-                                     again: @escaping @Sendable (String) -> EventLoopFuture<Outcome>)
+    fileprivate func callLeader<Outcome>(_ leader: NodeID, path: String, body: [UInt8], shard: ShardID?,
+                                         _ promise: EventLoopPromise<Outcome>,
+                                         again: @escaping @Sendable (String) -> EventLoopFuture<Outcome>)
         where Outcome: BinaryCodable & Sendable & Hashable {
-        transport.call(leader, path: path, body: body).hop(to: loop).whenComplete { result in
+        transport.call(leader, path: path, body: body, givesWay: givesWay(leader, shard)).hop(to: loop).whenComplete { result in
             let why: String
             switch result {
             case .success(let response):
@@ -162,6 +168,15 @@ extension RaftDriver {
         }
     }
 
+    /// A call to `node` for `shard` gives way while the link is silent once this node knows another leader of
+    /// the shard — its replica's, or the one learned (`ShardLeaders`): a paused or cut-off leader's callers go
+    /// to its successor within a second of the silence instead of waiting 4 s for the heartbeat to close the
+    /// link (session 47). Nil for the meta group.
+    private func givesWay(_ node: NodeID, _ shard: ShardID?) -> (@Sendable () -> Bool)? {
+        guard let shard, let leaders = loops?.leaders else { return nil }
+        return { leaders.moved(from: node, of: shard) }
+    }
+
     fileprivate func shardRoute(_ request: ShardRequest, held: Bool) -> GroupRoute<ShardOutcome> {
         let call = peerCall(request)
         let shard = request.shard
@@ -169,7 +184,7 @@ extension RaftDriver {
             what: "shard \(shard)", path: call.path, body: call.body,
             replicas: host.replicaNodes(of: shard),
             here: held ? { self.proposeHere(request) } : nil,
-            learned: held ? nil : { leader in self.loops?.leaders.learned(leader, of: shard) })
+            learned: held ? nil : { leader in self.loops?.leaders.learned(leader, of: shard) }, shard: shard)
     }
 
     /// The call that carries `request` to another node: `/rpc/v1/propose` with the request, or for an IM

@@ -26,6 +26,13 @@ public final class ShardLeaders: Sendable {
         set(leader, of: shard)
     }
 
+    /// Whether this node knows of a leader of `shard` other than `called`: a call to `called` that is waiting
+    /// on a silent link gives way (`PeerTransport.call`'s `givesWay`) and the command goes there instead.
+    public func moved(from called: NodeID, of shard: ShardID) -> Bool {
+        let now = leader(of: shard)
+        return now != 0 && now != called
+    }
+
     func set(_ leader: NodeID, of shard: ShardID) {
         leaders.withLockedValue { if shard >= 0 && shard < $0.count { $0[shard] = leader } }
     }
