@@ -97,7 +97,11 @@ describe('the JavaScript SDK in headless Chromium against parley dev (3 nodes)',
     const sent = [];
     for (let i = 0; i < 20; i++) { sent.push(`a-${i}`); await alice.eval(`demo.send('a-${i}')`); }
     const want = ['hello from alice', 'hi alice, bob here', ...sent];
-    await bob.waitFor(`demo.events.filter((e) => e.type === 'message').length >= ${want.length}`, { what: 'every message at bob' });
+    // Both pages: alice's own last messages reach her through her edge's feed, which may be a delivery spacing
+    // (20 ms) behind bob's (CI, session 47: alice lacked 'a-19' when only bob's count was waited for).
+    for (const page of [bob, alice]) {
+      await page.waitFor(`demo.events.filter((e) => e.type === 'message').length >= ${want.length}`, { what: `every message at ${page.name}` });
+    }
     assert.deepEqual(await bodies(bob), want);
     assert.deepEqual(await bodies(alice), want);
     await assertNoHoleNoRepeat(bob);
