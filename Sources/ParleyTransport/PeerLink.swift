@@ -60,7 +60,8 @@ final class PeerLink: @unchecked Sendable {
     /// the heartbeat's pings unanswered. A peer that is paused or cut off is closed only after the heartbeat's
     /// 4 s, which is how long such calls waited before.
     static let silentAfter: TimeAmount = .milliseconds(750)
-    /// When the peer last answered anything on this link: a ping, a call.
+    /// When the peer last answered one of the heartbeat's pings (four a second: enough, so an answered call
+    /// costs no clock read for it).
     private var lastHeard = NIODeadline.now()
     /// A peer that does not accept a TCP connection within this long is tried again (at once): under the
     /// kernel's first SYN retransmission (1 s), so a dial made just before a partition heals is not left
@@ -227,14 +228,13 @@ final class PeerLink: @unchecked Sendable {
         }
     }
 
-    /// The peer answered something (a ping, a call): the link is not silent.
+    /// The peer answered a ping: the link is not silent.
     fileprivate func heard() {
         lastHeard = .now()
     }
 
     /// An answer frame arrived on the RPC stream.
     fileprivate func answered(_ id: UInt64, status: Int, body: [UInt8]) {
-        lastHeard = .now()
         pendingCalls.removeValue(forKey: id)?.promise.succeed(PeerResponse(status: status, body: body))
     }
 

@@ -168,13 +168,9 @@ extension RaftDriver {
         }
     }
 
-    /// A call to `node` for `shard` gives way while the link is silent once this node knows another leader of
-    /// the shard — its replica's, or the one learned (`ShardLeaders`): a paused or cut-off leader's callers go
-    /// to its successor within a second of the silence instead of waiting 4 s for the heartbeat to close the
-    /// link (session 47). Nil for the meta group.
+    /// `ShardLeaders.givesWay` for a call to `node` of `shard`'s command; nil for the meta group.
     private func givesWay(_ node: NodeID, _ shard: ShardID?) -> (@Sendable () -> Bool)? {
-        guard let shard, let leaders = loops?.leaders else { return nil }
-        return { leaders.moved(from: node, of: shard) }
+        shard.flatMap { loops?.leaders.givesWay(from: node, of: $0) }
     }
 
     fileprivate func shardRoute(_ request: ShardRequest, held: Bool) -> GroupRoute<ShardOutcome> {

@@ -32,12 +32,9 @@ extension RaftLoops {
         }
         let (applied, rerouted) = (straightCounters.applied, straightCounters.rerouted)
         let call = driver.peerCall(request)
-        // A leader that went silent (paused, cut off) while another took the shard over: the call gives way
-        // within a second of the silence and the command goes to the new one, rather than waiting 4 s for the
-        // heartbeat to close the link (session 47).
-        let (leaders, shard) = (self.leaders, request.shard)
+        // A leader that went silent while another took the shard over: the call gives way (`ShardLeaders`).
         transport.call(leader, path: call.path, body: call.body, timeout: deadline - .now(), on: loop,
-                       givesWay: { leaders.moved(from: leader, of: shard) }).whenComplete { result in
+                       givesWay: leaders.givesWay(from: leader, of: request.shard)).whenComplete { result in
             guard case .success(let response) = result, let answer = ShardAnswer(response: response) else {
                 rerouted.increment()
                 return driverRoad()

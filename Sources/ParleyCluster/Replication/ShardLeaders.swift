@@ -26,11 +26,12 @@ public final class ShardLeaders: Sendable {
         set(leader, of: shard)
     }
 
-    /// Whether this node knows of a leader of `shard` other than `called`: a call to `called` that is waiting
-    /// on a silent link gives way (`PeerTransport.call`'s `givesWay`) and the command goes there instead.
-    public func moved(from called: NodeID, of shard: ShardID) -> Bool {
-        let now = leader(of: shard)
-        return now != 0 && now != called
+    /// The one rule for a call of `shard`'s command to `called` waiting on a silent link (`PeerTransport.call`'s
+    /// `givesWay`), for every road: it gives way once this node knows another leader of the shard — a paused or
+    /// cut-off leader's callers go to its successor within a second of the silence instead of waiting 4 s for
+    /// the heartbeat to close the link (session 47).
+    public func givesWay(from called: NodeID, of shard: ShardID) -> @Sendable () -> Bool {
+        { let now = self.leader(of: shard); return now != 0 && now != called }
     }
 
     func set(_ leader: NodeID, of shard: ShardID) {
