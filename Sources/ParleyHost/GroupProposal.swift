@@ -20,10 +20,18 @@ public struct ProposalID: Sendable, Hashable {
 /// The payload of a normal entry in a group's log: a command, who issued it and when, and for a signed
 /// server-API request its key (SPEC A7). The timestamp is fixed by the proposing node; replicas never read
 /// their own clocks when applying.
+///
+/// Two forms are written. Form 4 (issue 34, peer protocol 17) is the proposal's id and time followed by the
+/// request as the leader received it (`GroupRequest`: the bytes of a peer's `/rpc/v1/propose` body, put into
+/// the entry as they came) — one encoding for the call and the log. Form 3 (the id, the time and actor, the
+/// key, the command) is written while a node older than protocol 17 runs (`ProposalBatch.append(_:)`), which
+/// cannot read form 4; forms 1 and 3 are still read.
 public struct GroupProposal<Command: BinaryCodable & Sendable>: Sendable, BinaryCodable {
-    /// 3 adds the request key; 1 (without it) is still read. (Not 2: that is `ProposalBatch`'s version, and
+    /// The form `encode(to:)` writes: 3 adds the request key to 1. (Not 2: that is `ProposalBatch`'s version, and
     /// a lone proposal must never read as a batch.)
     public static var version: UInt8 { 3 }
+    /// The form that carries the request's own bytes (`ProposalBatch.append(id:timestamp:request:)`).
+    public static var requestForm: UInt8 { 4 }
 
     public var id: ProposalID
     /// Milliseconds since the epoch at the proposer.
@@ -54,8 +62,14 @@ public struct GroupProposal<Command: BinaryCodable & Sendable>: Sendable, Binary
 
     public init(from r: inout ByteReader) throws(CodecError) {
         let version = try r.readByte()
-        guard version == 1 || version == Self.version else { throw .badVersion(version) }
+        guard version == 1 || version == Self.version || version == Self.requestForm else { throw .badVersion(version) }
         id = ProposalID(node: try r.readUInt64(), boot: try r.readUInt64(), sequence: try r.readUInt64())
+        if version == Self.requestForm {
+            timestamp = try r.readInt64()
+            let request = try r.readSpanning(GroupRequest<Command>.self)
+            (actor, command, requestKey) = (request.actor, request.command, request.requestKey)
+            return
+        }
         let context = try r.read(ApplyContext.self)
         timestamp = context.timestamp
         actor = context.actor
@@ -87,9 +101,22 @@ public struct ProposalBatch<Command: BinaryCodable & Sendable>: Sendable {
     public var isEmpty: Bool { ids.isEmpty }
     public var isFull: Bool { ids.count >= Self.maxCount || writer.bytes.count >= Self.maxBytes }
 
+    /// Appends a proposal in form 3, which every node reads.
     public mutating func append(_ proposal: GroupProposal<Command>) {
         writer.write(proposal)
         ids.append(proposal.id)
+    }
+
+    /// Appends a proposal in form 4: its id and time, then `request` — a `GroupRequest`'s bytes, as a peer's call
+    /// carried them to this leader or as this node encoded its own — as they are (issue 34: one encoding).
+    public mutating func append(id: ProposalID, timestamp: Int64, request: [UInt8]) {
+        writer.write(GroupProposal<Command>.requestForm)
+        writer.write(id.node)
+        writer.write(id.boot)
+        writer.write(id.sequence)
+        writer.write(timestamp)
+        writer.write(bytes: request)
+        ids.append(id)
     }
 
     /// The entry's payload.

@@ -194,20 +194,28 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     // MARK: Proposals
 
+    /// Proposes `request` (a write only on the leader). `requestForm`: the entry carries the request's bytes —
+    /// `encoded`, as a peer's call brought them, or encoded here — in `GroupProposal`'s form 4, which every node
+    /// of the cluster reads; otherwise form 3.
     @_specialize(where Machine == ShardState)
-    func propose(_ command: Machine.Command, id: ProposalID, actor: CommandActor, timestamp: Int64,
-                 requestKey: RequestKey? = nil, completion: @escaping Completion) {
+    func propose(_ request: GroupRequest<Machine.Command>, encoded: [UInt8]? = nil, requestForm: Bool = false,
+                 id: ProposalID, timestamp: Int64, completion: @escaping Completion) {
         // A signed server-API read carries its request key into the log, so its Nonce is good for one answer in
         // the whole cluster (docs/api.md); every other read leaves the log.
-        if requestKey == nil, Machine.isRead(command) {
-            return read(command, actor: actor, timestamp: timestamp, completion: completion)
+        if request.requestKey == nil, Machine.isRead(request.command) {
+            return read(request.command, actor: request.actor, timestamp: timestamp, completion: completion)
         }
         let soft = raft.softState
         // Issue 34, one road: only the leader appends a write. A follower names the leader it knows, and the
         // caller sends the command there by call, so the leader's checks (A1, W3) see every write; nothing is
         // passed on inside Raft, where it would go round them.
         guard soft.role == .leader else { return completion(.failure(.notLeader(leader: soft.leader))) }
-        staged.append(GroupProposal(id: id, timestamp: timestamp, actor: actor, command: command, requestKey: requestKey))
+        if requestForm {
+            staged.append(id: id, timestamp: timestamp, request: encoded ?? request.encoded())
+        } else {
+            staged.append(GroupProposal(id: id, timestamp: timestamp, actor: request.actor, command: request.command,
+                                        requestKey: request.requestKey))
+        }
         pending[id] = Waiting(term: raft.term, completion: completion)
         onProposed()
         if staged.isFull { proposeStaged() }

@@ -89,6 +89,9 @@ public final class RaftHost {
     /// has not been sent, each with when that began. A cycle that sends the group's followers an append (which
     /// carries the index) ends it; a ready cycle sends what waited `config.commitNoticeMillis`.
     private var commitNotices: [GroupID: ContinuousClock.Instant] = [:]
+    /// Issue 34: whether this host's leaders write proposals in the request's own form (`GroupProposal` form 4),
+    /// which nodes before peer protocol 17 cannot read: set by the driver once every node of the cluster reads it.
+    public var writesRequestForm = false
     /// Told each shard's leader as this node's replica learns it (`ShardLeaders`).
     package var leaderSeen: (ShardID, NodeID) -> Void = { _, _ in }
     let metrics: RaftMetrics
@@ -339,15 +342,25 @@ public final class RaftHost {
     public func propose(_ command: ShardCommand, shard: ShardID, actor: CommandActor, timestamp: Int64,
                         requestKey: RequestKey? = nil,
                         completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
+        propose(GroupRequest(shard: shard, actor: actor, command: command, requestKey: requestKey), timestamp: timestamp,
+                completion: completion)
+    }
+
+    /// Proposes a shard request to its shard; `encoded` is its bytes when a peer's call brought it (issue 34: the
+    /// entry carries them as they came, once every node reads that form — `writesRequestForm`).
+    public func propose(_ request: GroupRequest<ShardCommand>, encoded: [UInt8]? = nil, timestamp: Int64,
+                        completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
+        let shard = request.shard
         guard let replica = replicas[shard] else { return completion(.failure(.shardNotHere(shard))) }
         due.mark(groupIndex[replica.group]!)
-        guard case .room(let room) = command else {
-            return replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp,
-                                   requestKey: requestKey, completion: completion)
+        let form = writesRequestForm
+        guard case .room(let room) = request.command else {
+            return replica.propose(request, encoded: encoded, requestForm: form, id: nextProposalID(), timestamp: timestamp,
+                                   completion: completion)
         }
         let metrics = self.metrics
         let kind = room.metricKind
-        replica.propose(command, id: nextProposalID(), actor: actor, timestamp: timestamp, requestKey: requestKey) { result in
+        replica.propose(request, encoded: encoded, requestForm: form, id: nextProposalID(), timestamp: timestamp) { result in
             // Counted where the proposal was made (the leader), so each command counts once in the cluster.
             if case .success(.room(let outcome)) = result { metrics.commandApplied(kind: kind, errorCode: outcome.errorCode) }
             completion(result)
@@ -385,9 +398,15 @@ public final class RaftHost {
     /// Proposes a change to the meta group (node registry, placement, app credentials).
     public func proposeMeta(_ command: MetaCommand, timestamp: Int64, requestKey: RequestKey? = nil,
                             completion: @escaping (Result<MetaOutcome, ClusterError>) -> Void) {
+        proposeMeta(.meta(command, requestKey: requestKey), timestamp: timestamp, completion: completion)
+    }
+
+    /// Proposes a meta request; `encoded` is its bytes when a peer's call brought it (as for a shard's).
+    public func proposeMeta(_ request: MetaRequest, encoded: [UInt8]? = nil, timestamp: Int64,
+                            completion: @escaping (Result<MetaOutcome, ClusterError>) -> Void) {
         guard let meta else { return completion(.failure(.metaNotHere)) }
         due.mark(groupIndex[meta.group]!)
-        meta.propose(command, id: nextProposalID(), actor: .appServer, timestamp: timestamp, requestKey: requestKey,
+        meta.propose(request, encoded: encoded, requestForm: writesRequestForm, id: nextProposalID(), timestamp: timestamp,
                      completion: completion)
     }
 

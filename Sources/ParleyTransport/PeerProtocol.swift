@@ -41,8 +41,11 @@
 ///   SPEC D1, issue 38 item 5) and IM snapshots of version 4; shard leaders propose it only once every node does.
 /// - 16: `/rpc/v1/propose` takes any shard command (a `ShardRequest`: room or IM, issue 34's one road); a node
 ///   sends IM commands there only once every node does, and to `/rpc/v1/im/propose` in that call's form before.
+/// - 17: reads proposals of form 4 (a log entry carries the request as its leader received it: one encoding for
+///   the call and the entry, issue 34) and serves `/rpc/v1/meta/request` (the meta group's request in the shards'
+///   form, `GroupRequest`); leaders write form 4, and nodes call the meta leader there, only once every node does.
 public enum PeerProtocol {
-    public static let version = 16
+    public static let version = 17
     /// The oldest version this node talks to. Still 1: what versions 2 and 3 write is gated on every node
     /// having them (`Feature`), so an older node in the cluster only holds those features back.
     public static let oldestAccepted = 1
@@ -89,9 +92,12 @@ public enum PeerProtocol {
         case imLogWindow
         /// `/rpc/v1/propose` reads IM commands as well as room commands (issue 34).
         case shardRequests
+        /// Proposals of form 4 and `/rpc/v1/meta/request` (issue 34: one encoding for the call and the entry).
+        case requestEntries
 
         public var version: Int {
             switch self {
+            case .requestEntries: 17
             case .shardRequests: 16
             case .imLogWindow: 15
             case .superTeams: 14

@@ -20,18 +20,23 @@ public enum CodecError: Error, Equatable, Sendable {
 public struct ByteReader: Sendable {
     private let bytes: [UInt8]
     private var position = 0
+    /// Where reading stops: the buffer's end, or the end of the value `readSpanning(_:)` reads.
+    private var end: Int
 
     /// Reads `bytes` from the start.
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        end = bytes.count
+    }
 
     /// Whether every byte has been read.
-    public var isAtEnd: Bool { position == bytes.count }
+    public var isAtEnd: Bool { position == end }
     /// Bytes not read yet.
-    public var remaining: Int { bytes.count - position }
+    public var remaining: Int { end - position }
 
     /// One raw byte.
     public mutating func readByte() throws(CodecError) -> UInt8 {
-        guard position < bytes.count else { throw .truncated }
+        guard position < end else { throw .truncated }
         defer { position += 1 }
         return bytes[position]
     }
@@ -114,6 +119,20 @@ public struct ByteReader: Sendable {
         let n = try readCount()
         defer { position += n }
         return Array(bytes[position ..< position + n])
+    }
+
+    /// A value `ByteWriter.write(bytes:)` wrote in its encoded form, read in place: it reads as if its bytes
+    /// were all there is (a value whose last field is there only when written — a request's key — reads to
+    /// their end) and must use every one of them.
+    public mutating func readSpanning<T: BinaryCodable>(_: T.Type = T.self) throws(CodecError) -> T {
+        let n = try readCount()
+        let outer = end
+        end = position + n
+        let value: T
+        do { value = try T(from: &self) } catch { end = outer; throw error }
+        guard position == end else { defer { end = outer }; throw .trailingBytes(end - position) }
+        end = outer
+        return value
     }
 
     /// Skips what `ByteWriter.write(bytes:)` wrote, without copying it.

@@ -38,6 +38,9 @@ final class InProcessCluster {
     private var cycle = 0
     let ticksEvery = 2
 
+    /// Leaders write proposals in the request's own form (`GroupProposal` form 4), as a node does once every node
+    /// of its cluster reads it; false: form 3, as beside an older node.
+    var requestForm = true
     /// Leaders defer commit notices (`RaftConfig.deferCommitNotice`, as a node runs them).
     let deferCommitNotice: Bool
 
@@ -78,6 +81,7 @@ final class InProcessCluster {
         databases[node] = db
         hosts[node] = try RaftHost(config: config, database: db,
             send: { [unowned self] to, envelopes in inflight.append((to, envelopes)) })
+        hosts[node]!.writesRequestForm = requestForm
         eventCursors[node] = [:]
     }
 

@@ -7,7 +7,8 @@ import Testing
     @Test("every peer RPC path, each served by exactly one call")
     func theTableHoldsEveryCallOnce() {
         let expected: Set<String> = [
-            "/rpc/v1/propose", "/rpc/v1/submit", "/rpc/v1/leader", "/rpc/v1/meta/propose", "/rpc/v1/meta/state",
+            "/rpc/v1/propose", "/rpc/v1/submit", "/rpc/v1/leader", "/rpc/v1/meta/request", "/rpc/v1/meta/propose",
+            "/rpc/v1/meta/state",
             "/rpc/v1/events", "/rpc/v1/im/propose", "/rpc/v1/leads", "/rpc/v1/transfer",
             "/rpc/v1/join", "/rpc/v1/cluster/remove", "/rpc/v1/members", "/rpc/v1/cluster/drain", "/rpc/v1/cluster/undrain",
         ]

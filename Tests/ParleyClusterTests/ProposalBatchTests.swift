@@ -1,9 +1,10 @@
 import Testing
 import ParleyCluster
-import ParleyHost
+@testable import ParleyHost
 import ParleyRaft
 import ParleyRooms
 import ParleyWire
+import ParleyShardState
 
 /// Commands proposed on a replica during one ready cycle enter the log as one entry (`ProposalBatch`).
 @Suite struct ProposalBatchTests {
@@ -87,6 +88,72 @@ import ParleyWire
             if case .message(let m) = e.1.kind, m.body == "after" { m.serverId } else { nil }
         }
         #expect(!next.isEmpty && Set(next) == [last + 1])
+    }
+
+    /// Issue 34, one encoding: a proposal of form 4 carries the request's bytes, and reads them within their own
+    /// length — a request without a key ends where its bytes end, not where the next proposal starts.
+    @Test func aRequestFormProposalReadsItsRequestWithinItsOwnBytes() throws {
+        let plain = ShardRequest.room(shard: 2, actor: session("ann"), command: send("x"))
+        let keyed = ShardRequest.room(shard: 2, actor: .appServer, command: send("y"),
+                                      requestKey: RequestKey(id: "app/n1", expiresAt: 9_000))
+        var batch = ProposalBatch<ShardCommand>()
+        batch.append(id: ProposalID(node: 1, boot: 1, sequence: 1), timestamp: 5, request: plain.encoded())
+        batch.append(id: ProposalID(node: 1, boot: 1, sequence: 2), timestamp: 6, request: keyed.encoded())
+        batch.append(GroupProposal(id: ProposalID(node: 1, boot: 1, sequence: 3), timestamp: 7, actor: .appServer,
+                                   command: ShardCommand.room(send("z"))))
+        let read = try ProposalBatch<ShardCommand>.proposals(in: batch.bytes)
+        #expect(read.map(\.id.sequence) == [1, 2, 3])
+        #expect(read.map(\.timestamp) == [5, 6, 7])
+        #expect(read[0].actor == plain.actor && read[0].command == plain.command && read[0].requestKey == nil)
+        #expect(read[1].actor == .appServer && read[1].command == keyed.command && read[1].requestKey == keyed.requestKey)
+        #expect(read[2].command == .room(send("z")) && read[2].requestKey == nil)
+        // A request's bytes with more after the request (a stray byte inside its length: read as a key, cut
+        // short) are refused, as is a request cut short.
+        var padded = ProposalBatch<ShardCommand>()
+        padded.append(id: ProposalID(node: 1, boot: 1, sequence: 1), timestamp: 5, request: plain.encoded() + [0])
+        #expect(throws: CodecError.self) { try ProposalBatch<ShardCommand>.proposals(in: padded.bytes) }
+        var cut = ProposalBatch<ShardCommand>()
+        cut.append(id: ProposalID(node: 1, boot: 1, sequence: 1), timestamp: 5, request: Array(plain.encoded().dropLast(2)))
+        #expect(throws: CodecError.self) { try ProposalBatch<ShardCommand>.proposals(in: cut.bytes) }
+    }
+
+    /// The last entry of shard 0 on `node`.
+    private func lastEntry(_ cluster: InProcessCluster, on node: NodeID) throws -> Entry {
+        let replica = try #require(cluster.hosts[node]!.replicas[0])
+        let last = try replica.log.lastIndex()
+        return try #require(try replica.log.entries(from: last, to: last + 1, maxBytes: 1 << 20).first)
+    }
+
+    /// Issue 34: a request a peer's call brought (its bytes) enters the log as it came — the entry holds those
+    /// bytes — and applies alike on every replica; a leader beside an older node writes form 3 instead, which
+    /// that node reads.
+    @Test func aLeaderPutsTheRequestIntoTheEntryAsItCameOnlyOnceEveryNodeReadsThatForm() throws {
+        for requestForm in [true, false] {
+            let cluster = try InProcessCluster(shards: 1)
+            cluster.requestForm = requestForm
+            try cluster.restartAll()
+            try cluster.submit(.createRoom(CreateRoom(roomId: "hall", creator: "ann", name: "Hall")), room: "hall")
+            try cluster.submit(.enter(EnterRoom(roomId: "hall", nickname: "Ann")), room: "hall", as: session("ann"))
+            let leader = try #require(cluster.leader(of: 0))
+            let request = ShardRequest.room(shard: 0, actor: session("ann"), command: send("as it came"))
+            let body = request.encoded()
+            var answer: Result<ShardOutcome, ClusterError>?
+            cluster.hosts[leader]!.propose(request, encoded: body, timestamp: cluster.clock) { answer = $0 }
+            try cluster.run(until: { answer != nil }, "the proposal to be answered")
+            guard case .success(.room(let outcome))? = answer, case .success(.messageSent) = outcome.result else {
+                Issue.record("not sent: \(String(describing: answer))"); continue
+            }
+            let entry = try lastEntry(cluster, on: leader)
+            #expect(entry.data[0] == ProposalBatch<ShardCommand>.version)
+            #expect(entry.data[1] == (requestForm ? GroupProposal<ShardCommand>.requestForm : GroupProposal<ShardCommand>.version))
+            #expect(requestForm == entry.data.suffix(body.count).elementsEqual(body))
+            try cluster.run(until: { cluster.replicasAgree(on: 0) })
+            for node in cluster.nodes {
+                #expect(try lastEntry(cluster, on: node).data == entry.data)
+                let bodies = cluster.events[node, default: []].compactMap { if case .message(let m) = $0.1.kind { m.body } else { nil } }
+                #expect(bodies == ["as it came"], "node \(node)")
+            }
+        }
     }
 
     @Test func onlyAWholeBatchDecodes() throws {

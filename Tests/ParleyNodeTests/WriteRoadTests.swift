@@ -2,6 +2,10 @@ import Foundation
 import FoundationNetworking
 import Testing
 import ParleyCluster
+import ParleyHost
+import ParleyRaft
+import ParleyStorage
+import ParleyWire
 import ParleyRooms
 import ParleyPlacement
 import ParleyShardState
@@ -46,6 +50,83 @@ import ParleyShardState
             #expect(afterRead > after.follower, "the read was answered by the follower's replica")
         }
     }
+
+    @Test("issue 34, one encoding: a write through a follower enters the leader's log as its call carried it")
+    func aCallsRequestEntersTheLeadersLogAsItCame() async throws {
+        try await withLocalCluster { cluster in
+            let room = "one-encoding"
+            let shard = ShardMap(shardCount: 16).shard(ofRoom: room)
+            let (leader, follower) = try await Self.started(cluster, shard: shard)
+            _ = try await cluster.submit(.createRoom(CreateRoom(roomId: room, creator: "ann", name: "Encoding")),
+                                         room: room, via: leader)
+            // The leaders write the request's own form once their drivers heard that every node reads it (asked
+            // each second): a few seconds of writes, the last of which must be in that form.
+            var bodies: [[UInt8]] = []
+            for i in 1...12 {
+                let command = RoomCommand.updateRoom(UpdateRoom(roomId: room, announcement: "as it came \(i)"))
+                let outcome = try await cluster.submit(command, room: room, via: follower)
+                guard case .success = outcome.result else { Issue.record("write \(i): \(outcome.result)"); return }
+                // The call the follower's node makes to the leader carries what `/rpc/v1/submit` carried.
+                bodies.append(ShardRequest.room(shard: shard, actor: .appServer, command: command).encoded())
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(cluster.stop(leader) != nil)
+            let database = try NodeDatabase(path: cluster.directory.appendingPathComponent("node-\(leader)/node.sqlite").path)
+            let log = try database.openGroup(ShardMap(shardCount: 16).group(of: shard))
+            let entries = try log.entries(from: try log.firstIndex(), to: try log.lastIndex() + 1, maxBytes: 64 << 20)
+            func holds(_ body: [UInt8]) -> Bool {
+                entries.contains { entry in
+                    entry.data.count >= body.count && (0...(entry.data.count - body.count)).contains { at in
+                        entry.data[at..<(at + body.count)].elementsEqual(body)
+                    }
+                }
+            }
+            // Form 4 holds the call's bytes as they are; form 3 lays the command out another way.
+            #expect(holds(bodies.last!), "the last write's request is not in the leader's log as it came")
+            // Every write applied once, whatever its form.
+            let decoded = try entries.filter { $0.kind == .normal && !$0.data.isEmpty }
+                .flatMap { try ProposalBatch<ShardCommand>.proposals(in: $0.data) }
+            for i in 1...12 {
+                let command = ShardCommand.room(.updateRoom(UpdateRoom(roomId: room, announcement: "as it came \(i)")))
+                #expect(decoded.filter { $0.command == command }.count == 1, "write \(i)")
+            }
+        }
+    }
+
+    @Test("issue 34, one typed request: a meta command through another node reaches the meta leader by /rpc/v1/meta/request")
+    func metaCommandsTakeTheMetaRequestCall() async throws {
+        try await withLocalCluster { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            let metaLeader = try #require(try await cluster.status(cluster.ids[0]).meta?.leader)
+            let other = try #require(cluster.ids.first { $0 != metaLeader })
+            func served(_ path: String) async throws -> Double {
+                let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(metaLeader) + "/metrics")!)
+                return PrometheusText(text: String(decoding: body, as: UTF8.self))
+                    .value("parley_peer_calls_served_total", ["path": path]) ?? 0
+            }
+            var id = ByteWriter()
+            id.write(other)
+            // Drain and undrain a node through itself: each a meta command that node's driver sends to the meta
+            // leader. Once every node reads the shards' form (each driver asks every second), it goes by the new
+            // call, and the older one is not used for it.
+            try await cluster.eventually("meta commands to take /rpc/v1/meta/request", seconds: 20) {
+                guard let before = try? await (served(Self.metaRequestPath), served(Self.metaProposePath)) else { return false }
+                for path in [RaftDriver.drainPath, RaftDriver.undrainPath] {
+                    guard let answer = try? await cluster.call(path, body: id.bytes, via: other), answer.status == 200 else {
+                        return false
+                    }
+                }
+                guard let after = try? await (served(Self.metaRequestPath), served(Self.metaProposePath)) else { return false }
+                return after.0 - before.0 >= 2 && after.1 == before.1
+            }
+            let record = try await cluster.metaState(via: metaLeader).nodes[other]
+            #expect(record?.state == .active)
+        }
+    }
+
+    static let metaRequestPath = "/rpc/v1/meta/request"
+    static let metaProposePath = "/rpc/v1/meta/propose"
 
     @Test("IM: a follower's replica answers a write with the leader it knows, and a read itself — by either call")
     func imWritesAtAFollowerGoToTheLeader() async throws {

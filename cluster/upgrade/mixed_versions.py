@@ -16,7 +16,9 @@ answered 503, while an older node runs (peer protocol 13, SPEC D3); a supergroup
 older node runs (peer protocol 14, issue 38); and no shard takes the IM logs' window bound while an older node
 runs (peer protocol 15, issue 38 item 5); and one-to-one messages sent through every node's server API reach their
 receivers' shards, whichever build leads them, once each at the answered seq (peer protocol 16, issue 34: IM
-commands on the room commands' call once every node reads them there). Bounded: 3 nodes,
+commands on the room commands' call once every node reads them there); and every node still runs at the end
+(peer protocol 17, issue 34: entries that carry a request as it came, which older nodes cannot read, are written
+only once every node reads them). Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -244,6 +246,12 @@ def main():
             for protocol, field, what in bounds:
                 if old_protocol < protocol and memory.get(field, 0) != 0:
                     failures.append(f"{labels[n]} node {n + 1}: shards took {what} beside an older node: {memory}")
+        # Every node still runs: a node that met a log entry it cannot read stops rather than skip it, so an
+        # older node alive here read everything the newer ones wrote (peer protocol 17, issue 34: leaders put a
+        # request into the entry as it came only once every node reads that form).
+        for n, p in enumerate(procs):
+            if p.poll() is not None:
+                failures.append(f"{labels[n]} node {n + 1} exited ({p.returncode}): see its log")
         # Which kind of node led the shards: a run where old nodes led nothing (or everything) would not have
         # sent commands both ways.
         led = {}

@@ -197,10 +197,13 @@ extension RaftDriver {
         if let first = metaDriver {
             return first.submitMeta(command, requestKey: requestKey, deadline: deadline).hop(to: loop)
         }
-        let request = ForwardedMetaCommand(command: command, requestKey: requestKey)
+        let request = MetaRequest.meta(command, requestKey: requestKey)
         return loop.flatSubmit {
-            self.route(GroupRoute<MetaOutcome>(
-                what: "the meta group", path: Self.metaProposePath, body: request.encoded(),
+            // Issue 34: in the shards' form once every node reads it there, else in the older call's.
+            let call = self.requestEntryReaders.everyNode ? (Self.metaRequestPath, request.encoded())
+                : (Self.metaProposePath, request.legacyMetaBody())
+            return self.route(GroupRoute<MetaOutcome>(
+                what: "the meta group", path: call.0, body: call.1,
                 replicas: self.metaCandidates(),
                 here: self.host.metaLeader != nil ? { self.proposeMetaHere(request) } : nil), deadline)
             .flatMap { outcome in
@@ -222,28 +225,33 @@ extension RaftDriver {
 
     /// Proposes on this node's replica when it leads the shard (a read on any replica), once the leader's
     /// checks passed (`admit`: A1's budgets, W3's pre-send check), stamped with this node's clock, and runs the
-    /// ready loop soon. Every road to the shard ends here, on its leader.
-    func proposeHere(_ request: ShardRequest, then completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
+    /// ready loop soon. Every road to the shard ends here, on its leader. `body`: the request's bytes, when a
+    /// peer's call brought it: an entry carries them as they came, unless the checks changed the command.
+    func proposeHere(_ request: ShardRequest, body: [UInt8]? = nil,
+                     then completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
         loop.preconditionInEventLoop()
         if !request.isRead, let leader = leaderElsewhere(of: request.shard) {
             return completion(.failure(.notLeader(leader: leader)))
         }
         switch admit(request) {
-        case .now(let admitted): propose(admitted, request, completion)
-        case .after(let verdict, let decide): whenChecked(verdict) { self.propose(decide($0), request, completion) }
+        case .now(let admitted): propose(admitted, request, body, completion)
+        case .after(let verdict, let decide): whenChecked(verdict) { self.propose(decide($0), request, body, completion) }
         }
     }
 
-    private func propose(_ admitted: Admitted, _ request: ShardRequest,
+    private func propose(_ admitted: Admitted, _ request: ShardRequest, _ body: [UInt8]?,
                          _ completion: @escaping (Result<ShardOutcome, ClusterError>) -> Void) {
         switch admitted {
         case .refuse(let outcome):
-            completion(.success(outcome))
+            return completion(.success(outcome))
+        case .asReceived:
+            host.propose(request, encoded: body, timestamp: Self.now(), completion: completion)
         case .append(let command):
-            host.propose(command, shard: request.shard, actor: request.actor, timestamp: Self.now(),
-                         requestKey: request.requestKey, completion: completion)
-            scheduleReady()
+            var changed = request
+            changed.command = command
+            host.propose(changed, timestamp: Self.now(), completion: completion)
         }
+        scheduleReady()
     }
 
     /// One road for writes (issue 34), rooms and IM alike: only the shard's leader appends one. A follower —
@@ -259,10 +267,10 @@ extension RaftDriver {
         host.isLeader(of: shard) ? nil : host.leader(of: shard) ?? 0
     }
 
-    func proposeMetaHere(_ request: ForwardedMetaCommand) -> EventLoopFuture<GroupAnswer<MetaOutcome>> {
+    func proposeMetaHere(_ request: MetaRequest, body: [UInt8]? = nil) -> EventLoopFuture<GroupAnswer<MetaOutcome>> {
         loop.preconditionInEventLoop()
         let promise = loop.makePromise(of: GroupAnswer<MetaOutcome>.self)
-        host.proposeMeta(request.command, timestamp: Self.now(), requestKey: request.requestKey) { promise.succeed(Self.answer($0)) }
+        host.proposeMeta(request, encoded: body, timestamp: Self.now()) { promise.succeed(Self.answer($0)) }
         scheduleReady()
         return promise.futureResult
     }
@@ -287,11 +295,13 @@ extension RaftDriver {
     static let submitPath = "/rpc/v1/submit"
     static let leaderPath = "/rpc/v1/leader"
     static let metaProposePath = "/rpc/v1/meta/propose"
+    static let metaRequestPath = "/rpc/v1/meta/request"
     static let metaStatePath = "/rpc/v1/meta/state"
 
     /// The commands' calls:
-    /// - `propose` and `meta/propose` (node to node): propose on this replica only, never forward again (one
-    ///   hop);
+    /// - `propose` and `meta/request` (node to node): propose on this replica only, never forward again (one
+    ///   hop); the body is a `GroupRequest`, and the entry carries it as it came. `meta/propose` is `meta/request`
+    ///   in the form of callers before peer protocol 17 (the command, then the key);
     /// - `submit` (tools): route a shard command (a room's or an IM one) to its leader wherever it is, as
     ///   `submit(_:deadline:)` does;
     /// - `leader`: the leader this node knows for a shard;
@@ -299,7 +309,7 @@ extension RaftDriver {
     static let commandCalls: [PeerCall] = [
         PeerCall(path: proposePath, shard: PeerCall.leadingShard) { driver, request in
             guard let command = driver.shardRequest(request.body) else { return driver.refuse(400, "undecodable command") }
-            return driver.proposeForPeer(command, answering: request.version)
+            return driver.proposeForPeer(command, body: request.body, answering: request.version)
         },
         PeerCall(path: submitPath, shard: PeerCall.leadingShard) { driver, request in
             guard let command = driver.shardRequest(request.body) else { return driver.refuse(400, "undecodable command") }
@@ -325,11 +335,18 @@ extension RaftDriver {
                 return PeerResponse(status: 200, body: w.bytes)
             }
         },
+        PeerCall(path: metaRequestPath) { driver, request in
+            guard let meta = try? MetaRequest(decoding: request.body), meta.shard == RaftHost.metaShard else {
+                return driver.refuse(400, "undecodable meta request")
+            }
+            return driver.loop.flatSubmit { driver.proposeMetaHere(meta, body: request.body) }
+                .map { PeerResponse(status: 200, body: $0.encoded()) }
+        },
         PeerCall(path: metaProposePath) { driver, request in
-            guard let command = try? ForwardedMetaCommand(decoding: request.body) else {
+            guard let meta = try? MetaRequest(legacyMetaBody: request.body) else {
                 return driver.refuse(400, "undecodable meta command")
             }
-            return driver.loop.flatSubmit { driver.proposeMetaHere(command) }.map { PeerResponse(status: 200, body: $0.encoded()) }
+            return driver.loop.flatSubmit { driver.proposeMetaHere(meta) }.map { PeerResponse(status: 200, body: $0.encoded()) }
         },
         PeerCall(path: metaStatePath) { driver, _ in
             driver.loop.submit {
@@ -352,10 +369,10 @@ extension RaftDriver {
     /// A peer's proposal (`/rpc/v1/propose`, and the older `/rpc/v1/im/propose`), proposed here only: one
     /// promise answered from the proposal's completion (every write entering at a follower comes this way: no
     /// task and no mapped futures per call).
-    func proposeForPeer(_ request: ShardRequest, answering version: Int) -> EventLoopFuture<PeerResponse> {
+    func proposeForPeer(_ request: ShardRequest, body: [UInt8]? = nil, answering version: Int) -> EventLoopFuture<PeerResponse> {
         let promise = loop.makePromise(of: PeerResponse.self)
         let propose: @Sendable () -> Void = {
-            self.proposeHere(request) { promise.succeed(PeerResponse(status: 200, body: Self.answer($0).encoded(forCaller: version))) }
+            self.proposeHere(request, body: body) { promise.succeed(PeerResponse(status: 200, body: Self.answer($0).encoded(forCaller: version))) }
         }
         if loop.inEventLoop { propose() } else { loop.execute(propose) }
         return promise.futureResult
@@ -371,9 +388,10 @@ extension RaftDriver {
 /// command came by — this node's edge, a follower's or a replica-less node's call, the server API): A1's send
 /// budgets and W3's pre-send check with the app server, for rooms and IM alike.
 extension RaftDriver {
-    /// What the leader's checks made of a write: append this command (W3's verdict may have changed a
-    /// message), or answer this and append nothing.
+    /// What the leader's checks made of a write: append it as it came, append this command instead (W3's
+    /// verdict may have changed a message), or answer this and append nothing.
     enum Admitted {
+        case asReceived
         case append(ShardCommand)
         case refuse(ShardOutcome)
     }
@@ -387,11 +405,11 @@ extension RaftDriver {
 
     /// Runs the leader's checks on `request`.
     func admit(_ request: ShardRequest) -> Admission {
-        guard case .session(let sender) = request.actor else { return .now(.append(request.command)) }
+        guard case .session(let sender) = request.actor else { return .now(.asReceived) }
         switch request.command {
         case .room(.sendMessage(let m)): return admitRoomMessage(m, from: sender, shard: request.shard)
         case .im(let account, let command): return admitIm(command, account: account, request)
-        default: return .now(.append(request.command))
+        default: return .now(.asReceived)
         }
     }
 
@@ -405,7 +423,7 @@ extension RaftDriver {
             return .now(.refuse(.room(ApplyOutcome(result: .failure(.sendRateLimited(retryAfterMillis: wait)), events: []))))
         }
         guard let gate = preSend, gate.checkMillis(roomId: m.roomId) != nil,
-              let verdict = gate.verdict(on: m, sender: sender, eventLoop: loop) else { return .now(.append(.room(.sendMessage(m)))) }
+              let verdict = gate.verdict(on: m, sender: sender, eventLoop: loop) else { return .now(.asReceived) }
         return .after(verdict) { v in
             if let refusal = v.refusal { return .refuse(.room(ApplyOutcome(result: .failure(refusal), events: []))) }
             return .append(.room(.sendMessage(v.applied(to: m))))
@@ -420,7 +438,7 @@ extension RaftDriver {
         }
         guard let gate = preSend, gate.imCheckMillis(account: account) != nil,
               let message = ImPreSend(command, from: account),
-              let verdict = gate.verdict(onIm: message, eventLoop: loop) else { return .now(.append(request.command)) }
+              let verdict = gate.verdict(onIm: message, eventLoop: loop) else { return .now(.asReceived) }
         return .after(verdict) { v in
             if let refusal = v.imRefusal { return .refuse(.im(.failure(refusal))) }
             return .append(.im(account: account, message.command(applying: v, to: command)))

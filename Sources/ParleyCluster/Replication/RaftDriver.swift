@@ -63,6 +63,9 @@ public final class RaftDriver: @unchecked Sendable {
     let windowReaders = PeerFeatureWatch(.historyWindow)
     /// Issue 34: whether every node's `/rpc/v1/propose` reads IM commands (`peerCall`).
     let shardRequestReaders = PeerFeatureWatch(.shardRequests)
+    /// Issue 34: whether every node reads entries in the request's own form and serves `/rpc/v1/meta/request`
+    /// (`RaftHost.writesRequestForm`, `submitMeta`).
+    let requestEntryReaders = PeerFeatureWatch(.requestEntries)
     var settingWindow: Set<ShardID> = []
     /// Issue 38 item 5: the same for the IM logs' windows (`setLogWindow`).
     let imWindowReaders = PeerFeatureWatch(.imLogWindow)
@@ -222,6 +225,8 @@ public final class RaftDriver: @unchecked Sendable {
                 $0.carryLeases()
                 $0.throttle.dropIdle(now: Self.now())
                 $0.refresh($0.shardRequestReaders, now: .now())
+                $0.refresh($0.requestEntryReaders, now: .now())
+                $0.host.writesRequestForm = $0.requestEntryReaders.everyNode
             },
             // N5: durable history older than the retention window goes once a minute.
             duty("history expiry", after: .seconds(5), every: .seconds(60)) { _ = try? $0.host.expireHistory(now: Self.now()) },

@@ -1,3 +1,4 @@
+import ParleyHost
 import ParleyIM
 import ParleyRaft
 import ParleyRooms
@@ -9,25 +10,15 @@ import ParleyPlacement
 /// Issue 34: the one typed request into a shard, for every road — a client's room or IM command, the server
 /// API's, the IM relay's: the shard, who acts, the command and the server-API request it belongs to (SPEC A7),
 /// if any. `RaftDriver.submit(_:deadline:)` takes it to the shard's leader, which checks it (A1, W3) and
-/// appends it; a node that does not lead sends it there as the body of `POST /rpc/v1/propose`.
+/// appends it; a node that does not lead sends it there as the body of `POST /rpc/v1/propose`, and from peer
+/// protocol 17 the leader puts that body into the entry as it came (`GroupRequest`, `GroupProposal` form 4).
 ///
-/// On the wire: the shard, an `ApplyContext` with the actor (the leader fills in the index and the time), the
-/// `ShardCommand` and the request key, if any, last. A room command's form is the one `/rpc/v1/propose` always
-/// read; an IM command's is new in peer protocol 16 (`PeerProtocol.Feature.shardRequests`): to an older node
-/// it goes to `/rpc/v1/im/propose` in that call's own form (`legacyImBody`).
-public struct ShardRequest: Sendable, Hashable, BinaryCodable {
-    public var shard: ShardID
-    public var actor: CommandActor
-    public var command: ShardCommand
-    public var requestKey: RequestKey?
+/// A room command's form is the one `/rpc/v1/propose` always read; an IM command's is new in peer protocol 16
+/// (`PeerProtocol.Feature.shardRequests`): to an older node it goes to `/rpc/v1/im/propose` in that call's own
+/// form (`legacyImBody`).
+public typealias ShardRequest = GroupRequest<ShardCommand>
 
-    public init(shard: ShardID, actor: CommandActor, command: ShardCommand, requestKey: RequestKey? = nil) {
-        self.shard = shard
-        self.actor = actor
-        self.command = command
-        self.requestKey = requestKey
-    }
-
+extension GroupRequest where Command == ShardCommand {
     public static func room(shard: ShardID, actor: CommandActor, command: RoomCommand,
                             requestKey: RequestKey? = nil) -> ShardRequest {
         ShardRequest(shard: shard, actor: actor, command: .room(command), requestKey: requestKey)
@@ -37,21 +28,6 @@ public struct ShardRequest: Sendable, Hashable, BinaryCodable {
     public static func im(shard: ShardID, actor: CommandActor, account: String, command: ImShardCommand,
                           requestKey: RequestKey? = nil) -> ShardRequest {
         ShardRequest(shard: shard, actor: actor, command: .im(account: account, command), requestKey: requestKey)
-    }
-
-    public func encode(to w: inout ByteWriter) {
-        w.write(shard)
-        w.write(ApplyContext(commandIndex: 0, timestamp: 0, actor: actor))
-        w.write(command)
-        // After the command, so a call without a key reads as before.
-        if let requestKey { w.write(requestKey) }
-    }
-
-    public init(from r: inout ByteReader) throws(CodecError) {
-        shard = try r.readInt()
-        actor = try r.read(ApplyContext.self).actor
-        command = try r.read()
-        requestKey = r.isAtEnd ? nil : try r.read(RequestKey.self)
     }
 
     /// A command that changes nothing and carries no request key: answered by any current replica (a read
@@ -76,10 +52,10 @@ public struct ShardRequest: Sendable, Hashable, BinaryCodable {
     /// Reads `legacyImBody`'s form.
     public init(legacyImBody body: [UInt8]) throws(CodecError) {
         var r = ByteReader(body)
-        shard = try r.readInt()
-        actor = try r.read(ApplyContext.self).actor
+        let shard = try r.readInt()
+        let actor = try r.read(ApplyContext.self).actor
         let account = try r.readString()
-        command = .im(account: account, try ImShardCommand(decoding: try r.readBytes()))
-        requestKey = try r.readOptional(RequestKey.self)
+        let command = ShardCommand.im(account: account, try ImShardCommand(decoding: try r.readBytes()))
+        self.init(shard: shard, actor: actor, command: command, requestKey: try r.readOptional(RequestKey.self))
     }
 }
