@@ -52,9 +52,11 @@ import Testing
             return
         }
         // While the peer was silent (an answer would have come after it woke), and not before the link had
-        // been silent for `silentAfter` (0.75 s); found by a sweep four times a second.
+        // been silent for `silentAfter` (0.75 s); found by a sweep four times a second. The silence counts from
+        // the last answer the link heard — a ping up to 250 ms before the call — so the call itself may have
+        // waited as little as 0.5 s (a full run saw 0.68 s against a bound of 0.7).
         #expect(error as? PeerLinkError == .gaveWay(2), "\(error)")
-        #expect(gaveWay.seconds >= 0.7, "gave way after \(gaveWay.seconds) s")
+        #expect(gaveWay.seconds >= 0.45, "gave way after \(gaveWay.seconds) s")
         print("a call to a silent peer gave way after \(gaveWay.seconds) s")
         #expect(registry.emitToString().contains("\(PeerTransport.callsGaveWayMetric){peer=\"2\"} 1\n"))
         // The call whose caller knows nowhere better waits, and is answered once the peer wakes.

@@ -186,23 +186,8 @@ import ParleyPlacement
     @Test("a node with no replica of the shard learns its leader from the feed and sends straight there")
     func aNodeWithNoReplicaSendsStraightToTheLeaderItsFeedNamed() async throws {
         try await withLocalCluster(size: 5, shards: 16) { cluster in
-            try await ClientFaultTests.prepare(cluster, users: ["vic"], room: "straight-none")
-            let placement = try await cluster.metaState(via: 1).placement
-            let map = ShardMap(shardCount: 16)
-            var found: (room: String, edge: UInt64)?
-            for n in 0..<200 where found == nil {
-                let room = "straight-none-\(n)"
-                let shard = map.shard(ofRoom: AppScope.scoped(room, in: ClientFaultTests.app))
-                guard shard < placement.count, let edge = cluster.ids.first(where: { !placement[shard].contains($0) })
-                else { continue }
-                found = (room, edge)
-            }
-            let (room, edge) = try #require(found)
-            let scoped = AppScope.scoped(room, in: ClientFaultTests.app)
-            _ = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: "vic", name: "None here")),
-                                         room: scoped, via: 1)
-            let vic = ClientFaultTests.client(cluster, via: [edge])
-            try await ClientFaultTests.enter(vic, "vic", room)  // starts the shard's feed on vic's node
+            // Entering starts the shard's feed on vic's node.
+            let (vic, room, _, edge) = try await Self.enteredWithoutAReplica(cluster, "vic", room: "straight-none")
             let before = try await Self.toLeader(cluster, edge)
             var seqs: [Int64] = []
             for i in 1...6 { seqs.append(try await vic.sendMessage(room, body: "none \(i)", clientMessageId: "vic-\(i)").seq) }
@@ -211,6 +196,56 @@ import ParleyPlacement
             #expect(after.applied - before.applied >= 5, "node \(edge) holds no replica: \(before) → \(after)")
             await vic.close()
         }
+    }
+
+    /// Session 48: the same pause, seen from a node that holds no replica of the shard. It learns leaders only
+    /// from refusals and feed pages, and a paused leader sends neither, so its calls waited for the link's 4 s
+    /// heartbeat; now, while a call waits on the silent link, the shard's other replicas are asked who leads, and
+    /// the call gives way to the one they name. Asserted as what happened: the call gave way, the message is
+    /// stored once.
+    @Test("a node with no replica of the shard: a command for its paused leader gives way to the one the replicas name")
+    func aNodeWithNoReplicaGivesWayFromAPausedLeader() async throws {
+        try await withLocalCluster(size: 4, shards: 16) { cluster in
+            let (wes, room, shard, edge) = try await Self.enteredWithoutAReplica(cluster, "wes", room: "paused-none")
+            _ = try await wes.sendMessage(room, body: "before", clientMessageId: "wes-0")
+            let leader = try #require(await cluster.leader(ofShard: shard))
+            #expect(leader != edge)
+            let gaveWay = try await Self.gaveWay(cluster, edge, to: leader)
+            cluster.pause(leader)
+            defer { cluster.resume(leader) }
+            let (took, _) = try await Self.timed { try await wes.sendMessage(room, body: "paused", clientMessageId: "wes-1") }
+            print("after the leader's pause, from a node with no replica: the send took \(took)")
+            let gaveWayAfter = try await Self.gaveWay(cluster, edge, to: leader)
+            #expect(gaveWayAfter > gaveWay, "calls to the paused leader \(leader) that gave way on node \(edge): \(gaveWay) → \(gaveWayAfter)")
+            cluster.resume(leader)
+            try await ClientFaultTests.waitFor("the old leader to be back as a follower") { await cluster.agreeOnLeaders() }
+            let stored = try await wes.fetchMessageHistory(room).compactMap { item -> String? in
+                if case .message(let m) = item { return m.body } else { return nil }
+            }
+            #expect(stored.filter { $0 == "paused" }.count == 1 && stored.contains("before"), "stored: \(stored)")
+            await wes.close()
+        }
+    }
+
+    /// In a cluster of more nodes than replicas: a room of the test app (`prefix-N`) made, its shard, a node that
+    /// holds no replica of that shard, and `user`'s client on that node, entered in the room.
+    static func enteredWithoutAReplica(_ cluster: LocalCluster, _ user: String, room prefix: String) async throws
+        -> (client: ChatroomClient, room: String, shard: Int, edge: UInt64) {
+        try await ClientFaultTests.prepare(cluster, users: [user], room: prefix)
+        let placement = try await cluster.metaState(via: 1).placement
+        let map = ShardMap(shardCount: 16)
+        for n in 0..<200 {
+            let room = "\(prefix)-\(n)"
+            let scoped = AppScope.scoped(room, in: ClientFaultTests.app)
+            let shard = map.shard(ofRoom: scoped)
+            guard shard < placement.count, let edge = cluster.ids.first(where: { !placement[shard].contains($0) }) else { continue }
+            _ = try await cluster.submit(.createRoom(CreateRoom(roomId: scoped, creator: user, name: "None here")),
+                                         room: scoped, via: 1)
+            let client = ClientFaultTests.client(cluster, via: [edge])
+            try await ClientFaultTests.enter(client, user, room)
+            return (client, room, shard, edge)
+        }
+        throw LocalClusterError.failed("no room of \(prefix) whose shard leaves out a node")
     }
 
     /// `parley_edge_commands_to_leader_total` of `node`: answered by the leader, and taken by the driver's route.

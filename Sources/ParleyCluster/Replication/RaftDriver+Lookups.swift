@@ -91,6 +91,25 @@ extension RaftDriver {
         }
     }
 
+    /// A command's call to `silent` — its link quiet for 0.75 s — of a shard this node holds no replica of, with
+    /// no other leader known (`ShardLeaders.givesWay`; session 48): the shard's other replicas are asked at once
+    /// who leads, each with a short wait, and a name other than `silent` is learned, so the call gives way to it
+    /// at its link's next look. A node with a replica learns the successor from Raft itself.
+    func askWhoLeads(_ shard: ShardID, besides silent: NodeID) {
+        loop.preconditionInEventLoop()
+        guard host.leader(of: shard) == nil, let leaders = loops?.leaders else { return }
+        var w = ByteWriter()
+        w.write(shard)
+        let body = w.bytes
+        for node in host.replicaNodes(of: shard) where node != silent && node != nodeID {
+            transport.call(node, path: Self.leaderPath, body: body, timeout: .seconds(1)).whenSuccess { response in
+                var r = ByteReader(response.body)
+                guard response.status == 200, let leader = try? r.readUInt64(), leader != 0, leader != silent else { return }
+                leaders.learned(leader, of: shard)
+            }
+        }
+    }
+
     private func askLeader(_ shard: ShardID, replicas: ArraySlice<NodeID>) -> EventLoopFuture<NodeID> {
         guard let next = replicas.first else { return loop.makeSucceededFuture(0) }
         var w = ByteWriter()

@@ -60,6 +60,12 @@ public final class RaftLoops: Sendable {
         callsServed = routeMetrics.peerCallsServed
         let leaders = ShardLeaders(shardCount: shardMap.shardCount)
         self.leaders = leaders
+        // The drivers, not `self`: the leaders are the loops' own, and hold no way back to them.
+        let drivers = self.drivers, count = drivers.count
+        leaders.whenSilent { silent, shard in
+            let d = count == 1 ? drivers[0] : drivers[HostPartition.index(ofShard: shard, count: count)]
+            d.loop.execute { d.askWhoLeads(shard, besides: silent) }
+        }
         for d in drivers {
             d.host.leaderSeen = { shard, leader in leaders.set(leader, of: shard) }
             d.loops = self
