@@ -130,6 +130,13 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         func commit() async throws -> UInt64 {
             try #require(try await cluster.status(leader).shards.first { $0.shard == shard }).commit
         }
+        // Nothing but the test's writes may enter the shard while it counts: the leaders have set the windows'
+        // bounds a young cluster sets on every shard once every node reads them (SPEC D1: one command per shard
+        // each, a second or two after the start: the likely 11th entry a loaded full run counted, session 48).
+        try await cluster.eventually("the leaders to set every shard's window bounds") {
+            guard let status = try? await cluster.status(leader), let memory = status.memory else { return false }
+            return memory.shardsWithWindowBound == status.shards.count && memory.shardsWithImLogWindowBound == status.shards.count
+        }
         let before = try await commit()
         var written: [String] = []
         for i in 0..<10 {
