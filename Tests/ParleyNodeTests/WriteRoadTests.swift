@@ -125,6 +125,33 @@ import ParleyShardState
         }
     }
 
+    @Test("a node without a meta replica reads the meta state past a paused meta replica: the call gives way on the silence alone")
+    func metaReadsGiveWayFromAPausedReplica() async throws {
+        try await withLocalCluster(size: 4) { cluster in
+            try cluster.startAll()
+            try await cluster.waitForLeaders()
+            // The meta group sits on the first 3 nodes of its rendezvous order; a node outside it fetches the meta
+            // state from them in that order.
+            let metaNodes = ShardMap(shardCount: 16).metaReplicas(nodes: cluster.ids)
+            let outside = try #require(cluster.ids.first { !metaNodes.contains($0) })
+            let first = metaNodes[0]
+            var id = ByteWriter()
+            id.write(outside)
+            // Asking to undrain an active node reads the registry (`registryChange`) and changes nothing.
+            #expect(try await cluster.call(RaftDriver.undrainPath, body: id.bytes, via: outside).status == 200)
+            let before = try await StraightToLeaderTests.gaveWay(cluster, outside, to: first)
+            cluster.pause(first)
+            defer { cluster.resume(first) }
+            let (took, answer) = try await StraightToLeaderTests.timed {
+                try await cluster.call(RaftDriver.undrainPath, body: id.bytes, via: outside)
+            }
+            print("the registry read past paused meta replica \(first) took \(took)")
+            #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+            let after = try await StraightToLeaderTests.gaveWay(cluster, outside, to: first)
+            #expect(after > before, "node \(outside)'s calls to the paused node \(first) that gave way: \(before) → \(after)")
+        }
+    }
+
     static let metaRequestPath = "/rpc/v1/meta/request"
     static let metaProposePath = "/rpc/v1/meta/propose"
 

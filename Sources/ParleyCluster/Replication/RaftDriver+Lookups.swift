@@ -31,7 +31,9 @@ extension RaftDriver {
             let lastCopy = self.loop.scheduleTask(in: wait) { promise.succeed(self.fetchedMeta) }
             self.metaState().whenComplete { result in
                 lastCopy.cancel()
-                promise.completeWith(result)  // a no-op once the last copy answered
+                // A no-op once the last copy answered. A fetch that found no replica answering (each call to a
+                // silent one gives way at once: `anotherAnswers`) may end before `wait`: the last copy then.
+                promise.completeWith(result.map { $0 ?? self.fetchedMeta })
             }
             return promise.futureResult
         }
@@ -52,7 +54,7 @@ extension RaftDriver {
 
     private func fetchMeta(from nodes: ArraySlice<NodeID>) -> EventLoopFuture<MetaState?> {
         guard let next = nodes.first else { return loop.makeSucceededFuture(nil) }
-        return transport.call(next, path: "/rpc/v1/meta/state", body: []).hop(to: loop).flatMapThrowing { response in
+        return transport.call(next, path: "/rpc/v1/meta/state", body: [], givesWay: Self.anotherAnswers).hop(to: loop).flatMapThrowing { response in
             guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
             return try MetaState(restoring: response.body)
         }.flatMapError { _ in self.fetchMeta(from: nodes.dropFirst()) }
@@ -102,7 +104,7 @@ extension RaftDriver {
         w.write(shard)
         let body = w.bytes
         for node in host.replicaNodes(of: shard) where node != silent && node != nodeID {
-            transport.call(node, path: Self.leaderPath, body: body, timeout: .seconds(1)).whenSuccess { response in
+            transport.call(node, path: Self.leaderPath, body: body, timeout: .seconds(1), givesWay: Self.anotherAnswers).whenSuccess { response in
                 var r = ByteReader(response.body)
                 guard response.status == 200, let leader = try? r.readUInt64(), leader != 0, leader != silent else { return }
                 leaders.learned(leader, of: shard)
@@ -110,12 +112,19 @@ extension RaftDriver {
         }
     }
 
+    /// A read that another node answers as well (the meta state, who leads a shard): its call to a node that went
+    /// silent gives way on the silence alone (0.75 s, `PeerLink.silentAfter`) and the next node is asked — asked
+    /// twice, a read changes nothing. A paused meta replica held a node's meta reads (a cluster tool's drain, the
+    /// feature checks) until the link's heartbeat closed it after 4 s (session 48).
+    static let anotherAnswers: @Sendable () -> Bool = { true }
+
     private func askLeader(_ shard: ShardID, replicas: ArraySlice<NodeID>) -> EventLoopFuture<NodeID> {
         guard let next = replicas.first else { return loop.makeSucceededFuture(0) }
         var w = ByteWriter()
         w.write(shard)
         // A short wait: a paused replica must not hold the question up for a whole call timeout.
-        return transport.call(next, path: "/rpc/v1/leader", body: w.bytes, timeout: .seconds(2)).hop(to: loop).flatMapThrowing { response in
+        return transport.call(next, path: "/rpc/v1/leader", body: w.bytes, timeout: .seconds(2),
+                              givesWay: Self.anotherAnswers).hop(to: loop).flatMapThrowing { response in
             guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
             var r = ByteReader(response.body)
             return try r.readUInt64()
