@@ -50,24 +50,29 @@ def start_nodes(parley, work, app_key, app_secret, count=3, shards=16, extra=(),
     app), each in its own session (kill its group to stop it). Returns (processes, client ports, peer ports,
     cluster secret); the logs are WORK/node-N.log. `parley`: one binary for all, or a list of one per node
     (a rolling upgrade's middle). `extra`: more options for every node; `env`: more environment for them."""
-    import os
     import secrets
-    import subprocess
     ports = free_ports(2 * count)
     http_ports, peer_ports = ports[:count], ports[count:]
     cluster_secret = secrets.token_hex(16)
-    peers = ",".join(f"{i + 1}=127.0.0.1:{peer_ports[i]}" for i in range(count))
-    procs = []
-    for i in range(count):
-        log = open(os.path.join(work, f"node-{i + 1}.log"), "ab")
-        procs.append(subprocess.Popen(
-            [parley[i] if isinstance(parley, list) else parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
-             "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
-             "--secret", cluster_secret, "--shards", str(shards), "--app", f"{app_key}:{app_secret}", "--drain-seconds", "0",
-             *extra],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **env} if env else None))
+    procs = [start_node(parley[i] if isinstance(parley, list) else parley, i, work, http_ports, peer_ports, cluster_secret,
+                        app_key, app_secret, shards, extra, env) for i in range(count)]
     return procs, http_ports, peer_ports, cluster_secret
+
+
+def start_node(parley, i, work, http_ports, peer_ports, cluster_secret, app_key, app_secret, shards=16, extra=(), env=None):
+    """Node i + 1 of `start_nodes`' cluster, started (or started again, on its data: a restart, an upgrade to
+    another build) with `parley`; its log is appended to."""
+    import os
+    import subprocess
+    peers = ",".join(f"{k + 1}=127.0.0.1:{peer_ports[k]}" for k in range(len(peer_ports)))
+    log = open(os.path.join(work, f"node-{i + 1}.log"), "ab")
+    return subprocess.Popen(
+        [parley, "node", "--id", str(i + 1), "--listen", f"127.0.0.1:{http_ports[i]}",
+         "--peer-listen", f"127.0.0.1:{peer_ports[i]}", "--peers", peers, "--data", os.path.join(work, f"n{i + 1}"),
+         "--secret", cluster_secret, "--shards", str(shards), "--app", f"{app_key}:{app_secret}", "--drain-seconds", "0",
+         *extra],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, **env} if env else None)
 
 
 def rss_kib(pid):

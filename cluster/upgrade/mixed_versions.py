@@ -3,7 +3,7 @@
 clients on every node send messages to rooms whose shard leaders sit on either kind of node — so commands go
 from old nodes to new leaders and from new nodes to old ones (issue 18: adjacent versions run side by side).
 
-    python3 cluster/upgrade/mixed_versions.py --old OLD_PARLEY --new NEW_PARLEY [--old-nodes 1] [--rooms 24]
+    python3 cluster/upgrade/mixed_versions.py --old OLD_PARLEY --new NEW_PARLEY [--old-nodes 1] [--rooms 24] [--upgrade]
 
 Checks, for every message: the sender's answer is ok and names the message's serverId (> 0), the same id its
 own copy of the message event carries (issue 34: from peer protocol 7 a forwarded answer carries the id, not
@@ -18,7 +18,8 @@ runs (peer protocol 15, issue 38 item 5); and one-to-one messages sent through e
 receivers' shards, whichever build leads them, once each at the answered seq (peer protocol 16, issue 34: IM
 commands on the room commands' call once every node reads them there); and every node still runs at the end
 (peer protocol 17, issue 34: entries that carry a request as it came, which older nodes cannot read, are written
-only once every node reads them). Bounded: 3 nodes,
+only once every node reads them). `--upgrade` then finishes the upgrade — each old node killed and started on
+the newer build over its data — and checks everything again once every node speaks the newer protocol. Bounded: 3 nodes,
 --rooms rooms per node, about a minute; the nodes are killed at the end. Exit status 1 on any mismatch.
 """
 import argparse
@@ -33,7 +34,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "cluster"))
-from protocol_session import ProtocolSession, kill_groups, start_nodes, wait_ready  # noqa: E402
+from protocol_session import ProtocolSession, kill_groups, start_node, start_nodes, wait_ready  # noqa: E402
 from signed_api import http, signed  # noqa: E402
 
 
@@ -59,7 +60,7 @@ class Sender(ProtocolSession):
         return self.seen.get(client_id)
 
 
-async def check(ports, app_key, rooms, labels, gated_open):
+async def check(ports, app_key, rooms, labels, gated_open, tag=""):
     failures = []
     sent = 0
     for n, port in enumerate(ports):
@@ -79,7 +80,7 @@ async def check(ports, app_key, rooms, labels, gated_open):
             if s is None:
                 failures.append(f"{labels[n]} node {n + 1}: enter {room} as {account}: {entered}")
                 continue
-            client_id = f"{account}-m"
+            client_id = f"{account}{tag}-m"
             answer = await s.call("sendMessage", roomId=room, body=f"from {labels[n]} node {n + 1}", clientMessageId=client_id)
             sent += 1
             data = answer.get("data") or {}
@@ -98,7 +99,7 @@ async def check(ports, app_key, rooms, labels, gated_open):
                 failures.append(f"{where}: the resend was answered {again}, the send {answer}")
             # SPEC D3: a priority is written (command tag 40) only once every node reads it (peer protocol
             # 13); until then the message goes as a normal one, neither refused nor lost.
-            low_id = f"{account}-low"
+            low_id = f"{account}{tag}-low"
             low = await s.call("sendMessage", roomId=room, body="low", clientMessageId=low_id, priority="low")
             low_event = await s.event_for(low_id)
             if not low.get("ok") or low_event is None:
@@ -110,14 +111,14 @@ async def check(ports, app_key, rooms, labels, gated_open):
     return sent, failures
 
 
-def one_to_one(ports, labels, app_key, app_secret, users):
+def one_to_one(ports, labels, app_key, app_secret, users, tag=""):
     """Sends a message from each node's users to the next node's through that node's server API, resends it,
     then reads every receiver's log through the last node: each message is there once, at its answered seq."""
     failures, acked = [], {}
     for n, port in enumerate(ports):
         base = f"http://127.0.0.1:{port}"
         for u in range(users):
-            sender, receiver, msg_id = f"n{n + 1}-u{u}", f"n{(n + 1) % 3 + 1}-u{u}", f"p2p-{n}-{u}"
+            sender, receiver, msg_id = f"n{n + 1}-u{u}", f"n{(n + 1) % 3 + 1}-u{u}", f"p2p{tag}-{n}-{u}"
             fields = {"from": sender, "to": receiver, "body": f"via {labels[n]} node {n + 1}", "msgId": msg_id}
             code, answer = signed(base, app_key, app_secret, "/v1/msg/sendMsg", fields)
             seq = (answer.get("data") or {}).get("seq")
@@ -148,6 +149,9 @@ def main():
     parser.add_argument("--new", required=True, help="the newer parley build")
     parser.add_argument("--old-nodes", type=int, default=1, help="how many of the 3 nodes run the older build")
     parser.add_argument("--rooms", type=int, default=24)
+    parser.add_argument("--upgrade", action="store_true",
+                        help="then finish the upgrade: restart each old node on the newer build (a kill, on its data), "
+                             "and check again once every node speaks the newer protocol")
     args = parser.parse_args()
     binaries = [args.old] * args.old_nodes + [args.new] * (3 - args.old_nodes)
     labels = ["old"] * args.old_nodes + ["new"] * (3 - args.old_nodes)
@@ -155,7 +159,7 @@ def main():
     procs = []
     try:
         app_key, app_secret = "mixed", secrets.token_hex(16)
-        procs, ports, _, _ = start_nodes(binaries, work, app_key, app_secret, shards=16)
+        procs, ports, peer_ports, cluster_secret = start_nodes(binaries, work, app_key, app_secret, shards=16)
         wait_ready(ports)
         base = f"http://127.0.0.1:{ports[-1]}"
         # The app's send budgets stay on (A1): a client's message then always reaches its leader by a call
@@ -246,6 +250,30 @@ def main():
             for protocol, field, what in bounds:
                 if old_protocol < protocol and memory.get(field, 0) != 0:
                     failures.append(f"{labels[n]} node {n + 1}: shards took {what} beside an older node: {memory}")
+        if args.upgrade:
+            # The upgrade's end: each old node killed and started on the newer build over its own data — it
+            # replays entries the older leaders wrote — one at a time, each ready before the next. Then every
+            # node speaks the newer protocol, leaders write what only it reads (peer protocol 17: form-4
+            # entries), and everything is checked again, with new ids.
+            for n in range(args.old_nodes):
+                kill_groups([procs[n]])
+                procs[n].wait()
+                procs[n] = start_node(args.new, n, work, ports, peer_ports, cluster_secret, app_key, app_secret)
+                wait_ready([ports[n]])
+            time.sleep(4)  # each driver asks every second whether every node reads the newer forms
+            labels = ["new"] * 3
+            protocols = []
+            for port in ports:
+                code, text = http(f"http://127.0.0.1:{port}/status")
+                protocols.append(json.loads(text).get("peerProtocol") if code == 200 else None)
+            print(json.dumps({"upgradedPeerProtocols": protocols}))
+            if len(set(protocols)) != 1 or protocols[0] is None:
+                failures.append(f"after the upgrade the nodes speak {protocols}")
+            after, after_failures = asyncio.run(check(ports, app_key, args.rooms, labels, True, tag="-after"))
+            im_after, im_after_failures = one_to_one(ports, labels, app_key, app_secret, args.rooms, tag="-after")
+            failures += after_failures + im_after_failures
+            sent += after
+            print(json.dumps({"afterUpgrade": {"messages": after, "oneToOneMessages": im_after}}))
         # Every node still runs: a node that met a log entry it cannot read stops rather than skip it, so an
         # older node alive here read everything the newer ones wrote (peer protocol 17, issue 34: leaders put a
         # request into the entry as it came only once every node reads that form).
