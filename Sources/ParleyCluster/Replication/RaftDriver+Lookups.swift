@@ -100,16 +100,23 @@ extension RaftDriver {
     func askWhoLeads(_ shard: ShardID, besides silent: NodeID) {
         loop.preconditionInEventLoop()
         guard host.leader(of: shard) == nil, let leaders = loops?.leaders else { return }
-        var w = ByteWriter()
-        w.write(shard)
-        let body = w.bytes
         for node in host.replicaNodes(of: shard) where node != silent && node != nodeID {
-            transport.call(node, path: Self.leaderPath, body: body, timeout: .seconds(1), givesWay: Self.anotherAnswers).whenSuccess { response in
-                var r = ByteReader(response.body)
-                guard response.status == 200, let leader = try? r.readUInt64(), leader != 0, leader != silent else { return }
-                leaders.learned(leader, of: shard)
+            leaderKnown(to: node, of: shard, wait: .seconds(1)).whenSuccess { leader in
+                if leader != silent { leaders.learned(leader, of: shard) }
             }
         }
+    }
+
+    /// The leader of `shard` that `node` knows (0: none), by `/rpc/v1/leader` within `wait`.
+    private func leaderKnown(to node: NodeID, of shard: ShardID, wait: TimeAmount) -> EventLoopFuture<NodeID> {
+        var w = ByteWriter()
+        w.write(shard)
+        return transport.call(node, path: Self.leaderPath, body: w.bytes, timeout: wait, givesWay: Self.anotherAnswers)
+            .hop(to: loop).flatMapThrowing { response in
+                guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
+                var r = ByteReader(response.body)
+                return try r.readUInt64()
+            }
     }
 
     /// A read that another node answers as well (the meta state, who leads a shard): its call to a node that went
@@ -120,14 +127,8 @@ extension RaftDriver {
 
     private func askLeader(_ shard: ShardID, replicas: ArraySlice<NodeID>) -> EventLoopFuture<NodeID> {
         guard let next = replicas.first else { return loop.makeSucceededFuture(0) }
-        var w = ByteWriter()
-        w.write(shard)
         // A short wait: a paused replica must not hold the question up for a whole call timeout.
-        return transport.call(next, path: "/rpc/v1/leader", body: w.bytes, timeout: .seconds(2),
-                              givesWay: Self.anotherAnswers).hop(to: loop).flatMapThrowing { response in
-            guard response.status == 200 else { throw RouteError.peerRefused(response.status) }
-            var r = ByteReader(response.body)
-            return try r.readUInt64()
-        }.flatMapError { _ in self.askLeader(shard, replicas: replicas.dropFirst()) }
+        return leaderKnown(to: next, of: shard, wait: .seconds(2))
+            .flatMapError { _ in self.askLeader(shard, replicas: replicas.dropFirst()) }
     }
 }
