@@ -93,6 +93,8 @@ public struct ProposalBatch<Command: BinaryCodable & Sendable>: Sendable {
     public static var maxBytes: Int { 256 << 10 }
 
     private var writer = ByteWriter(capacity: 512)
+    /// Where this node's own requests are encoded before they join the batch (no room until the first).
+    private var scratch = ByteWriter(capacity: 0)
     /// The proposals' ids, in order.
     public private(set) var ids: [ProposalID] = []
 
@@ -117,6 +119,14 @@ public struct ProposalBatch<Command: BinaryCodable & Sendable>: Sendable {
         writer.write(timestamp)
         writer.write(bytes: request)
         ids.append(id)
+    }
+
+    /// Appends a proposal in form 4 for a request this node made: encoded into a scratch kept for the batch, so
+    /// a busy leader's own proposals allocate nothing each (issue 35).
+    public mutating func append(id: ProposalID, timestamp: Int64, request: GroupRequest<Command>) {
+        scratch.removeAll()
+        scratch.write(request)
+        append(id: id, timestamp: timestamp, request: scratch.bytes)
     }
 
     /// The entry's payload.

@@ -211,7 +211,11 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
         // passed on inside Raft, where it would go round them.
         guard soft.role == .leader else { return completion(.failure(.notLeader(leader: soft.leader))) }
         if requestForm {
-            staged.append(id: id, timestamp: timestamp, request: encoded ?? request.encoded())
+            if let encoded {
+                staged.append(id: id, timestamp: timestamp, request: encoded)
+            } else {
+                staged.append(id: id, timestamp: timestamp, request: request)
+            }
         } else {
             staged.append(GroupProposal(id: id, timestamp: timestamp, actor: request.actor, command: request.command,
                                         requestKey: request.requestKey))

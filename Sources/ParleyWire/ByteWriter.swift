@@ -13,6 +13,9 @@ public struct ByteWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// Empties the buffer and keeps its room, for a writer used again and again (a scratch).
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
     /// One raw byte (tags, small enums).
     public mutating func write(_ value: UInt8) { bytes.append(value) }
 
