@@ -74,7 +74,10 @@ public final class RaftHost {
     var shardOrder: [ShardID]
     var meta: GroupReplica<MetaState>?
     /// Every group, shards first, in the order the ready loop walks them.
-    var groups: [HostedGroup]
+    var groups: [HostedGroup] {
+        didSet { logMemory.recount(groups) }
+    }
+    private var logMemory = LogMemoryTally()
     /// Each group's position in `groups`.
     var groupIndex: [GroupID: Int]
     /// The groups the next ready cycle looks at.
@@ -157,6 +160,7 @@ public final class RaftHost {
         }
         shardOrder = order
         groups = all
+        logMemory.recount(all)
         groupIndex = Dictionary(uniqueKeysWithValues: all.enumerated().map { ($1.group, $0) })
         due = DueGroups(count: all.count)
         due.markAll()
@@ -266,6 +270,7 @@ public final class RaftHost {
     /// Advances every group's logical clock by one tick (elections, heartbeats, quiescence).
     public func tick() {
         for g in groups { g.tick() }
+        logMemory.recount(groups)  // whatever changed a log outside its group's cycle is counted within a tick
         due.markAll()
         hostTicks += 1
         if hostTicks % 100 == 0 { try? dropUnfilledReplicas() }
@@ -428,6 +433,7 @@ public final class RaftHost {
         if !commitNotices.isEmpty { sendCommitNotices(waitedAtLeast: .milliseconds(config.commitNoticeMillis)) }
         var batch = StorageBatch()
         var readies: [(HostedGroup, Ready)] = []
+        var ran: [Int] = []
         for i in due.take() {
             let g = groups[i]
             guard let rd = try g.collectReady(into: &batch) else {
@@ -436,6 +442,7 @@ public final class RaftHost {
             }
             due.mark(i)  // the next cycle looks again: applying and advancing may leave more, or a snapshot to write
             readies.append((g, rd))
+            ran.append(i)
             if let soft = rd.softState { observe(soft, group: i) }
             if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }
         }
@@ -492,7 +499,7 @@ public final class RaftHost {
         var rule = config.snapshots
         if database.history.isWriting { rule.everyBytes = .max }
         for (g, rd) in readies { try g.finishReady(rd, snapshots: rule) }
-        boundLogMemory()
+        boundLogMemory(ran: ran)
         if !writeFirst { try commitOrCarry(batch) }
         if readies.contains(where: { $0.0.takeConfigurationChanged() }) {
             // Written above: a replica the group removed can go now, storage and all.
@@ -519,17 +526,19 @@ public final class RaftHost {
     /// SPEC D1: while this host's groups hold more than `memory.raftLogBytes` of entries in memory, the group
     /// holding the most drops the data of its applied entries but its newest few (they stay on disk in its rows
     /// and are read back for a follower that needs them): no snapshot, no write.
-    private func boundLogMemory() {
-        var held = groups.reduce(0) { $0 + $1.logBytesHeld }
-        guard held > config.memory.raftLogBytes else { return }
+    private func boundLogMemory(ran: [Int]) {
+        for i in ran { logMemory.relook(i, in: groups) }
+        guard logMemory.total > config.memory.raftLogBytes else { return }
+        // Over the bound: every group's figure as it is now, not as last seen, chooses what goes.
+        logMemory.recount(groups)
         // What each group keeps must leave room under the bound for every group.
         let keep = min(config.snapshots.keepBytes, config.memory.raftLogBytes / max(1, groups.count) / 2)
         var relieved = 0
-        while held > config.memory.raftLogBytes, relieved < 8,
-              let g = groups.max(by: { $0.logBytesHeld < $1.logBytesHeld }), g.logBytesHeld > keep {
-            let freed = g.evictLog(keepBytes: keep)
+        while logMemory.total > config.memory.raftLogBytes, relieved < 8,
+              let i = logMemory.largest, logMemory.seen[i] > keep {
+            let freed = groups[i].evictLog(keepBytes: keep)
+            logMemory.relook(i, in: groups)
             guard freed > 0 else { break }
-            held -= freed
             relieved += 1
             metrics.logMemoryEvictions.increment()
         }

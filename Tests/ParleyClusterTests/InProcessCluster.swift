@@ -36,7 +36,7 @@ final class InProcessCluster {
     var committedBytesPerReady: Int?
     var clock: Int64 = 1_700_000_000_000
     private var cycle = 0
-    let ticksEvery = 2
+    var ticksEvery = 2
 
     /// Leaders write proposals in the request's own form (`GroupProposal` form 4), as a node does once every node
     /// of its cluster reads it; false: form 3, as beside an older node.

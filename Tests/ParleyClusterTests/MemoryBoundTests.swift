@@ -15,24 +15,36 @@ import ParleyRooms
         return items.compactMap { if case .message(let m) = $0 { m.body } else { nil } }
     }
 
-    @Test func D1_theHostsRaftLogsStayWithinTheirBytesAndALaggingReplicaStillCatchesUp() throws {
+    /// A cluster of 4 shards whose hosts hold at most `bound` bytes of Raft log, with `count` rooms Ann is in.
+    static func boundCluster(_ bound: Int, rooms count: Int) throws -> (InProcessCluster, [String]) {
         let cluster = try InProcessCluster(shards: 4)
-        let bound = 96 << 10
         cluster.memory.raftLogBytes = bound
         try cluster.restartAll()
-        let rooms = (0..<8).map { "room-\($0)" }
+        let rooms = (0..<count).map { "room-\($0)" }
         for r in rooms {
             try cluster.submit(.createRoom(CreateRoom(roomId: r, creator: "ann", name: r)), room: r)
             try cluster.submit(.enter(EnterRoom(roomId: r, nickname: "Ann")), room: r, as: session("ann"))
         }
-        let lagging = cluster.nodes.last!
-        cluster.stop(lagging)
+        return (cluster, rooms)
+    }
+
+    /// Ann sends `count` messages of 1 KB round the rooms; the most any host's groups held of their logs meanwhile.
+    static func peakLogBytes(sending count: Int, to rooms: [String], in cluster: InProcessCluster) throws -> Int {
         var peak = 0
-        for i in 0..<240 {
+        for i in 0..<count {
             let r = rooms[i % rooms.count]
-            try cluster.submit(.sendMessage(SendMessage(roomId: r, body: Self.body + "\(i)")), room: r, as: session("ann"))
+            try cluster.submit(.sendMessage(SendMessage(roomId: r, body: body + "\(i)")), room: r, as: session("ann"))
             for host in cluster.hosts.values { peak = max(peak, host.status().reduce(0) { $0 + $1.logBytes }) }
         }
+        return peak
+    }
+
+    @Test func D1_theHostsRaftLogsStayWithinTheirBytesAndALaggingReplicaStillCatchesUp() throws {
+        let bound = 96 << 10
+        let (cluster, rooms) = try Self.boundCluster(bound, rooms: 8)
+        let lagging = cluster.nodes.last!
+        cluster.stop(lagging)
+        let peak = try Self.peakLogBytes(sending: 240, to: rooms, in: cluster)
         // 240 KB of messages went through every replica's log; at most the bound (and one cycle's appends,
         // a message here) was ever held, with no snapshot taken.
         #expect(peak <= bound + 4_096)
@@ -46,6 +58,23 @@ import ParleyRooms
         let all = try cluster.submit(.fetchHistory(HistoryQuery(roomId: "room-3", startTime: 1, limit: 100, ascending: true,
                                                                 types: [.text])), room: "room-3", as: session("ann"))
         #expect(Self.bodies(all) == stride(from: 3, to: 240, by: 8).map { Self.body + "\($0)" })
+    }
+
+    /// The host counts each group's log bytes again after the cycles that ran the group, and every group's once a
+    /// tick (`LogMemoryTally`): the bound must hold with no tick at all, where only the cycles' own counting sees
+    /// the logs grow.
+    @Test func D1_theRaftLogBoundHoldsBetweenTicksFromEachCyclesOwnCount() throws {
+        let bound = 64 << 10
+        let (cluster, rooms) = try Self.boundCluster(bound, rooms: 4)
+        cluster.ticksEvery = .max  // no host ticks from here on: leaders stay, nothing recounts
+        let peak = try Self.peakLogBytes(sending: 200, to: rooms, in: cluster)
+        // 200 KB through every replica's log, at most the bound and one cycle's appends held at any time.
+        #expect(peak <= bound + 4_096)
+        #expect(peak > bound / 2)
+        cluster.ticksEvery = 2
+        let all = try cluster.submit(.fetchHistory(HistoryQuery(roomId: "room-1", startTime: 1, limit: 100, ascending: true,
+                                                                types: [.text])), room: "room-1", as: session("ann"))
+        #expect(Self.bodies(all) == stride(from: 1, to: 200, by: 4).map { Self.body + "\($0)" })
     }
 
     @Test func D1_aShardsWindowBoundIsReplicatedAndEveryReplicaDropsTheSameAcrossRestarts() throws {
