@@ -36,14 +36,27 @@ import FoundationNetworking
         #expect(set.status == 200, "\(set.json)")
     }
 
-    /// Waits until the shards keep copies: a probe room made until the receiver hears of one.
-    static func waitForCopies(_ cluster: LocalCluster, port: Int) async throws {
+    /// The shard of one of the app's rooms.
+    static func shard(ofRoom room: String) -> ShardID {
+        ShardMap(shardCount: 16).shard(ofRoom: AppScope.scoped(room, in: api.appKey))
+    }
+
+    /// Waits until the shards keep copies: a probe room made until the receiver hears of one. With `room`, the
+    /// probes are rooms of that room's shard: a shard keeps copies from when its leader subscribed it (within
+    /// about a second of `setWebhooks`, later on a loaded machine), and each shard subscribes on its own.
+    static func waitForCopies(_ cluster: LocalCluster, port: Int, sameShardAs room: String? = nil) async throws {
         let http = cluster.http(1)
         var probes = 0
-        try await cluster.eventually("the receiver to hear of a room made", seconds: 30) {
-            let heard = (try? await events(port: port))?.contains { $0["event"] as? String == "room.create" } == true
+        var made: Set<String> = []
+        try await cluster.eventually("the receiver to hear of a room made\(room.map { " in the shard of \($0)" } ?? "")",
+                                     seconds: 30) {
+            let heard = (try? await events(port: port))?.contains {
+                $0["event"] as? String == "room.create" && (room == nil || made.contains($0["roomId"] as? String ?? ""))
+            } == true
             if heard { return true }
             probes += 1
+            if let room { while shard(ofRoom: "probe-\(probes)") != shard(ofRoom: room) { probes += 1 } }
+            made.insert("probe-\(probes)")
             _ = try? await api.post(http, "/v1/room/create", ["roomId": "probe-\(probes)", "creator": "ann", "name": "p"])
             try? await Task.sleep(for: .milliseconds(400))
             return false
@@ -86,10 +99,10 @@ import FoundationNetworking
     @Test func W2_everyKindOfRoomEventReachesTheAppServerSignedAndInOrder() async throws {
         try await Self.withReceiver(users: ["ann", "bob", "cat"]) { cluster, port in
             let http = cluster.http(1)
-            try await Self.setWebhooks(http, port: port)
-            try await Self.waitForCopies(cluster, port: port)
-
             let room = "lobby"
+            try await Self.setWebhooks(http, port: port)
+            try await Self.waitForCopies(cluster, port: port, sameShardAs: room)
+
             #expect(try await Self.api.post(http, "/v1/room/create", ["roomId": room, "creator": "ann", "name": "Lobby"]).status == 200)
             var configuration = ChatroomClient.Configuration.addresses([cluster.clientAddress(cluster.ids[1])])
             configuration.requestTimeout = .seconds(6)
@@ -137,7 +150,8 @@ import FoundationNetworking
             } catch {
                 let calls = (try? await WebhookPreSendTests.calls(port: port))?.count ?? -1
                 let webhooks = await cluster.statuses().sorted { $0.key < $1.key }.map { "node \($0.key): \(String(describing: $0.value.webhooks))" }
-                Issue.record("arrived: \(got.map(describe)); calls: \(calls); \(webhooks)")
+                let leader = await cluster.leader(ofShard: Self.shard(ofRoom: room))
+                Issue.record("arrived: \(got.map(describe)); calls: \(calls); shard \(Self.shard(ofRoom: room)) led by \(String(describing: leader)); \(webhooks)")
                 throw error
             }
             let expected = ["room.create ann", "room.enter ann"] + (0..<20).map { "message m\($0)" } + [
