@@ -432,8 +432,7 @@ public final class RaftHost {
     public func processReady() throws -> Int {
         if !commitNotices.isEmpty { sendCommitNotices(waitedAtLeast: .milliseconds(config.commitNoticeMillis)) }
         var batch = StorageBatch()
-        var readies: [(HostedGroup, Ready)] = []
-        var ran: [Int] = []
+        var readies: [(index: Int, group: HostedGroup, ready: Ready)] = []
         for i in due.take() {
             let g = groups[i]
             guard let rd = try g.collectReady(into: &batch) else {
@@ -441,8 +440,7 @@ public final class RaftHost {
                 continue
             }
             due.mark(i)  // the next cycle looks again: applying and advancing may leave more, or a snapshot to write
-            readies.append((g, rd))
-            ran.append(i)
+            readies.append((i, g, rd))
             if let soft = rd.softState { observe(soft, group: i) }
             if !rd.committedEntries.isEmpty { metrics.committedEntries.increment(by: rd.committedEntries.count) }
         }
@@ -465,7 +463,7 @@ public final class RaftHost {
         var early: [NodeID: [RaftEnvelope]] = [:]
         var late: [NodeID: [RaftEnvelope]] = [:]
         var withEntries: Set<NodeID> = []
-        for (g, rd) in readies {
+        for (_, g, rd) in readies {
             for m in rd.messages {
                 let envelope = RaftEnvelope(group: g.group, message: m)
                 if m.kind.mayLeaveBeforeSync {
@@ -483,7 +481,7 @@ public final class RaftHost {
         // leader's: a follower answers no writer, and its acknowledgement of the newer entries is what the
         // leader waits for — applying first put the apply (the rooms, the events, the history rows) between
         // reading the append and starting its sync (session 40); `finishReady` applies them after the sync.
-        for (g, rd) in readies where g.raft.softState.role == .leader { g.applyDurableCommitted(rd) }
+        for (_, g, rd) in readies where g.raft.softState.role == .leader { g.applyDurableCommitted(rd) }
         answered()
         for node in earlyPeers where !withEntries.contains(node) { send(node, early[node]!) }
         // Entries, a snapshot, a new term or vote: durable before anything below is sent or answered. A batch
@@ -498,10 +496,11 @@ public final class RaftHost {
         // the history thread is idle instead of stopping this loop behind a flush of thousands of rows.
         var rule = config.snapshots
         if database.history.isWriting { rule.everyBytes = .max }
-        for (g, rd) in readies { try g.finishReady(rd, snapshots: rule) }
-        boundLogMemory(ran: ran)
+        for (_, g, rd) in readies { try g.finishReady(rd, snapshots: rule) }
+        for r in readies { logMemory.relook(r.index, in: groups) }  // D1: the logs this cycle changed
+        boundLogMemory()
         if !writeFirst { try commitOrCarry(batch) }
-        if readies.contains(where: { $0.0.takeConfigurationChanged() }) {
+        if readies.contains(where: { $0.group.takeConfigurationChanged() }) {
             // Written above: a replica the group removed can go now, storage and all.
             try writeCarried()
             try dropRemovedReplicas()
@@ -509,7 +508,7 @@ public final class RaftHost {
         if config.raft.deferCommitNotice {
             // Only a cycle of the group changes what its followers were sent: the others' entries stand.
             var now: ContinuousClock.Instant?
-            for (g, _) in readies {
+            for (_, g, _) in readies {
                 if g.raft.unsentCommit == nil {
                     if !commitNotices.isEmpty { commitNotices[g.group] = nil }
                 } else if commitNotices[g.group] == nil {
@@ -526,8 +525,7 @@ public final class RaftHost {
     /// SPEC D1: while this host's groups hold more than `memory.raftLogBytes` of entries in memory, the group
     /// holding the most drops the data of its applied entries but its newest few (they stay on disk in its rows
     /// and are read back for a follower that needs them): no snapshot, no write.
-    private func boundLogMemory(ran: [Int]) {
-        for i in ran { logMemory.relook(i, in: groups) }
+    private func boundLogMemory() {
         guard logMemory.total > config.memory.raftLogBytes else { return }
         // Over the bound: every group's figure as it is now, not as last seen, chooses what goes.
         logMemory.recount(groups)
