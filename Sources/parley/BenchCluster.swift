@@ -54,7 +54,7 @@ final class BenchCluster: @unchecked Sendable {
         for id in ids {
             while true {
                 let url = URL(string: layout.httpURL(id) + "/readyz")!
-                if let (_, response) = try? await URLSession.shared.data(from: url),
+                if let (_, response) = try? await ToolHTTP.shared.data(from: url),
                    (response as? HTTPURLResponse)?.statusCode == 200 { break }
                 guard Date() < deadline else { throw ValidationError("node \(id) did not become ready") }
                 try await Task.sleep(for: .milliseconds(100))
@@ -93,7 +93,7 @@ final class BenchCluster: @unchecked Sendable {
     func metricTotal(_ series: String) async -> Double {
         var total = 0.0
         for id in layout.ids {
-            guard let (data, _) = try? await URLSession.shared.data(from: URL(string: layout.httpURL(id) + "/metrics")!) else { continue }
+            guard let (data, _) = try? await ToolHTTP.shared.data(from: URL(string: layout.httpURL(id) + "/metrics")!) else { continue }
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(series + " ") {
                 total += Double(line.split(separator: " ").last ?? "") ?? 0
             }

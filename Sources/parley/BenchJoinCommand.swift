@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import ParleyAPI
+import ParleyNode
 import ParleyCluster
 import ParleyRaft
 import ParleyRooms
@@ -177,7 +178,7 @@ struct BenchJoinCommand: AsyncParsableCommand {
         for id in cluster.layout.ids {
             var request = URLRequest(url: URL(string: cluster.layout.httpURL(id) + "/status")!)
             request.timeoutInterval = 2
-            guard let (data, _) = try? await URLSession.shared.data(for: request),
+            guard let (data, _) = try? await ToolHTTP.shared.data(for: request),
                   let report = try? JSONDecoder().decode(NodeStatusReport.self, from: data) else { continue }
             out[id] = report
         }

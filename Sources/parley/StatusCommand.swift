@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import ParleyAPI
+import ParleyNode
 
 /// `parley status`: a node's view of the cluster as a table.
 struct StatusCommand: AsyncParsableCommand {
@@ -19,7 +20,10 @@ struct StatusCommand: AsyncParsableCommand {
                 text = StatusTable.render(try await Self.fetch(node))
             } catch {
                 text = "cannot read \(node)/status: \(error)\n"
-                if !watch { throw ExitCode.failure }
+                if !watch {
+                    FileHandle.standardError.write(Data(text.utf8))
+                    throw ExitCode.failure
+                }
             }
             if watch { print("\u{1B}[2J\u{1B}[H", terminator: "") }
             print(text, terminator: "")
@@ -31,7 +35,7 @@ struct StatusCommand: AsyncParsableCommand {
         guard let url = URL(string: node.hasSuffix("/") ? node + "status" : node + "/status") else {
             throw ValidationError("bad --node URL")
         }
-        let (data, _) = try await URLSession.shared.data(from: url)
+        let (data, _) = try await ToolHTTP.shared.data(from: url)
         return try JSONDecoder().decode(NodeStatusReport.self, from: data)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -81,7 +82,7 @@ import Testing
             let edge = try #require(status.edge)
             #expect(edge.connections >= 1 && edge.sessions >= 1 && edge.feeds >= 1)
             #expect(edge.fanoutEvents >= 10 && edge.fanoutDeliveries >= 10)
-            let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
+            let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
             let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
             #expect((metrics.value("parley_edge_sessions") ?? 0) >= 1)
             #expect((metrics.value("parley_edge_fanout_deliveries_total") ?? 0) >= 10)

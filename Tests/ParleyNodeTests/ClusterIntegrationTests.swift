@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 import ParleyTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -59,16 +60,16 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         let shard = ShardMap(shardCount: 16).shard(ofRoom: "lobby")
         let leader = try #require(await cluster.leader(ofShard: shard))
         for id in cluster.ids {
-            let (data, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/placement/rooms/lobby")!)
+            let (data, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(id) + "/placement/rooms/lobby")!)
             let p = try JSONDecoder().decode(ShardPlacementReport.self, from: data)
             #expect(p == ShardPlacementReport(roomId: "lobby", shard: shard,
                                               replicas: ShardMap(shardCount: 16).replicas(of: shard, nodes: [1, 2, 3]),
                                               leader: leader))
         }
-        let missing = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/placement/shards/16")!)
+        let missing = try await ToolHTTP.shared.data(from: URL(string: cluster.http(1) + "/placement/shards/16")!)
         #expect((missing.1 as? HTTPURLResponse)?.statusCode == 404)
         let tooLong = String(repeating: "r", count: 300)
-        let bad = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/placement/rooms/\(tooLong)")!)
+        let bad = try await ToolHTTP.shared.data(from: URL(string: cluster.http(1) + "/placement/rooms/\(tooLong)")!)
         #expect((bad.1 as? HTTPURLResponse)?.statusCode == 400)
         }
     }
@@ -254,7 +255,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
         #expect(late.contains(":status: 401") && late.contains("stale"), "\(late.suffix(300))")
         let log = try String(contentsOf: cluster.directory.appendingPathComponent("node-1.log"), encoding: .utf8)
         #expect(log.contains("refused peer credentials"))
-        let (metrics, _) = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
+        let (metrics, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
         let text = PrometheusText(text: String(decoding: metrics, as: UTF8.self))
         #expect(text.value("parley_peer_auth_failures_total", ["reason": "stale"]) == 1)
         #expect(text.value("parley_peer_auth_failures_total", ["reason": "badToken"]) == 1)
@@ -293,7 +294,7 @@ private func messageBodies(_ outcome: ApplyOutcome) -> [String] {
             let pid = try #require(cluster.nodes.pid(id))
             let cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
             #expect(!cmdline.isEmpty && cmdline.range(of: Data(secret.utf8)) == nil, "node \(id)'s command line holds the secret")
-            let status = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/status")!).0
+            let status = try await ToolHTTP.shared.data(from: URL(string: cluster.http(id) + "/status")!).0
             #expect(status.range(of: Data(secret.utf8)) == nil)
         }
         let secretFile = try FileManager.default.attributesOfItem(atPath: cluster.nodes.secretFile)

@@ -51,7 +51,7 @@ import ParleyTestSupport
     static func get(_ url: String) async -> (Int, Data) {
         var request = URLRequest(url: URL(string: url)!)
         request.timeoutInterval = 5
-        guard let (data, response) = try? await URLSession.shared.data(for: request) else { return (0, Data()) }
+        guard let (data, response) = try? await ToolHTTP.shared.data(for: request) else { return (0, Data()) }
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
     }
 

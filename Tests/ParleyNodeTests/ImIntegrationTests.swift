@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -141,7 +142,7 @@ import ParleyPlacement
         let report = try await cluster.status(1)
         let leaders = report.shards.filter { $0.role == "leader" }
         #expect(leaders.reduce(0) { $0 + ($1.imTeams ?? 0) } <= 1)
-        let (metricsData, _) = try await URLSession.shared.data(from: URL(string: cluster.ops(1) + "/metrics")!)
+        let (metricsData, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.ops(1) + "/metrics")!)
         let metrics = String(decoding: metricsData, as: UTF8.self)
         #expect(metrics.contains("parley_im_effects_pending 0"), "\(metrics.prefix(300))")
         }

@@ -84,7 +84,7 @@ final class LocalCluster: @unchecked Sendable {
         let url = URL(string: ops(id) + "/status" + (digests ? "?digest=true" : ""))!
         var request = URLRequest(url: url)
         request.timeoutInterval = 2
-        let (data, _) = try await URLSession.shared.data(for: request)
+        let (data, _) = try await ToolHTTP.shared.data(for: request)
         return try JSONDecoder().decode(NodeStatusReport.self, from: data)
     }
 

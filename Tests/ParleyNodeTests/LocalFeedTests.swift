@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 import FoundationNetworking
 import Testing
 import ParleyClient
@@ -29,7 +30,7 @@ import ParleyWire
         }
         // Gil's edge polled its own node's replica. (A feed polls another node only while its replica knows
         // no leader: an election on a loaded machine may add a few.)
-        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(follower) + "/metrics")!)
+        let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(follower) + "/metrics")!)
         let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
         let here = metrics.value("parley_edge_feed_polls_total", ["replica": "here"]) ?? 0
         let peer = metrics.value("parley_edge_feed_polls_total", ["replica": "peer"]) ?? 0
@@ -46,7 +47,7 @@ import ParleyWire
             await rg.messages(in: room).contains { $0.seq == late }
         }
         // The quiet was read by batched polls alone (each ended by its wait), and they renewed gil's lease.
-        let (later, _) = try await URLSession.shared.data(from: URL(string: cluster.http(follower) + "/metrics")!)
+        let (later, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(follower) + "/metrics")!)
         let batchedLater = PrometheusText(text: String(decoding: later, as: UTF8.self))
             .value("parley_edge_feed_polls_total", ["replica": "batched"]) ?? 0
         #expect(batchedLater >= batched + 3, "batched polls \(batched) before the quiet, \(batchedLater) after")
@@ -147,7 +148,7 @@ import ParleyWire
         }
         let first = try await sendRound(1, count: 10)
         try await ClientFaultTests.waitFor("ivy to hear every room's first round") { await heardInOrder(first) }
-        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
+        let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(1) + "/metrics")!)
         let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
         let batched = metrics.value("parley_edge_feed_polls_total", ["replica": "batched"]) ?? 0
         let events = metrics.value("parley_edge_fanout_events_total", [:]) ?? 0

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -64,7 +65,7 @@ import Testing
             #expect(peakLog <= Self.raftLog + 64 << 10 && peakLog > Self.raftLog / 2, "log \(peakLog)")
             #expect(peakWindow <= shards * Self.window && peakWindow > Self.window / 2, "windows \(peakWindow)")
             #expect(peakFeed <= shards * (Self.feed + 2_048) && peakFeed > Self.feed / 2, "feeds \(peakFeed)")
-            let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(2) + "/metrics")!)
+            let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(2) + "/metrics")!)
             let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
             #expect((metrics.value("parley_memory_history_window_bytes") ?? 0) > 0)
             #expect((metrics.value("parley_raft_log_evictions_total") ?? 0) > 0)

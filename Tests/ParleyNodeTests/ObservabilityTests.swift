@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -10,7 +11,7 @@ import ParleyRooms
 private func get(_ url: String) async throws -> (String, HTTPURLResponse) {
     var request = URLRequest(url: URL(string: url)!)
     request.timeoutInterval = 5
-    let (data, response) = try await URLSession.shared.data(for: request)
+    let (data, response) = try await ToolHTTP.shared.data(for: request)
     return (String(decoding: data, as: UTF8.self), try #require(response as? HTTPURLResponse))
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -258,7 +259,7 @@ import ParleyPlacement
     private func clusterStatus(_ cluster: LocalCluster, via id: UInt64) async throws -> ClusterStatusReport {
         var request = URLRequest(url: URL(string: cluster.ops(id) + "/status/cluster")!)
         request.timeoutInterval = 3
-        let (data, _) = try await URLSession.shared.data(for: request)
+        let (data, _) = try await ToolHTTP.shared.data(for: request)
         return try JSONDecoder().decode(ClusterStatusReport.self, from: data)
     }
 
@@ -267,7 +268,7 @@ import ParleyPlacement
         -> (started: Double, done: Double, snapshotBytes: Double) {
         var total = (started: 0.0, done: 0.0, snapshotBytes: 0.0)
         for id in nodes {
-            let (data, _) = try await URLSession.shared.data(from: URL(string: cluster.ops(id) + "/metrics")!)
+            let (data, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.ops(id) + "/metrics")!)
             let text = PrometheusText(text: String(decoding: data, as: UTF8.self))
             total.started += text.value("parley_moves_started_total") ?? 0
             total.done += text.value("parley_moves_done_total") ?? 0

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -292,7 +293,7 @@ import ParleyPlacement
             #expect(try await api.post(base, "/v1/room/get", ["roomId": "sig-room"], headers: once).status == 404)
             expectRefusal(try await api.post(base, "/v1/room/create", create, headers: once), 403, 10406)
             // Issue 24: refused signatures are counted by code and logged (at most one line per 10 s).
-            let (metricsText, _) = try await URLSession.shared.data(from: URL(string: base + "/metrics")!)
+            let (metricsText, _) = try await ToolHTTP.shared.data(from: URL(string: base + "/metrics")!)
             let scraped = PrometheusText(text: String(decoding: metricsText, as: UTF8.self))
             for (code, least) in [("10401", 2.0), ("10402", 1.0), ("10403", 2.0), ("10405", 2.0), ("10406", 1.0)] {
                 #expect((scraped.value("parley_api_auth_failures_total", ["code": code]) ?? 0) >= least, "code \(code)")

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 import ParleyTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -35,7 +36,7 @@ struct SignedAPIClient {
             : RequestSignature.headers(appKey: appKey, secret: secret, nonce: nonce, curTime: now)
         for (name, value) in override { headers[name] = value }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await ToolHTTP.shared.data(for: request)
         let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         return Answer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, json: json)
     }

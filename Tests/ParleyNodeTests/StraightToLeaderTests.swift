@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 import FoundationNetworking
 import Testing
 import ParleyClient
@@ -257,13 +258,13 @@ import ParleyPlacement
 
     /// `parley_transport_calls_gave_way_total{peer}` on `node`'s /metrics.
     static func gaveWay(_ cluster: LocalCluster, _ node: UInt64, to peer: UInt64) async throws -> Double {
-        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(node) + "/metrics")!)
+        let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(node) + "/metrics")!)
         let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
         return metrics.value("parley_transport_calls_gave_way_total", ["peer": "\(peer)"]) ?? 0
     }
 
     static func toLeader(_ cluster: LocalCluster, _ node: UInt64) async throws -> (applied: Double, rerouted: Double) {
-        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(node) + "/metrics")!)
+        let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(node) + "/metrics")!)
         let metrics = PrometheusText(text: String(decoding: body, as: UTF8.self))
         return (metrics.value("parley_edge_commands_to_leader_total", ["result": "applied"]) ?? 0,
                 metrics.value("parley_edge_commands_to_leader_total", ["result": "rerouted"]) ?? 0)

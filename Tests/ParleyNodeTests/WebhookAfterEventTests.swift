@@ -18,7 +18,7 @@ import FoundationNetworking
                                 "room.role", "room.mute", "room.queue"]
 
     static func events(port: Int) async throws -> [[String: Any]] {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/events")!)
+        let (data, _) = try await ToolHTTP.shared.data(from: URL(string: "http://127.0.0.1:\(port)/events")!)
         return try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
     }
 
@@ -28,7 +28,7 @@ import FoundationNetworking
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/control")!)
         request.httpMethod = "POST"
         request.httpBody = try JSONSerialization.data(withJSONObject: ["status": status, "pad": pad])
-        _ = try await URLSession.shared.data(for: request)
+        _ = try await ToolHTTP.shared.data(for: request)
     }
 
     static func setWebhooks(_ http: String, port: Int, events: [String] = allRoomEvents) async throws {
@@ -334,7 +334,7 @@ import FoundationNetworking
             }
             var scraped = 0.0
             for id in cluster.ids {
-                let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
+                let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
                 for line in String(decoding: body, as: UTF8.self).split(separator: "\n")
                 where line.hasPrefix("parley_webhook_events_total{") && line.contains("outcome=\"dropped\"") {
                     scraped += Double(line.split(separator: " ").last ?? "") ?? 0

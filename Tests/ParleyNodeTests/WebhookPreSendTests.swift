@@ -57,7 +57,7 @@ import FoundationNetworking
     }
 
     static func calls(port: Int) async throws -> [[String: Any]] {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/calls")!)
+        let (data, _) = try await ToolHTTP.shared.data(from: URL(string: "http://127.0.0.1:\(port)/calls")!)
         return try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
     }
 
@@ -174,7 +174,7 @@ import FoundationNetworking
                     if let why = w.lastFailure { failures.append(why) }
                     #expect(w.callMillisP50 != nil && (w.callMillisMax ?? 0) >= (w.callMillisP50 ?? 0))
                 }
-                let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
+                let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
                 let lines = String(decoding: body, as: UTF8.self).split(separator: "\n")
                 exported.formUnion(lines.filter { $0.hasPrefix("parley_webhook_") }.map { String($0.prefix { $0 != "{" && $0 != " " }) })
                 for line in lines

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNode
 import FoundationNetworking
 import Testing
 import ParleyCluster
@@ -101,7 +102,7 @@ import ParleyShardState
             let metaLeader = try #require(try await cluster.status(cluster.ids[0]).meta?.leader)
             let other = try #require(cluster.ids.first { $0 != metaLeader })
             func served(_ path: String) async throws -> Double {
-                let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(metaLeader) + "/metrics")!)
+                let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(metaLeader) + "/metrics")!)
                 return PrometheusText(text: String(decoding: body, as: UTF8.self))
                     .value("parley_peer_calls_served_total", ["path": path]) ?? 0
             }
@@ -254,7 +255,7 @@ import ParleyShardState
 
     /// The leader's `parley_peer_calls_served_total` for the two calls that carry IM commands.
     static func served(_ cluster: LocalCluster, _ id: UInt64) async throws -> (propose: Double, im: Double) {
-        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
+        let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
         let text = PrometheusText(text: String(decoding: body, as: UTF8.self))
         let name = "parley_peer_calls_served_total"
         return (text.value(name, ["path": proposePath]) ?? 0, text.value(name, ["path": imProposePath]) ?? 0)
@@ -288,7 +289,7 @@ import ParleyShardState
 
     /// The node's `parley_raft_proposals_total` (writes staged and reads asked on its replicas).
     static func proposals(_ cluster: LocalCluster, _ id: UInt64) async throws -> Double {
-        let (body, _) = try await URLSession.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
+        let (body, _) = try await ToolHTTP.shared.data(from: URL(string: cluster.http(id) + "/metrics")!)
         return try #require(PrometheusText(text: String(decoding: body, as: UTF8.self)).value("parley_raft_proposals_total"))
     }
 }
