@@ -176,10 +176,19 @@ import Testing
         #expect(bobs[9].targets == ["bob"])
         #expect(bobBox.teamItems("crew").map(\.0.seq) == Array(1...Int64(bobBox.teamItems("crew").count)))
         // Carol (another edge) from her join to her leave; dave heard his own kick; alice the dismiss.
-        try await cluster.eventually("carol's and dave's notifications", seconds: 15) {
-            carolBox.notifications("crew").map(\.operation) == [9, 5, 7, 8, 10, 1, 2]
-                && daveBox.notifications("crew").map(\.operation).last == 1
-                && aliceBox.notifications("crew").map(\.operation).last == 4
+        do {
+            try await cluster.eventually("carol's and dave's notifications", seconds: 15) {
+                carolBox.notifications("crew").map(\.operation) == [9, 5, 7, 8, 10, 1, 2]
+                    && daveBox.notifications("crew").map(\.operation).last == 1
+                    && aliceBox.notifications("crew").map(\.operation).last == 4
+            }
+        } catch {
+            Issue.record("""
+                carol heard \(carolBox.notifications("crew").map { "\($0.operation ?? -1) seq \($0.seq)" }), \
+                dave \(daveBox.notifications("crew").compactMap(\.operation)), alice \(aliceBox.notifications("crew").compactMap(\.operation)); \
+                carol's events: \(carolBox.events.suffix(12))
+                """)
+            throw error
         }
         try await cluster.eventually("alice out of the dismissed team", seconds: 10) {
             aliceBox.events.contains(.teamMembership(teamId: "crew", isMember: false))
