@@ -63,7 +63,7 @@ extension NodeRuntime {
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(2))
             guard let state = try? await raft.metaState().get() else { continue }
-            webhooks.update(from: state, secrets: edgeCluster.metaSecrets)
+            webhooks.update(from: state)
             var peers: [NodeID: NodeConfig.Address] = [:]
             // Removed nodes too: one may still lead a group it is moving off, and its followers must answer it.
             // Dropped ones are gone: every group moved off them.

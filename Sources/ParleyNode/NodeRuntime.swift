@@ -124,8 +124,9 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
         let transport = self.transport
         let factory = metrics.factory
         let firstStart = try database.groupIDs().isEmpty
+        let metaSecrets = MetaSecrets(clusterSecret: config.secret)
         let webhooks = WebhookCaller(group: network, rule: config.webhookTargets, legacyRoomsApp: config.legacyRoomsApp,
-                                     logger: logger, metrics: metrics.factory)
+                                     secrets: metaSecrets, logger: logger, metrics: metrics.factory)
         self.webhooks = webhooks
         raft = try RaftLoops(loops: Array(raftLoop.makeIterator()), transport: transport,
                              tickInterval: .milliseconds(Int64(config.tickMillis)),
@@ -138,7 +139,7 @@ public final class NodeRuntime: Service, StatusSource, @unchecked Sendable {
            metrics: factory)
         ref.raft = raft
         edgeCluster = NodeEdgeCluster(raft: raft, transport: transport, boot: hostConfig.boot,
-                                      metaSecrets: MetaSecrets(clusterSecret: config.secret), metrics: metrics.edge)
+                                      metaSecrets: metaSecrets, metrics: metrics.edge)
         ref.status = { [weak self] in
             guard let self else { return [] }
             return Array((try? JSONEncoder().encode(await self.statusReport(withDigests: false))) ?? Data())

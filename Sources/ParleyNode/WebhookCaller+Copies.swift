@@ -18,6 +18,8 @@ extension WebhookCaller: WebhookCopyPoster {
         copySubscriptions.withLockedValue { $0?.kinds }
     }
 
+    func readSettings(from state: MetaState) { update(from: state) }
+
     /// The app key of a namespace (the legacy rooms' app for "").
     private func appKey(ofNamespace namespace: String) -> String? {
         copySubscriptions.withLockedValue { $0?.apps[namespace] }

@@ -36,6 +36,8 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     let apps = NIOLockedValueBox<[String: App]>([:])
     /// SPEC W2: the after-event kinds each app wants by its rooms' namespace, and the app's key by namespace;
     /// nil until the first `update`.
+    /// Opens the apps' sealed secrets.
+    private let secrets: MetaSecrets
     let copySubscriptions = NIOLockedValueBox<(kinds: [String: WebhookCopyKinds], apps: [String: String])?>(nil)
     let copyFailures: RateLimitedWarning
     let copyDrops: RateLimitedWarning
@@ -48,8 +50,9 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     static let maxAnswerBytes = 64 << 10
     static let connectionsPerTarget = 64
 
-    init(group: EventLoopGroup, rule: WebhookTargetRule, legacyRoomsApp: String?, logger: Logger,
+    init(group: EventLoopGroup, rule: WebhookTargetRule, legacyRoomsApp: String?, secrets: MetaSecrets, logger: Logger,
          metrics: (any MetricsFactory)? = nil) {
+        self.secrets = secrets
         figures = WebhookFigures(factory: metrics)
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         // Up to 64 connections per app server (AsyncHTTPClient's default is 8): a leader's checks wait for the
@@ -67,7 +70,7 @@ final class WebhookCaller: PreSendGate, @unchecked Sendable {
     func shutdown() async { try? await client.shutdown() }
 
     /// Takes the apps' webhooks and secrets from the meta state.
-    func update(from state: MetaState, secrets: MetaSecrets) {
+    func update(from state: MetaState) {
         var out: [String: App] = [:]
         for (key, settings) in state.webhooks where settings.enabled {
             guard let app = state.apps[key], let secret = secrets.open(app.sealedSecret, appKey: key) else { continue }

@@ -3,6 +3,7 @@ import ParleyClient
 import ParleyNode
 import ParleyPlacement
 import ParleyRooms
+import ParleyWire
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -44,20 +45,23 @@ import FoundationNetworking
     /// Waits until the shards keep copies: a probe room made until the receiver hears of one. With `room`, the
     /// probes are rooms of that room's shard: a shard keeps copies from when its leader subscribed it (within
     /// about a second of `setWebhooks`, later on a loaded machine), and each shard subscribes on its own.
-    static func waitForCopies(_ cluster: LocalCluster, port: Int, sameShardAs room: String? = nil) async throws {
-        let http = cluster.http(1)
+    static func waitForCopies(_ cluster: LocalCluster, port: Int, sameShardAs room: String? = nil, via node: UInt64 = 1)
+        async throws {
+        let http = cluster.http(node)
+        // Probe rooms of this wait's own: a second wait in one test must not take the first one's probes as heard.
+        let tag = String(UInt32.random(in: 0 ... .max), radix: 36)
         var probes = 0
         var made: Set<String> = []
         try await cluster.eventually("the receiver to hear of a room made\(room.map { " in the shard of \($0)" } ?? "")",
                                      seconds: 30) {
             let heard = (try? await events(port: port))?.contains {
-                $0["event"] as? String == "room.create" && (room == nil || made.contains($0["roomId"] as? String ?? ""))
+                $0["event"] as? String == "room.create" && made.contains($0["roomId"] as? String ?? "")
             } == true
             if heard { return true }
             probes += 1
-            if let room { while shard(ofRoom: "probe-\(probes)") != shard(ofRoom: room) { probes += 1 } }
-            made.insert("probe-\(probes)")
-            _ = try? await api.post(http, "/v1/room/create", ["roomId": "probe-\(probes)", "creator": "ann", "name": "p"])
+            if let room { while shard(ofRoom: "probe-\(tag)-\(probes)") != shard(ofRoom: room) { probes += 1 } }
+            made.insert("probe-\(tag)-\(probes)")
+            _ = try? await api.post(http, "/v1/room/create", ["roomId": "probe-\(tag)-\(probes)", "creator": "ann", "name": "p"])
             try? await Task.sleep(for: .milliseconds(400))
             return false
         }
@@ -166,6 +170,107 @@ import FoundationNetworking
             let calls = try await WebhookPreSendTests.calls(port: port)
             #expect(!calls.isEmpty && calls.allSatisfy { $0["verified"] as? Bool == true })
             #expect(calls.allSatisfy { ($0["call"] as? [String: Any])?["appKey"] as? String == Self.api.appKey })
+        }
+    }
+
+    /// W2: a shard's new leader that has not yet read the app's webhook settings (a node reads them every 2 s)
+    /// keeps the box its predecessor made. Before, it took its stale view for the app's word, removed the box with
+    /// its copies and kept no event of the app's rooms until its next read (session 50).
+    @Test func W2_aNewLeaderThatHasNotReadTheSettingsYetKeepsTheBox() async throws {
+        try await Self.withReceiver(users: ["ann"]) { cluster, port in
+            let room = "lobby"
+            let shard = Self.shard(ofRoom: room)
+            #expect(try await Self.api.post(cluster.http(1), "/v1/room/create", ["roomId": room, "creator": "ann", "name": "L"]).status == 200)
+            var leader: UInt64 = 0
+            try await cluster.eventually("a leader of shard \(shard)", seconds: 10) {
+                leader = await cluster.leader(ofShard: shard) ?? 0
+                return leader != 0
+            }
+            let voters = try #require(try await cluster.status(leader).shards.first { $0.shard == shard }?.voters)
+            let stale = try #require(voters.first { $0 != leader })
+            let api = try #require(cluster.ids.first { $0 != stale })
+            // The webhooks go on while `stale` stands still: it reads them 2 s after its first look once it runs.
+            cluster.pause(stale)
+            var paused = true
+            defer { if paused { cluster.resume(stale) } }
+            try await Self.setWebhooks(cluster.http(api), port: port)
+            try await Self.waitForCopies(cluster, port: port, sameShardAs: room, via: api)
+            cluster.resume(stale)
+            paused = false
+            var transfer = ByteWriter()
+            transfer.write(shard)
+            transfer.write(stale)
+            try await cluster.eventually("node \(stale) to lead shard \(shard)", seconds: 10) {
+                if await cluster.leader(ofShard: shard) == stale { return true }
+                _ = try? await cluster.call("/rpc/v1/transfer", body: transfer.bytes, via: leader)
+                try? await Task.sleep(for: .milliseconds(100))
+                return false
+            }
+            let bodies = (0..<10).map { "after the move \($0)" }
+            for body in bodies {
+                let sent = try await Self.api.post(cluster.http(api), "/v1/message/send",
+                                                   ["roomId": room, "fromAccid": "ann", "type": "text", "body": body])
+                #expect(sent.status == 200, "\(sent.json)")
+            }
+            do {
+                try await cluster.eventually("the messages sent after the move", seconds: 20) {
+                    Set(Self.bodies((try? await Self.events(port: port)) ?? [], room)).isSuperset(of: bodies)
+                }
+            } catch {
+                let webhooks = await cluster.statuses().sorted { $0.key < $1.key }.map { "node \($0.key): \(String(describing: $0.value.webhooks))" }
+                Issue.record("arrived: \(Self.bodies((try? await Self.events(port: port)) ?? [], room)); \(webhooks)")
+                throw error
+            }
+            let dropped = try await cluster.status(stale).webhooks?.first { $0.app == Self.api.appKey }?.afterEvents?.dropped ?? 0
+            #expect(dropped == 0, "node \(stale) dropped \(dropped) copies")
+        }
+    }
+
+    /// W2 / W4: an app that turns its after-event callbacks off has its boxes removed; what waited in them is
+    /// dropped and counted, and nothing more is kept. The leader narrows a box only on a view of the settings it
+    /// read once its meta replica caught up (the test above), so this must still happen, and promptly.
+    @Test func W2_callbacksTurnedOffDropWhatWaitsAndKeepNothingMore() async throws {
+        try await Self.withReceiver(users: ["ann"]) { cluster, port in
+            let http = cluster.http(1)
+            let room = "muted"
+            try await Self.setWebhooks(http, port: port, events: ["room.create", "room.message"])
+            try await Self.waitForCopies(cluster, port: port, sameShardAs: room)
+            #expect(try await Self.api.post(http, "/v1/room/create", ["roomId": room, "creator": "ann", "name": "m"]).status == 200)
+            // The app server is down: five messages wait on the room's shard.
+            try await Self.answer(503, port: port)
+            for i in 0..<5 {
+                #expect(try await Self.api.post(http, "/v1/message/send", ["roomId": room, "fromAccid": "ann", "type": "text", "body": "w\(i)"]).status == 200)
+            }
+            func figures() async -> (backlog: Int, dropped: Int) {
+                var out = (backlog: 0, dropped: 0)
+                for id in cluster.ids {
+                    let after = (try? await cluster.status(id))?.webhooks?.first { $0.app == Self.api.appKey }?.afterEvents
+                    out.backlog += after?.backlog ?? 0
+                    out.dropped += after?.dropped ?? 0
+                }
+                return out
+            }
+            try await cluster.eventually("the five messages waiting", seconds: 10) { await figures().backlog >= 5 }
+            #expect(try await Self.api.post(http, "/v1/app/removeWebhooks", [:] as [String: Any]).status == 200)
+            let began = ContinuousClock.now
+            // The five messages at least: the room's creation may have reached the app server before it went down.
+            try await cluster.eventually("the box removed, what waited dropped and counted", seconds: 10) {
+                await figures().dropped >= 5
+            }
+            print("the box went \(began.duration(to: .now)) after the callbacks went off")
+            // W5: the backlog shows none as soon as the box is gone (not its last figure until it went stale, 5 s).
+            #expect(await figures().backlog == 0)
+            // Nothing more is kept: with callbacks on again and the app server up, only what happens from then on
+            // arrives.
+            try await Self.answer(200, port: port)
+            #expect(try await Self.api.post(http, "/v1/message/send", ["roomId": room, "fromAccid": "ann", "type": "text", "body": "while off"]).status == 200)
+            try await Self.setWebhooks(http, port: port, events: ["room.create", "room.message"])
+            try await Self.waitForCopies(cluster, port: port, sameShardAs: room)
+            #expect(try await Self.api.post(http, "/v1/message/send", ["roomId": room, "fromAccid": "ann", "type": "text", "body": "on again"]).status == 200)
+            try await cluster.eventually("the message sent once the callbacks were on again", seconds: 20) {
+                Self.bodies((try? await Self.events(port: port)) ?? [], room).contains("on again")
+            }
+            #expect(Self.bodies(try await Self.events(port: port), room) == ["on again"])
         }
     }
 

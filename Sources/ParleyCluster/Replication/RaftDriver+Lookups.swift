@@ -18,6 +18,19 @@ extension RaftDriver {
         }
     }
 
+    /// The meta state once this node's meta replica holds every meta command committed when asked (read your
+    /// writes, `RaftHost.catchUpMeta`); on a node without a meta replica, a meta replica's, as `metaState()`.
+    func metaStateCaughtUp() -> EventLoopFuture<MetaState?> {
+        if let first = metaDriver { return first.metaStateCaughtUp().hop(to: loop) }
+        return loop.flatSubmit {
+            guard self.host.metaState != nil else { return self.metaState() }
+            let promise = self.loop.makePromise(of: MetaState?.self)
+            self.host.catchUpMeta { promise.succeed(self.host.metaState) }
+            self.scheduleReady()
+            return promise.futureResult
+        }
+    }
+
     /// The meta state within `wait`: as `metaState()`, but a node without a meta replica whose fetch has not
     /// answered by then gets the copy it fetched last (nil: none yet), and the fetch goes on to refresh it.
     /// For `/status`: a partition or a paused meta replica kept a fetch waiting for its call timeout (10 s per

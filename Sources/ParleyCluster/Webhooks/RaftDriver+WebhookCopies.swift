@@ -30,7 +30,9 @@ extension RaftDriver {
         var backlogs: [String: [ShardID: (pending: Int, oldestMillis: Int64)]] = [:]
         for shard in host.shards {
             guard let boxes = host.webhookBoxes(shard: shard) else { continue }
-            if let wanted, webhookBook.outboxReaders.everyNode { subscribe(shard, wanted: wanted, boxes: boxes, poster: poster) }
+            if let wanted, webhookBook.outboxReaders.everyNode {
+                subscribe(shard, wanted: wanted, boxes: boxes, poster: poster, now: now)
+            }
             for namespace in boxes.keys.sorted() {
                 backlogs[namespace, default: [:]][shard] =
                     tend(boxes[namespace]!, WebhookCopyBook.Key(shard: shard, namespace: namespace),
@@ -80,22 +82,50 @@ extension RaftDriver {
         return waiting
     }
 
-    /// Proposes what each app wants where the shard's outbox differs (a box made, changed or removed).
+    /// Proposes what each app wants where the shard's outbox differs (a box made, changed or removed). A box is
+    /// widened (or made) at once: a kind kept too long costs copies the next look drops. It is narrowed (a kind
+    /// dropped, or the box removed with every copy it holds) only on a view of the app's settings read after this
+    /// node's meta replica caught up: the poster's view is refreshed every 2 s, so a node that has just taken the
+    /// lead can hold one from before the app turned its webhooks on, and would drop what the last leader kept —
+    /// every event of the app's rooms until its next refresh (W2).
     private func subscribe(_ shard: ShardID, wanted: [String: WebhookCopyKinds], boxes: [String: WebhookOutbox.Box],
-                           poster: any WebhookCopyPoster) {
+                           poster: any WebhookCopyPoster, now: NIODeadline) {
         for namespace in Set(wanted.keys).union(boxes.keys).sorted() {
             let kinds = wanted[namespace] ?? []
-            guard kinds != (boxes[namespace]?.kinds ?? []) else { continue }
+            let held = boxes[namespace]?.kinds ?? []
+            guard kinds != held else { continue }
             let key = WebhookCopyBook.Key(shard: shard, namespace: namespace)
-            guard webhookBook.subscribing.insert(key).inserted else { continue }
-            let removed = kinds.isEmpty ? boxes[namespace]?.pending.count ?? 0 : 0
-            host.propose(.webhook(.subscribe(namespace: namespace, kinds: kinds)), shard: shard, actor: .appServer,
-                         timestamp: Self.now()) { result in
-                self.webhookBook.subscribing.remove(key)
-                if case .success = result, removed > 0 {
-                    poster.dropped(namespace: namespace, count: removed, why: "the app's after-event callbacks went off")
-                }
+            if held.isSubset(of: kinds) {
+                propose(kinds, key, removing: 0, poster: poster)
+                continue
             }
+            if let checked = webhookBook.narrowingChecked[key], now - checked < .seconds(1) { continue }
+            guard webhookBook.subscribing.insert(key).inserted else { continue }
+            webhookBook.narrowingChecked[key] = now
+            metaStateCaughtUp().whenComplete { result in
+                self.webhookBook.subscribing.remove(key)
+                guard case .success(let state?) = result else { return }
+                poster.readSettings(from: state)
+                guard let view = poster.copyKinds(), let box = self.host.webhookBoxes(shard: shard)?[namespace] else { return }
+                let fresh = view[namespace] ?? []
+                guard fresh != box.kinds else { return }
+                self.propose(fresh, key, removing: fresh.isEmpty ? box.pending.count : 0, poster: poster)
+            }
+        }
+    }
+
+    /// Proposes `kinds` for the box of `key`; one proposal per box at a time. `removing`: the copies a removal drops.
+    private func propose(_ kinds: WebhookCopyKinds, _ key: WebhookCopyBook.Key, removing: Int, poster: any WebhookCopyPoster) {
+        guard webhookBook.subscribing.insert(key).inserted else { return }
+        host.propose(.webhook(.subscribe(namespace: key.namespace, kinds: kinds)), shard: key.shard, actor: .appServer,
+                     timestamp: Self.now()) { result in
+            self.webhookBook.subscribing.remove(key)
+            guard case .success = result, kinds.isEmpty else { return }
+            if removing > 0 {
+                poster.dropped(namespace: key.namespace, count: removing, why: "the app's after-event callbacks went off")
+            }
+            // A removed box is no longer reported each tick: its backlog is none now, not its last figure for 5 s.
+            poster.backlog(namespace: key.namespace, byShard: [key.shard: (pending: 0, oldestMillis: 0)])
         }
     }
 

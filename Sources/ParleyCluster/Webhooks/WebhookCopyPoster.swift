@@ -9,6 +9,10 @@ public protocol WebhookCopyPoster: Sendable {
     /// The kinds each app with webhooks on wants, by the namespace of its rooms (`AppScope`); nil until the node
     /// read the apps' settings. Cheap: asked at the tick's pace.
     func copyKinds() -> [String: WebhookCopyKinds]?
+    /// Takes the apps' settings from `state`, a meta state read once this node's meta replica caught up: what
+    /// `copyKinds` answers is otherwise refreshed every 2 s, and a shard leader asks for this before it narrows a
+    /// box on the poster's word.
+    func readSettings(from state: MetaState)
     /// Posts `copies` (oldest first) to the app of `namespace`; succeeds once its app server answered 2xx.
     /// Completes on `eventLoop`.
     func post(_ copies: [WebhookCopy], namespace: String, shard: ShardID, eventLoop: EventLoop) -> EventLoopFuture<Void>
@@ -64,6 +68,8 @@ final class WebhookCopyBook {
 
     var progress: [Key: Progress] = [:]
     var subscribing = Set<Key>()
+    /// When each box's narrowing last waited for a caught-up view of the app's settings: at most once a second.
+    var narrowingChecked: [Key: NIODeadline] = [:]
     /// Whether every node reads the outbox (shard command 201).
     let outboxReaders = PeerFeatureWatch(.webhookCopies)
 
