@@ -84,14 +84,14 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
     /// `catchUp`.
     private enum ReadWaiter {
         case read(Machine.Command, actor: CommandActor, timestamp: Int64, Completion)
-        case catchUp(() -> Void)
+        case catchUp((_ caughtUp: Bool) -> Void)
 
         /// Told that the read index did not come (the leader it asked is gone): a read is told to ask the
         /// leader again (safe to repeat); a catch-up ends, as it would with no leader known.
         func fail(_ leader: NodeID) {
             switch self {
             case .read(_, _, _, let completion): completion(.failure(.notLeader(leader: leader)))
-            case .catchUp(let done): done()
+            case .catchUp(let done): done(false)
             }
         }
     }
@@ -238,11 +238,12 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
 
     /// Read your writes: calls `done` once this replica has applied everything its group had committed when
     /// asked (a read index, then the apply), so a write another replica answered is visible here. A leader
-    /// has applied all it answered, and a follower that knows no leader cannot learn more: both call it at
-    /// once; a read index that never comes (its leader gone) calls it after 1 s.
-    func catchUp(_ done: @escaping () -> Void) {
+    /// has applied all it answered: `done(true)` at once. A replica that knows no leader cannot learn more, and a
+    /// read index that never comes (its leader gone) gives up after 1 s: `done(false)`, this replica as it is.
+    func catchUp(_ done: @escaping (_ caughtUp: Bool) -> Void) {
         let soft = raft.softState
-        guard soft.role == .follower, soft.leader != 0 else { return done() }
+        if soft.role == .leader { return done(true) }
+        guard soft.role == .follower, soft.leader != 0 else { return done(false) }
         askReadIndex(for: .catchUp(done))
     }
 
@@ -261,7 +262,7 @@ final class GroupReplica<Machine: ReplicatedMachine>: HostedGroup {
                 let outcome = machine.read(command, context: context)
                 Self.deliver(outcome, finishAnswer(command, outcome, machine, context), to: completion)
             case .catchUp(let done):
-                done()
+                done(true)
             }
         }
     }

@@ -419,8 +419,10 @@ public final class RaftHost {
     /// committed when asked (at once on the leader, or where no replica is held). A meta command proposed on a
     /// follower is refused and applied by the leader, and each node answers app settings and the registry from
     /// its own replica: its caller waits for this before it hears, so what it reads next on this node has it.
-    public func catchUpMeta(_ done: @escaping () -> Void) {
-        guard let meta else { return done() }
+    /// `caughtUp`: whether it did (false where no replica is held, or its replica cannot learn the meta leader's
+    /// commit now: `GroupReplica.catchUp`).
+    public func catchUpMeta(_ done: @escaping (_ caughtUp: Bool) -> Void) {
+        guard let meta else { return done(false) }
         due.mark(groupIndex[meta.group]!)
         meta.catchUp(done)
     }

@@ -428,14 +428,25 @@ import ParleyPlacement
             #expect((try? answer.get()) == .done)
             // The leader answered from its apply; the follower has not learned the commit yet.
             #expect(follower.metaState?.nodes[9] == nil, "the test needs the follower behind when the leader answers")
-            follower.catchUpMeta {
-                caughtUp = true
+            follower.catchUpMeta { did in
+                caughtUp = did
                 seenWhenDone = follower.metaState?.nodes[9] != nil
             }
-            leader.catchUpMeta { leaderDoneAtOnce = true }
+            leader.catchUpMeta { did in leaderDoneAtOnce = did }
         }
         try cluster.run(until: { caughtUp }, "the follower to catch up")
         #expect(seenWhenDone == true, "done ran before the follower's replica applied the write")
         #expect(leaderDoneAtOnce, "a leader answers from what it applied: nothing to wait for")
+    }
+
+    /// A meta replica that knows no leader cannot catch up, and says so at once: a shard leader narrows an app's
+    /// webhook box only on settings read once its meta replica did (W2), never on what a cut-off replica holds.
+    @Test func W2_aMetaReplicaThatKnowsNoLeaderSaysItDidNotCatchUp() throws {
+        let cluster = try InProcessCluster(shards: 1)
+        let host = try #require(cluster.hosts.values.first)
+        #expect(host.metaLeader == 0, "the test needs a cluster before its first election")
+        var answer: Bool?
+        host.catchUpMeta { answer = $0 }
+        #expect(answer == false)
     }
 }

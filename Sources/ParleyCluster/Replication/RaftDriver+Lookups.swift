@@ -19,13 +19,14 @@ extension RaftDriver {
     }
 
     /// The meta state once this node's meta replica holds every meta command committed when asked (read your
-    /// writes, `RaftHost.catchUpMeta`); on a node without a meta replica, a meta replica's, as `metaState()`.
+    /// writes, `RaftHost.catchUpMeta`); nil when it could not catch up (it knows no meta leader, or the read index
+    /// never came). On a node without a meta replica, a meta replica's, as `metaState()`.
     func metaStateCaughtUp() -> EventLoopFuture<MetaState?> {
         if let first = metaDriver { return first.metaStateCaughtUp().hop(to: loop) }
         return loop.flatSubmit {
             guard self.host.metaState != nil else { return self.metaState() }
             let promise = self.loop.makePromise(of: MetaState?.self)
-            self.host.catchUpMeta { promise.succeed(self.host.metaState) }
+            self.host.catchUpMeta { caughtUp in promise.succeed(caughtUp ? self.host.metaState : nil) }
             self.scheduleReady()
             return promise.futureResult
         }

@@ -209,7 +209,7 @@ extension RaftDriver {
             .flatMap { outcome in
                 // Answered by the leader: this node's replica catches up first (read your writes).
                 let caughtUp = self.loop.makePromise(of: MetaOutcome.self)
-                self.host.catchUpMeta { caughtUp.succeed(outcome) }
+                self.host.catchUpMeta { _ in caughtUp.succeed(outcome) }
                 self.scheduleReady()
                 return caughtUp.futureResult
             }
