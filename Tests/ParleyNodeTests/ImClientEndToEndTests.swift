@@ -163,8 +163,16 @@ import Testing
         try await bob.dismissTeam("crew")                                                                    // Dismiss (4)
 
         // Bob, a member from the first invite to the end, heard every type, in order, once.
-        try await cluster.eventually("bob's notifications", seconds: 15) {
-            bobBox.notifications("crew").map(\.operation) == [0, 3, 9, 5, 7, 8, 10, 1, 2, 6, 4]
+        do {
+            try await cluster.eventually("bob's notifications", seconds: 15) {
+                bobBox.notifications("crew").map(\.operation) == [0, 3, 9, 5, 7, 8, 10, 1, 2, 6, 4]
+            }
+        } catch {
+            Issue.record("""
+                bob heard \(bobBox.notifications("crew").map { "\($0.operation ?? -1) seq \($0.seq)" }); \
+                his team items' seqs \(bobBox.teamItems("crew").map(\.0.seq)); his last events: \(bobBox.events.suffix(12))
+                """)
+            throw error
         }
         let bobs = bobBox.notifications("crew")
         #expect(bobs[0].source == "alice" && bobs[0].targets == ["bob"])
