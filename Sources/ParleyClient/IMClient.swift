@@ -348,8 +348,12 @@ public actor IMClient: RequestChannel {
             guard let team = head.teamId, let isMember = head.isMember else { return }
             sink.yield(.teamMembership(teamId: team, isMember: isMember))
             // A team joined: what it holds from the join on (its Invite, ApplyPass, … notification) may have
-            // been applied before this edge followed the team.
-            if isMember, teamSeqs[team] == nil { Task { await self.fill(team: team, after: max(0, (head.fromSeq ?? 1) - 1)) } }
+            // been applied before this edge followed the team. Held from now: an item that arrives before the
+            // fill starts must not become where the team starts, or the fill would skip what came before it.
+            if isMember, teamSeqs[team] == nil, filling[team] == nil {
+                filling[team] = []
+                Task { await self.resumeFill(team: team, after: max(0, (head.fromSeq ?? 1) - 1)) }
+            }
         case ("im", "p2pRead"):
             if let peer = head.peer, let reader = head.reader, let through = head.throughSeq {
                 sink.yield(.p2pRead(peer: peer, reader: reader, throughSeq: through))

@@ -238,6 +238,11 @@ extension Edge {
             switch event {
             case .user(let e):
                 guard let devices = imSessions[e.account] else { continue }
+                // The frame goes before the team is followed: a team item that following brings must not overtake
+                // the join it belongs to. The SDK fills a team from the join's `fromSeq` when it hears of it, but
+                // starts a team it has not heard of at the first item it hears.
+                let frame = TextFrame(EventFrame.im(e))
+                for n in devices.sorted() { connections[n]?.send(frame) }
                 if case .teamMembership(let team, let isMember, _) = e.kind {
                     for n in devices.sorted() {
                         if isMember {
@@ -255,8 +260,6 @@ extension Edge {
                         }
                     }
                 }
-                let frame = TextFrame(EventFrame.im(e))
-                for n in devices.sorted() { connections[n]?.send(frame) }
             case .team(let e, let members):
                 let frames = TeamFrames(e)
                 for account in Set(members + e.alsoTo).sorted() {
