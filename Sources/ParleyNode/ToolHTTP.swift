@@ -25,7 +25,7 @@ public struct ToolHTTP: Sendable {
     }
 
     /// The request's method, headers, body and `timeoutInterval` (as URLSession, for the whole call); redirects
-    /// are not followed (no node answers with one).
+    /// are followed, as URLSession follows them (AsyncHTTPClient's shared client: up to 20).
     public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         guard let url = request.url else { throw URLError(.badURL) }
         var call = HTTPClientRequest(url: url.absoluteString)
